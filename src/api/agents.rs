@@ -1,0 +1,175 @@
+//! `/v1/agents`: the agent registry.
+
+use axum::{Router, extract::State, http::StatusCode, routing::get};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    AppState,
+    extract::{Json, Path},
+};
+use crate::{
+    auth::{Principal, Role},
+    error::{ApiError, ApiResult},
+    store::agents::{self, AgentRow, NewAgent},
+};
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/agents", get(list).post(register))
+        .route("/v1/agents/{agent_id}", get(show))
+}
+
+/// `POST /v1/agents` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegisterAgent {
+    agent_id: String,
+    role: String,
+    #[serde(default)]
+    skills: Vec<String>,
+    #[serde(default)]
+    tools: Vec<String>,
+    endpoint_url: String,
+    #[serde(default = "one")]
+    max_concurrency: i32,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    model_tier: Option<i32>,
+    #[serde(default)]
+    trust: Option<f64>,
+    #[serde(default)]
+    cost_per_task: Option<f64>,
+}
+
+fn one() -> i32 {
+    1
+}
+
+fn valid_agent_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    id.len() <= 128
+        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+}
+
+fn check_names(field: &str, names: &[String]) -> ApiResult<()> {
+    if names.len() > 100 {
+        return Err(ApiError::invalid(field, format!("at most 100 {field}")));
+    }
+    if let Some(bad) = names.iter().find(|s| s.trim().is_empty() || s.len() > 64) {
+        return Err(ApiError::invalid(
+            field,
+            format!("each of {field} must be 1–64 characters (got '{bad}')"),
+        ));
+    }
+    Ok(())
+}
+
+async fn register(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<RegisterAgent>,
+) -> ApiResult<(StatusCode, Json<AgentRow>)> {
+    who.require(&[Role::Admin, Role::Operator, Role::Worker])?;
+    if !valid_agent_id(&req.agent_id) {
+        return Err(ApiError::invalid(
+            "agent_id",
+            "agent_id must be 1–128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit",
+        ));
+    }
+    if req.role.trim().is_empty() || req.role.len() > 64 {
+        return Err(ApiError::invalid("role", "role must be 1–64 characters"));
+    }
+    check_names("skills", &req.skills)?;
+    check_names("tools", &req.tools)?;
+    let url = reqwest::Url::parse(&req.endpoint_url).map_err(|e| {
+        ApiError::invalid("endpoint_url", format!("endpoint_url is not a URL: {e}"))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(ApiError::invalid(
+            "endpoint_url",
+            "endpoint_url must be an http(s) URL with a host",
+        ));
+    }
+    if !(1..=10_000).contains(&req.max_concurrency) {
+        return Err(ApiError::invalid(
+            "max_concurrency",
+            "max_concurrency must be between 1 and 10000",
+        ));
+    }
+    let tier = req.model_tier.unwrap_or(1);
+    if !(0..=10).contains(&tier) {
+        return Err(ApiError::invalid(
+            "model_tier",
+            "model_tier must be between 0 and 10",
+        ));
+    }
+    let trust = req.trust.unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&trust) {
+        return Err(ApiError::invalid("trust", "trust must be between 0 and 1"));
+    }
+    let cost = req.cost_per_task.unwrap_or(0.0);
+    if !cost.is_finite() || cost < 0.0 {
+        return Err(ApiError::invalid(
+            "cost_per_task",
+            "cost_per_task must be a non-negative number",
+        ));
+    }
+    let row = agents::insert(
+        &state.pool,
+        who.workspace_id,
+        NewAgent {
+            agent_id: &req.agent_id,
+            role: req.role.trim(),
+            skills: &req.skills,
+            tools: &req.tools,
+            model: req.model.as_deref(),
+            model_tier: tier,
+            endpoint_url: url.as_str().trim_end_matches('/'),
+            max_concurrency: req.max_concurrency,
+            trust,
+            cost_per_task: cost,
+        },
+    )
+    .await?
+    .ok_or_else(|| ApiError::Conflict {
+        code: "agent_exists",
+        message: format!("an agent with id '{}' is already registered", req.agent_id),
+        details: json!({ "agent_id": req.agent_id }),
+    })?;
+    Ok((StatusCode::CREATED, Json(row)))
+}
+
+async fn list(State(state): State<AppState>, who: Principal) -> ApiResult<Json<Value>> {
+    let rows = agents::list(&state.pool, who.workspace_id).await?;
+    Ok(Json(json!({ "agents": rows })))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Json<AgentRow>> {
+    agents::get(&state.pool, who.workspace_id, &agent_id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::NotFound(format!("no agent '{agent_id}'")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_agent_id;
+
+    #[test]
+    fn agent_ids() {
+        assert!(valid_agent_id("researcher-1"));
+        assert!(valid_agent_id("team.a:writer_2"));
+        assert!(!valid_agent_id(""));
+        assert!(!valid_agent_id("-lead"));
+        assert!(!valid_agent_id("has space"));
+        assert!(!valid_agent_id(&"a".repeat(129)));
+    }
+}

@@ -1,0 +1,119 @@
+//! `/v1/attempts/{id}/…`: worker callbacks, authenticated by the attempt's
+//! own bearer token (not an API token).
+
+use axum::{Router, extract::State, http::request::Parts, routing::post};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    extract::{Json, Path, bearer},
+};
+use crate::{
+    auth::hash_token,
+    engine::reports::{self, Applied, Origin, ReportError},
+    error::{ApiError, ApiResult},
+    store::attempts,
+    worker::protocol::{Heartbeat, WorkerReport},
+};
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/attempts/{id}/heartbeat", post(heartbeat))
+        .route("/v1/attempts/{id}/result", post(result))
+}
+
+/// The raw bearer token of the request.
+struct AttemptToken(String);
+
+impl axum::extract::FromRequestParts<AppState> for AttemptToken {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+        Ok(AttemptToken(bearer(parts)?.to_owned()))
+    }
+}
+
+impl From<ReportError> for ApiError {
+    fn from(e: ReportError) -> Self {
+        match e {
+            ReportError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            ReportError::BadToken(_) => ApiError::Unauthorized(e.to_string()),
+            ReportError::Stale {
+                attempt,
+                ref attempt_status,
+                ref task_status,
+            } => ApiError::Conflict {
+                code: "stale_attempt",
+                message: e.to_string(),
+                details: json!({ "attempt_id": attempt, "attempt_status": attempt_status, "task_status": task_status }),
+            },
+            ReportError::Race(_) => ApiError::conflict("concurrent_update", e.to_string()),
+            ReportError::Db(db) => db.into(),
+        }
+    }
+}
+
+async fn result(
+    State(state): State<AppState>,
+    AttemptToken(token): AttemptToken,
+    Path(id): Path<Uuid>,
+    Json(report): Json<WorkerReport>,
+) -> ApiResult<Json<Value>> {
+    if !report.cost.is_finite() || report.cost < 0.0 {
+        return Err(ApiError::invalid(
+            "cost",
+            "cost must be a non-negative number",
+        ));
+    }
+    if report.tokens < 0 {
+        return Err(ApiError::invalid("tokens", "tokens must not be negative"));
+    }
+    let applied = reports::apply_report(
+        &state.pool,
+        &state.engine,
+        id,
+        &report,
+        Origin::Worker { token: &token },
+    )
+    .await?;
+    Ok(Json(match applied {
+        Applied::Applied(status) => {
+            json!({ "accepted": true, "duplicate": false, "task_status": status })
+        }
+        Applied::Duplicate => json!({ "accepted": true, "duplicate": true }),
+    }))
+}
+
+async fn heartbeat(
+    State(state): State<AppState>,
+    AttemptToken(token): AttemptToken,
+    Path(id): Path<Uuid>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<Value>> {
+    // The body is optional; when present it must be a valid heartbeat.
+    if !body.is_empty() {
+        serde_json::from_slice::<Heartbeat>(&body).map_err(|e| ApiError::BadRequest {
+            code: "invalid_request",
+            message: format!("invalid heartbeat body: {e}"),
+            details: Value::Null,
+        })?;
+    }
+    let stored = attempts::token_hash(&state.pool, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no attempt {id}")))?;
+    if stored != hash_token(&token) {
+        return Err(ReportError::BadToken(id).into());
+    }
+    let live = attempts::heartbeat(&state.pool, id, state.engine.lease.as_secs_f64()).await?;
+    if !live {
+        return Err(ApiError::conflict(
+            "stale_attempt",
+            format!("attempt {id} is no longer live; stop working on it"),
+        ));
+    }
+    Ok(Json(
+        json!({ "ok": true, "lease_seconds": state.engine.lease.as_secs() }),
+    ))
+}

@@ -1,0 +1,153 @@
+//! `/v1/missions`: create, list, show, approve, review, cancel, events.
+
+use axum::{
+    Router,
+    extract::State,
+    http::StatusCode,
+    routing::{get, post},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    extract::{Json, Path, Query},
+};
+use crate::{
+    auth::{Principal, Role},
+    domain::MissionStatus,
+    error::{ApiError, ApiResult},
+    missions::{self, CreateMission, MissionSummary, MissionView, ReviewRequest},
+    store::{events, missions as store},
+};
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/missions", get(list).post(create))
+        .route("/v1/missions/{id}", get(show))
+        .route("/v1/missions/{id}/approve", post(approve))
+        .route("/v1/missions/{id}/review", post(review))
+        .route("/v1/missions/{id}/cancel", post(cancel))
+        .route("/v1/missions/{id}/events", get(list_events))
+}
+
+const WRITERS: &[Role] = &[Role::Admin, Role::Operator];
+const APPROVERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder];
+
+async fn create(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<CreateMission>,
+) -> ApiResult<(StatusCode, Json<MissionView>)> {
+    who.require(WRITERS)?;
+    let view = missions::create(&state.pool, &state.planning, &who, req).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    status: Option<String>,
+    limit: Option<i64>,
+    cursor: Option<Uuid>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+    Query(p): Query<ListParams>,
+) -> ApiResult<Json<Value>> {
+    let status = p
+        .status
+        .as_deref()
+        .map(str::parse::<MissionStatus>)
+        .transpose()?;
+    let limit = p.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "limit must be between 1 and 500",
+        ));
+    }
+    let rows = store::list(&state.pool, who.workspace_id, status, p.cursor, limit).await?;
+    let next_cursor = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|r| r.id))
+        .flatten();
+    let missions: Vec<MissionSummary> = rows.into_iter().map(Into::into).collect();
+    Ok(Json(
+        json!({ "missions": missions, "next_cursor": next_cursor }),
+    ))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<MissionView>> {
+    Ok(Json(
+        missions::view(&state.pool, who.workspace_id, id).await?,
+    ))
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(APPROVERS)?;
+    Ok(Json(missions::approve(&state.pool, &who, id).await?))
+}
+
+async fn review(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<ReviewRequest>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(APPROVERS)?;
+    Ok(Json(missions::review(&state.pool, &who, id, req).await?))
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(WRITERS)?;
+    Ok(Json(missions::cancel(&state.pool, &who, id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventParams {
+    /// Only events with `seq` greater than this.
+    after: Option<i64>,
+    limit: Option<i64>,
+}
+
+async fn list_events(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Query(p): Query<EventParams>,
+) -> ApiResult<Json<Value>> {
+    let limit = p.limit.unwrap_or(500);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "limit must be between 1 and 1000",
+        ));
+    }
+    let after = p.after.unwrap_or(0).max(0);
+    if store::get(&state.pool, who.workspace_id, id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::NotFound(format!("no mission {id}")));
+    }
+    let events = events::list_for_mission(&state.pool, who.workspace_id, id, after, limit).await?;
+    let next_after = events.last().map(|e| e.seq).unwrap_or(after);
+    Ok(Json(json!({ "events": events, "next_after": next_after })))
+}

@@ -1,0 +1,188 @@
+//! The HTTP surface: `/v1` REST routes (one file per resource), health
+//! probes, and [`Application`], which binds, serves and runs the engine.
+
+pub mod agents;
+pub mod attempts;
+pub mod extract;
+pub mod missions;
+pub mod tokens;
+
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+
+use axum::{
+    Router,
+    extract::{DefaultBodyLimit, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use serde_json::json;
+use sqlx::PgPool;
+use tokio::{net::TcpListener, sync::watch};
+use tower_http::{catch_panic::CatchPanicLayer, trace::TraceLayer};
+
+use crate::{
+    engine::{Engine, EngineConfig},
+    missions::PlanningConfig,
+};
+
+/// Largest request body accepted.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database.
+    pub pool: PgPool,
+    /// Engine settings (leases, retries) that callbacks apply.
+    pub engine: Arc<EngineConfig>,
+    /// Planning settings.
+    pub planning: Arc<PlanningConfig>,
+}
+
+/// The router with every route and layer.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .merge(agents::router())
+        .merge(missions::router())
+        .merge(attempts::router())
+        .merge(tokens::router())
+        .fallback(extract::not_found)
+        .method_not_allowed_fallback(extract::method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    let body = json!({ "error": { "code": "internal_error", "message": "internal error; it has been logged", "details": null } });
+    (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
+}
+
+async fn healthz() -> impl IntoResponse {
+    axum::Json(json!({ "status": "ok" }))
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    let ping = tokio::time::timeout(
+        Duration::from_secs(2),
+        sqlx::query_scalar!(r#"SELECT 1 AS "one!""#).fetch_one(&state.pool),
+    )
+    .await;
+    match ping {
+        Ok(Ok(_)) => axum::Json(json!({ "status": "ready" })).into_response(),
+        _ => {
+            let body = json!({ "error": { "code": "unavailable", "message": "the database is not reachable", "details": null } });
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
+        }
+    }
+}
+
+/// How to run the service.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Address to bind (port 0 for any).
+    pub listen: SocketAddr,
+    /// Base URL workers call back; `None` derives it from the bound address.
+    pub public_url: Option<String>,
+    /// Engine settings (its `public_url` is filled in by [`Application::build`]).
+    pub engine: EngineConfig,
+    /// Planning settings.
+    pub planning: PlanningConfig,
+    /// Run the tick loop in this process (false: API only).
+    pub run_engine: bool,
+}
+
+impl Settings {
+    /// Defaults for `listen`.
+    pub fn new(listen: SocketAddr) -> Self {
+        Settings {
+            listen,
+            public_url: None,
+            engine: EngineConfig::new(String::new()),
+            planning: PlanningConfig::default(),
+            run_engine: true,
+        }
+    }
+}
+
+/// A bound, ready-to-run service: API plus engine.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    run_engine: bool,
+    http: reqwest::Client,
+}
+
+impl Application {
+    /// Binds the listener and prepares the state.
+    pub async fn build(pool: PgPool, settings: Settings) -> anyhow::Result<Application> {
+        let listener = TcpListener::bind(settings.listen).await?;
+        let addr = listener.local_addr()?;
+        let mut engine = settings.engine;
+        engine.public_url = settings
+            .public_url
+            .unwrap_or_else(|| format!("http://{addr}"));
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(Application {
+            listener,
+            state: AppState {
+                pool,
+                engine: Arc::new(engine),
+                planning: Arc::new(settings.planning),
+            },
+            run_engine: settings.run_engine,
+            http,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// The base URL of the API.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.local_addr())
+    }
+
+    /// Serves until `shutdown` completes, then stops the engine (which lets
+    /// in-flight dispatches finish) and the server (which drains requests).
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let engine = self.run_engine.then(|| {
+            let engine = Engine::new(
+                self.state.pool.clone(),
+                (*self.state.engine).clone(),
+                self.http.clone(),
+            );
+            tokio::spawn(engine.run(stop_rx.clone()))
+        });
+        let mut server_stop = stop_rx.clone();
+        let app = router(self.state);
+        let server = axum::serve(self.listener, app).with_graceful_shutdown(async move {
+            let _ = server_stop.wait_for(|stop| *stop).await;
+        });
+        let server = tokio::spawn(async move { server.await });
+        shutdown.await;
+        tracing::info!("shutting down: no new claims; finishing in-flight work");
+        let _ = stop_tx.send(true);
+        if let Some(engine) = engine {
+            let _ = engine.await;
+        }
+        server.await??;
+        Ok(())
+    }
+}

@@ -1,0 +1,233 @@
+//! Deterministic agent choice: a pure function of (task, agents, loads).
+//!
+//! Hard filters first (the agent has every required skill and tool, case-
+//! insensitively, and a free slot), then a weighted score in `[0, 1]`:
+//!
+//! ```text
+//! score = w_fit·fit + w_trust·trust + w_capacity·(1 − running/max) + w_cost·1/(1 + cost_per_task)
+//! fit   = |required skills| / |agent skills|   (1 when the task needs none or the agent lists none)
+//! ```
+//!
+//! `fit` prefers specialists over generalists, so broad agents stay free for
+//! work only they can do. Ties break by `agent_id`, so the same inputs always
+//! give the same choice, whatever order the agents come in.
+
+use serde::Serialize;
+
+/// What the scorer needs to know about an agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentProfile {
+    /// Stable id; the tie-breaker.
+    pub agent_id: String,
+    /// Skills it has.
+    pub skills: Vec<String>,
+    /// Tools it can use.
+    pub tools: Vec<String>,
+    /// Trust in `[0, 1]`.
+    pub trust: f64,
+    /// Cost per task in the budget's currency.
+    pub cost_per_task: f64,
+    /// Concurrency cap.
+    pub max_concurrency: i32,
+    /// Live attempts right now.
+    pub running: i32,
+}
+
+/// What a task needs.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskNeeds<'a> {
+    /// Skills the agent must have.
+    pub required_skills: &'a [String],
+    /// Tools the agent must have.
+    pub required_tools: &'a [String],
+}
+
+/// Weights of the score's parts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ScoreWeights {
+    /// Specialisation.
+    pub fit: f64,
+    /// Trust.
+    pub trust: f64,
+    /// Free capacity.
+    pub capacity: f64,
+    /// Cheapness.
+    pub cost: f64,
+}
+
+impl Default for ScoreWeights {
+    fn default() -> Self {
+        ScoreWeights {
+            fit: 0.4,
+            trust: 0.3,
+            capacity: 0.2,
+            cost: 0.1,
+        }
+    }
+}
+
+/// A score and its parts, stored on the task so a choice can be explained.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Score {
+    /// The weighted total.
+    pub total: f64,
+    /// Specialisation part, before weighting.
+    pub fit: f64,
+    /// Trust part.
+    pub trust: f64,
+    /// Free-capacity part.
+    pub capacity: f64,
+    /// Cheapness part.
+    pub cost: f64,
+}
+
+fn covers(have: &[String], need: &[String]) -> bool {
+    need.iter()
+        .all(|n| have.iter().any(|h| h.eq_ignore_ascii_case(n)))
+}
+
+/// True if the agent could ever take the task (skills and tools), ignoring load.
+pub fn capable(task: TaskNeeds<'_>, agent_skills: &[String], agent_tools: &[String]) -> bool {
+    covers(agent_skills, task.required_skills) && covers(agent_tools, task.required_tools)
+}
+
+/// The score of one agent for one task, or `None` if a hard filter rules it out.
+pub fn score(task: TaskNeeds<'_>, agent: &AgentProfile, w: &ScoreWeights) -> Option<Score> {
+    if agent.running >= agent.max_concurrency || !capable(task, &agent.skills, &agent.tools) {
+        return None;
+    }
+    let fit = if task.required_skills.is_empty() || agent.skills.is_empty() {
+        1.0
+    } else {
+        (task.required_skills.len() as f64 / agent.skills.len() as f64).min(1.0)
+    };
+    let trust = agent.trust.clamp(0.0, 1.0);
+    let capacity = 1.0 - f64::from(agent.running) / f64::from(agent.max_concurrency.max(1));
+    let cost = 1.0 / (1.0 + agent.cost_per_task.max(0.0));
+    let total = w.fit * fit + w.trust * trust + w.capacity * capacity + w.cost * cost;
+    Some(Score {
+        total,
+        fit,
+        trust,
+        capacity,
+        cost,
+    })
+}
+
+/// The best agent for the task (index into `agents`) and its score.
+pub fn choose(
+    task: TaskNeeds<'_>,
+    agents: &[AgentProfile],
+    w: &ScoreWeights,
+) -> Option<(usize, Score)> {
+    agents
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| score(task, a, w).map(|s| (i, s)))
+        .max_by(|(ia, sa), (ib, sb)| {
+            sa.total
+                .total_cmp(&sb.total)
+                // Reverse so that the smaller agent_id wins a tie under max_by.
+                .then_with(|| agents[*ib].agent_id.cmp(&agents[*ia].agent_id))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn agent(id: &str, skills: &[&str], running: i32) -> AgentProfile {
+        AgentProfile {
+            agent_id: id.into(),
+            skills: skills.iter().map(|s| s.to_string()).collect(),
+            tools: vec![],
+            trust: 0.5,
+            cost_per_task: 0.0,
+            max_concurrency: 2,
+            running,
+        }
+    }
+
+    fn needs(skills: &[String]) -> TaskNeeds<'_> {
+        TaskNeeds {
+            required_skills: skills,
+            required_tools: &[],
+        }
+    }
+
+    #[test]
+    fn hard_filters() {
+        let skills = vec!["Research".to_string()];
+        let w = ScoreWeights::default();
+        assert!(score(needs(&skills), &agent("a", &["research"], 0), &w).is_some());
+        assert!(score(needs(&skills), &agent("a", &["writing"], 0), &w).is_none());
+        assert!(score(needs(&skills), &agent("a", &["research"], 2), &w).is_none());
+        let tools = vec!["browser".to_string()];
+        let t = TaskNeeds {
+            required_skills: &[],
+            required_tools: &tools,
+        };
+        assert!(score(t, &agent("a", &[], 0), &w).is_none());
+    }
+
+    #[test]
+    fn specialists_and_free_agents_win() {
+        let skills = vec!["research".to_string()];
+        let w = ScoreWeights::default();
+        let agents = [
+            agent("generalist", &["research", "writing", "review"], 0),
+            agent("specialist", &["research"], 0),
+        ];
+        assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 1);
+        let agents = [
+            agent("busy", &["research"], 1),
+            agent("free", &["research"], 0),
+        ];
+        assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 1);
+    }
+
+    #[test]
+    fn ties_break_by_agent_id() {
+        let skills = vec!["research".to_string()];
+        let w = ScoreWeights::default();
+        let agents = [agent("b", &["research"], 0), agent("a", &["research"], 0)];
+        assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 1);
+    }
+
+    #[test]
+    fn hand_computed_score() {
+        let skills = vec!["research".to_string()];
+        let mut a = agent("a", &["research", "writing"], 1);
+        a.trust = 0.8;
+        a.cost_per_task = 1.0;
+        let s = score(needs(&skills), &a, &ScoreWeights::default()).unwrap();
+        // 0.4·0.5 + 0.3·0.8 + 0.2·0.5 + 0.1·0.5 = 0.59
+        assert!((s.total - 0.59).abs() < 1e-12, "{}", s.total);
+    }
+
+    proptest! {
+        #[test]
+        fn choice_does_not_depend_on_order(
+            specs in prop::collection::vec((0u8..4, 0i32..3, 0u8..10), 1..12),
+            rotate in 0usize..12,
+        ) {
+            let pool = ["research", "writing", "review", "coding"];
+            let agents: Vec<AgentProfile> = specs.iter().enumerate().map(|(i, (k, running, trust))| {
+                let mut a = agent(&format!("agent-{i:02}"), &pool[..=*k as usize], *running);
+                a.trust = f64::from(*trust) / 10.0;
+                a
+            }).collect();
+            let skills = vec!["research".to_string()];
+            let w = ScoreWeights::default();
+            let first = choose(needs(&skills), &agents, &w).map(|(i, _)| agents[i].agent_id.clone());
+            let mut rotated = agents.clone();
+            let by = rotate % rotated.len();
+            rotated.rotate_left(by);
+            rotated.reverse();
+            let second = choose(needs(&skills), &rotated, &w).map(|(i, _)| rotated[i].agent_id.clone());
+            prop_assert_eq!(first, second);
+        }
+    }
+}

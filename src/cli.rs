@@ -1,0 +1,238 @@
+//! The `coordinator` command line: `serve`, `migrate`, `worker`, `demo`, `token`.
+
+use std::{net::SocketAddr, process::ExitCode, time::Duration};
+
+use clap::{Parser, Subcommand};
+
+use crate::{
+    api::{Application, Settings},
+    auth::{self, Bootstrap, Role},
+    db::{Database, DatabaseArgs},
+    demo::{self, DemoArgs},
+    worker::simulate::{SimulatedWorker, SimulationConfig},
+};
+
+/// Mission coordinator for LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "coordinator", version, about)]
+pub struct Cli {
+    /// Log filter (tracing syntax), e.g. `info` or `coordinator=debug`.
+    #[arg(long, global = true, env = "COORDINATOR_LOG", default_value = "info")]
+    pub log: String,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the API and the tick loop.
+    Serve(ServeArgs),
+    /// Apply database migrations and exit.
+    Migrate {
+        /// Database.
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Run a reference worker.
+    Worker(WorkerArgs),
+    /// Run a self-contained demo: embedded database, service, simulated workers, one mission.
+    Demo(DemoArgs),
+    /// Manage API tokens.
+    Token {
+        /// Token command.
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+/// `coordinator serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "COORDINATOR_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Base URL workers use to call back (default: http://<listen>).
+    #[arg(long, env = "COORDINATOR_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Admin token to create on a database with no token yet.
+    #[arg(long, env = "COORDINATOR_BOOTSTRAP_TOKEN", hide_env_values = true)]
+    pub bootstrap_token: Option<String>,
+    /// Safety-net tick interval in milliseconds (the engine also wakes on NOTIFY).
+    #[arg(long, env = "COORDINATOR_TICK_MS", default_value_t = 1000)]
+    pub tick_ms: u64,
+    /// Seconds an attempt may go without heartbeat or result before it is reclaimed.
+    #[arg(long, env = "COORDINATOR_LEASE_SECS", default_value_t = 60)]
+    pub lease_secs: u64,
+    /// Attempts per task before it fails.
+    #[arg(long, env = "COORDINATOR_MAX_ATTEMPTS", default_value_t = 3)]
+    pub max_attempts: i32,
+    /// Serve the API only; do not run the tick loop.
+    #[arg(long)]
+    pub no_engine: bool,
+    /// Database.
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+}
+
+/// `coordinator worker`.
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// Simulate work (the only mode so far; an LLM-backed mode comes next).
+    #[arg(long, required = true)]
+    pub simulate: bool,
+    /// Address to listen on.
+    #[arg(long, env = "WORKER_LISTEN", default_value = "127.0.0.1:8091")]
+    pub listen: SocketAddr,
+    /// Simulation settings.
+    #[command(flatten)]
+    pub sim: SimulationConfig,
+}
+
+/// `coordinator token …`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create an API token (printed once) directly in the database.
+    Create {
+        /// admin, operator, stakeholder, agent or worker.
+        #[arg(long)]
+        role: Role,
+        /// A label for the token.
+        #[arg(long)]
+        name: Option<String>,
+        /// For role agent: the agent it acts as.
+        #[arg(long)]
+        agent_id: Option<String>,
+        /// Workspace name (created if missing).
+        #[arg(long, default_value = auth::DEFAULT_WORKSPACE)]
+        workspace: String,
+        /// Database.
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+/// Parses the command line, runs it, and maps errors to exit code 1.
+pub async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.log);
+    match run(cli.command).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(filter))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve(args) => serve(args).await.map(|()| ExitCode::SUCCESS),
+        Command::Migrate { db } => {
+            let db = Database::open(&db).await?;
+            eprintln!("migrations applied");
+            db.close().await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Worker(args) => {
+            let worker = SimulatedWorker::spawn(args.listen, args.sim.clone()).await?;
+            eprintln!(
+                "simulated worker listening on {} (latency {} ms, failure rate {})",
+                worker.url(),
+                args.sim.latency_ms,
+                args.sim.failure_rate
+            );
+            tokio::select! {
+                r = worker.wait() => r?,
+                () = shutdown_signal() => {}
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo(args) => demo::run(args).await,
+        Command::Token { command } => token(command).await.map(|()| ExitCode::SUCCESS),
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let db = Database::open(&args.db).await?;
+    match auth::ensure_bootstrap(&db.pool, args.bootstrap_token.as_deref()).await? {
+        Bootstrap::Generated(token) => {
+            eprintln!(
+                "\nFirst start: created the admin token of workspace '{}'. It is shown only once:\n\n    {token}\n\nUse it as 'Authorization: Bearer <token>'.\n",
+                auth::DEFAULT_WORKSPACE
+            );
+        }
+        Bootstrap::FromEnvironment => {
+            eprintln!("First start: COORDINATOR_BOOTSTRAP_TOKEN is now the admin token");
+        }
+        Bootstrap::AlreadyDone => {}
+    }
+    let mut settings = Settings::new(args.listen);
+    settings.public_url = args.public_url;
+    settings.engine.tick_interval = Duration::from_millis(args.tick_ms.max(10));
+    settings.engine.lease = Duration::from_secs(args.lease_secs.max(1));
+    settings.engine.max_attempts = args.max_attempts.max(1);
+    settings.planning.max_attempts = args.max_attempts.max(1);
+    settings.run_engine = !args.no_engine;
+    let app = Application::build(db.pool.clone(), settings).await?;
+    eprintln!("coordinator listening on {}", app.url());
+    app.run_until_stopped(shutdown_signal()).await?;
+    db.close().await?;
+    eprintln!("coordinator stopped");
+    Ok(())
+}
+
+async fn token(command: TokenCommand) -> anyhow::Result<()> {
+    let TokenCommand::Create {
+        role,
+        name,
+        agent_id,
+        workspace,
+        db,
+    } = command;
+    anyhow::ensure!(
+        (role == Role::Agent) == agent_id.is_some(),
+        "--agent-id is required for role agent, and only for it"
+    );
+    let db = Database::open(&db).await?;
+    let mut conn = db.pool.acquire().await?;
+    let ws = auth::workspace_by_name(&mut conn, &workspace).await?;
+    let secret = auth::generate_token();
+    let name = name.unwrap_or_else(|| format!("{role} token"));
+    auth::insert_token(&mut conn, ws, role, &name, agent_id.as_deref(), &secret).await?;
+    drop(conn);
+    db.close().await?;
+    println!("{secret}");
+    eprintln!("created a {role} token for workspace '{workspace}' (shown only once)");
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

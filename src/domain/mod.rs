@@ -1,0 +1,86 @@
+//! Pure domain types: the lifecycles of missions, tasks and attempts.
+//!
+//! Each status enum lives here exactly once, with a pure transition function
+//! that is unit-tested; SQL only persists what these functions allowed.
+
+pub mod attempt;
+pub mod mission;
+pub mod task;
+
+pub use attempt::{AttemptStatus, FailureKind, ReportDecision, ReportStatus, decide_report};
+pub use mission::{Autonomy, MissionEvent, MissionStatus};
+pub use task::{BoardColumn, TaskEvent, TaskStatus};
+
+/// A transition that the lifecycle does not allow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot {event} a {entity} that is {from}")]
+pub struct IllegalTransition {
+    /// Which lifecycle refused ("mission", "task", "attempt").
+    pub entity: &'static str,
+    /// The state it was in.
+    pub from: &'static str,
+    /// What was asked of it.
+    pub event: &'static str,
+}
+
+/// Generates `as_str`, `FromStr`, `Display` and serde for a status enum whose
+/// variants are stored as snake_case text in PostgreSQL.
+macro_rules! text_enum {
+    ($name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The value as stored in the database and shown in the API.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = crate::domain::UnknownValue;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(crate::domain::UnknownValue {
+                        kind: stringify!($name),
+                        value: s.to_owned(),
+                        expected: &[$($text),+],
+                    }),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+pub(crate) use text_enum;
+
+/// A text value that is not one of an enum's values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} '{value}' (expected one of: {})", expected.join(", "))]
+pub struct UnknownValue {
+    /// The enum's name.
+    pub kind: &'static str,
+    /// What was given.
+    pub value: String,
+    /// What would have been accepted.
+    pub expected: &'static [&'static str],
+}

@@ -1,0 +1,258 @@
+//! The task lifecycle and the board column each status shows in.
+//!
+//! `pending` (waiting on dependencies) → `queued` (ready) → `running` (an
+//! attempt is live) → `succeeded`; side paths `retry_wait`, `awaiting_human`,
+//! `awaiting_approval`, `failed`, `cancelled`, `skipped`.
+
+use super::{IllegalTransition, text_enum};
+
+/// Where a task is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskStatus {
+    /// Waiting on dependencies.
+    Pending,
+    /// Ready to be claimed.
+    Queued,
+    /// An attempt is live.
+    Running,
+    /// Done; immutable from now on.
+    Succeeded,
+    /// Waiting for a retry or continuation to become due.
+    RetryWait,
+    /// A person must complete, retry or skip it.
+    AwaitingHuman,
+    /// A governance gate must approve it before dispatch.
+    AwaitingApproval,
+    /// Failed for good.
+    Failed,
+    /// Stopped with its mission, or by a person.
+    Cancelled,
+    /// Deliberately not done.
+    Skipped,
+}
+
+text_enum!(TaskStatus {
+    Pending => "pending",
+    Queued => "queued",
+    Running => "running",
+    Succeeded => "succeeded",
+    RetryWait => "retry_wait",
+    AwaitingHuman => "awaiting_human",
+    AwaitingApproval => "awaiting_approval",
+    Failed => "failed",
+    Cancelled => "cancelled",
+    Skipped => "skipped",
+});
+
+/// What can happen to a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskEvent {
+    /// Every dependency succeeded (or was skipped).
+    DependenciesMet,
+    /// A dispatcher claimed it and created an attempt.
+    Claimed,
+    /// The live attempt succeeded.
+    Succeeded,
+    /// The live attempt failed (or asked to continue) and another try is allowed.
+    ScheduleRetry,
+    /// The live attempt failed and no try is left.
+    FailedFinally,
+    /// Escalated to a person.
+    EscalateToHuman,
+    /// A person or policy put it back in the ready queue.
+    Requeue,
+    /// A person completed it by hand.
+    CompleteByHuman,
+    /// A person or policy chose not to do it.
+    Skip,
+    /// Its mission (or a person) cancelled it.
+    Cancel,
+}
+
+impl TaskEvent {
+    fn name(self) -> &'static str {
+        match self {
+            TaskEvent::DependenciesMet => "queue",
+            TaskEvent::Claimed => "claim",
+            TaskEvent::Succeeded => "succeed",
+            TaskEvent::ScheduleRetry => "retry",
+            TaskEvent::FailedFinally => "fail",
+            TaskEvent::EscalateToHuman => "escalate",
+            TaskEvent::Requeue => "requeue",
+            TaskEvent::CompleteByHuman => "complete",
+            TaskEvent::Skip => "skip",
+            TaskEvent::Cancel => "cancel",
+        }
+    }
+}
+
+/// A kanban column of the task bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BoardColumn {
+    /// Not ready yet.
+    Backlog,
+    /// Ready, or waiting for a retry.
+    Ready,
+    /// An attempt is live.
+    InProgress,
+    /// A person must act.
+    NeedsHuman,
+    /// Waiting for result review.
+    Review,
+    /// Finished: succeeded or skipped.
+    Done,
+    /// Closed without success: failed or cancelled.
+    Failed,
+}
+
+text_enum!(BoardColumn {
+    Backlog => "backlog",
+    Ready => "ready",
+    InProgress => "in_progress",
+    NeedsHuman => "needs_human",
+    Review => "review",
+    Done => "done",
+    Failed => "failed",
+});
+
+impl TaskStatus {
+    /// True once the task can never change again (completed tasks are immutable).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Succeeded
+                | TaskStatus::Failed
+                | TaskStatus::Cancelled
+                | TaskStatus::Skipped
+        )
+    }
+
+    /// True if dependents may proceed past this task.
+    pub fn satisfies_dependents(self) -> bool {
+        matches!(self, TaskStatus::Succeeded | TaskStatus::Skipped)
+    }
+
+    /// The column its board card belongs in.
+    pub fn board_column(self) -> BoardColumn {
+        match self {
+            TaskStatus::Pending => BoardColumn::Backlog,
+            TaskStatus::Queued | TaskStatus::RetryWait => BoardColumn::Ready,
+            TaskStatus::Running => BoardColumn::InProgress,
+            TaskStatus::AwaitingHuman | TaskStatus::AwaitingApproval => BoardColumn::NeedsHuman,
+            TaskStatus::Succeeded | TaskStatus::Skipped => BoardColumn::Done,
+            TaskStatus::Failed | TaskStatus::Cancelled => BoardColumn::Failed,
+        }
+    }
+
+    /// The status after `event`, or why it cannot happen.
+    pub fn next(self, event: TaskEvent) -> Result<TaskStatus, IllegalTransition> {
+        use TaskEvent as E;
+        use TaskStatus as S;
+        let next = match (self, event) {
+            (S::Pending, E::DependenciesMet) => S::Queued,
+            (S::Queued | S::RetryWait, E::Claimed) => S::Running,
+            (S::Running, E::Succeeded) => S::Succeeded,
+            (S::Running, E::ScheduleRetry) => S::RetryWait,
+            (S::Running, E::FailedFinally) => S::Failed,
+            (S::Running, E::EscalateToHuman) => S::AwaitingHuman,
+            (S::AwaitingHuman | S::AwaitingApproval, E::Requeue) => S::Queued,
+            (S::AwaitingHuman, E::CompleteByHuman) => S::Succeeded,
+            (S::Pending | S::Queued | S::AwaitingHuman | S::AwaitingApproval, E::Skip) => {
+                S::Skipped
+            }
+            (s, E::Cancel) if !s.is_terminal() => S::Cancelled,
+            _ => {
+                return Err(IllegalTransition {
+                    entity: "task",
+                    from: self.as_str(),
+                    event: event.name(),
+                });
+            }
+        };
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVENTS: [TaskEvent; 10] = [
+        TaskEvent::DependenciesMet,
+        TaskEvent::Claimed,
+        TaskEvent::Succeeded,
+        TaskEvent::ScheduleRetry,
+        TaskEvent::FailedFinally,
+        TaskEvent::EscalateToHuman,
+        TaskEvent::Requeue,
+        TaskEvent::CompleteByHuman,
+        TaskEvent::Skip,
+        TaskEvent::Cancel,
+    ];
+
+    #[test]
+    fn happy_path() {
+        let s = TaskStatus::Pending
+            .next(TaskEvent::DependenciesMet)
+            .unwrap()
+            .next(TaskEvent::Claimed)
+            .unwrap()
+            .next(TaskEvent::Succeeded)
+            .unwrap();
+        assert_eq!(s, TaskStatus::Succeeded);
+    }
+
+    #[test]
+    fn retry_path_goes_back_through_claim() {
+        let s = TaskStatus::Running.next(TaskEvent::ScheduleRetry).unwrap();
+        assert_eq!(s, TaskStatus::RetryWait);
+        assert_eq!(s.next(TaskEvent::Claimed).unwrap(), TaskStatus::Running);
+        assert!(s.next(TaskEvent::Succeeded).is_err());
+    }
+
+    #[test]
+    fn terminal_tasks_are_immutable() {
+        for s in TaskStatus::ALL.iter().filter(|s| s.is_terminal()) {
+            for e in EVENTS {
+                assert!(s.next(e).is_err(), "{s} accepted {e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_running_task_can_succeed_from_a_report() {
+        for s in TaskStatus::ALL {
+            assert_eq!(
+                s.next(TaskEvent::Succeeded).is_ok(),
+                *s == TaskStatus::Running
+            );
+        }
+    }
+
+    #[test]
+    fn a_pending_task_cannot_be_claimed() {
+        assert!(TaskStatus::Pending.next(TaskEvent::Claimed).is_err());
+    }
+
+    #[test]
+    fn board_columns() {
+        assert_eq!(TaskStatus::Pending.board_column(), BoardColumn::Backlog);
+        assert_eq!(TaskStatus::RetryWait.board_column(), BoardColumn::Ready);
+        assert_eq!(TaskStatus::Running.board_column(), BoardColumn::InProgress);
+        assert_eq!(
+            TaskStatus::AwaitingHuman.board_column(),
+            BoardColumn::NeedsHuman
+        );
+        assert_eq!(TaskStatus::Skipped.board_column(), BoardColumn::Done);
+        assert_eq!(TaskStatus::Cancelled.board_column(), BoardColumn::Failed);
+    }
+
+    #[test]
+    fn dependents_proceed_past_succeeded_and_skipped_only() {
+        let ok: Vec<_> = TaskStatus::ALL
+            .iter()
+            .filter(|s| s.satisfies_dependents())
+            .collect();
+        assert_eq!(ok, [&TaskStatus::Succeeded, &TaskStatus::Skipped]);
+    }
+}

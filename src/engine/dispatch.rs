@@ -1,0 +1,324 @@
+//! Phase A of the tick: claim ready tasks, choose agents, create attempts
+//! (one transaction), then send the requests to workers (outside it).
+//!
+//! Claiming follows the global lock order: queue rows with `SKIP LOCKED`
+//! (never waits, so replicas split the queue), then the missions involved
+//! (by id), then every free agent of those workspaces (by key). Holding the
+//! agents' rows while choosing makes the concurrency cap exact across
+//! replicas; `take_slots` re-checks it in SQL all the same.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{
+    EngineConfig,
+    reports::{self, Origin},
+};
+use crate::{
+    assignment::{self, TaskNeeds},
+    auth::{generate_token, hash_token},
+    domain::{FailureKind, ReportStatus, TaskEvent, TaskStatus},
+    store::{
+        agents, attempts,
+        events::kind,
+        tasks::{self, Change},
+    },
+    worker::protocol::{Callback, DispatchRequest, TaskPayload, UpstreamOutput, WorkerReport},
+};
+
+/// A claimed attempt, ready to be sent.
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    /// Worker base URL.
+    pub endpoint_url: String,
+    /// The request body.
+    pub request: DispatchRequest,
+}
+
+/// Claims up to `cfg.batch_size` ready tasks and creates their attempts.
+pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Vec<Dispatch>> {
+    let mut tx = pool.begin().await?;
+    // Look a little past the batch so tasks nobody can take right now do not
+    // block those behind them.
+    let window = (cfg.batch_size * 4) as i64;
+    let queued = sqlx::query!(
+        r#"SELECT q.task_id, q.run_id FROM task_queue q
+           JOIN orchestration_runs r ON r.id = q.run_id AND r.status = 'executing'
+           WHERE q.ready_at <= now()
+           ORDER BY q.priority DESC, q.ready_at, q.task_id
+           LIMIT $1
+           FOR UPDATE OF q SKIP LOCKED"#,
+        window
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    if queued.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut run_ids: Vec<Uuid> = queued.iter().map(|q| q.run_id).collect();
+    run_ids.sort();
+    run_ids.dedup();
+    let runs = sqlx::query!(
+        "SELECT id, workspace_id, goal, status FROM orchestration_runs
+         WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+        &run_ids
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let runs: BTreeMap<Uuid, _> = runs
+        .into_iter()
+        .filter(|r| r.status == "executing")
+        .map(|r| (r.id, r))
+        .collect();
+    let task_ids: Vec<Uuid> = queued.iter().map(|q| q.task_id).collect();
+    let by_id: BTreeMap<Uuid, tasks::TaskRow> = tasks::get_many(&mut tx, &task_ids)
+        .await?
+        .into_iter()
+        .map(|t| (t.id, t))
+        .collect();
+    // Keep the queue's priority order.
+    let ready: Vec<&tasks::TaskRow> = queued
+        .iter()
+        .filter_map(|q| by_id.get(&q.task_id))
+        .filter(|t| runs.contains_key(&t.run_id))
+        .filter(|t| t.status().next(TaskEvent::Claimed).is_ok())
+        .collect();
+    let mut workspaces: Vec<Uuid> = ready.iter().map(|t| t.workspace_id).collect();
+    workspaces.sort();
+    workspaces.dedup();
+    let mut candidates = agents::lock_candidates(&mut tx, &workspaces).await?;
+
+    // Pure choice, in queue order, with loads updated as we go.
+    let mut chosen: Vec<(&tasks::TaskRow, usize, assignment::Score)> = Vec::new();
+    for task in ready {
+        if chosen.len() == cfg.batch_size {
+            break;
+        }
+        let pool_idx: Vec<usize> = (0..candidates.len())
+            .filter(|i| candidates[*i].workspace_id == task.workspace_id)
+            .collect();
+        let profiles: Vec<_> = pool_idx
+            .iter()
+            .map(|i| candidates[*i].profile.clone())
+            .collect();
+        let needs = TaskNeeds {
+            required_skills: &task.required_skills,
+            required_tools: &task.required_tools,
+        };
+        if let Some((pick, score)) = assignment::choose(needs, &profiles, &cfg.weights) {
+            let idx = pool_idx[pick];
+            candidates[idx].profile.running += 1;
+            chosen.push((task, idx, score));
+        }
+    }
+    if chosen.is_empty() {
+        return Ok(Vec::new());
+    }
+
+    // Slots first, in agent key order (candidates are sorted that way).
+    let mut per_agent: BTreeMap<usize, i32> = BTreeMap::new();
+    for (_, idx, _) in &chosen {
+        *per_agent.entry(*idx).or_default() += 1;
+    }
+    for (idx, n) in &per_agent {
+        let c = &candidates[*idx];
+        if !agents::take_slots(&mut tx, c.workspace_id, &c.profile.agent_id, *n).await? {
+            anyhow::bail!(
+                "agent {} had no free slot although locked",
+                c.profile.agent_id
+            );
+        }
+    }
+
+    let actor = format!("engine:{}", cfg.replica_id);
+    let lease_secs = cfg.lease.as_secs_f64();
+    let deadline = OffsetDateTime::now_utc() + cfg.lease;
+    let mut dispatches = Vec::with_capacity(chosen.len());
+    let claimed_ids: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.id).collect();
+    let upstream = upstream_outputs(&mut tx, &claimed_ids).await?;
+    for (task, idx, score) in &chosen {
+        let agent = &candidates[*idx];
+        let attempt_id = Uuid::now_v7();
+        let token = generate_token();
+        let attempt_number = task.attempt_count + 1;
+        attempts::insert(
+            &mut tx,
+            attempts::NewAttempt {
+                id: attempt_id,
+                workspace_id: task.workspace_id,
+                run_id: task.run_id,
+                task_id: task.id,
+                attempt_number,
+                agent_id: &agent.profile.agent_id,
+                worker_url: &agent.endpoint_url,
+                token_hash: &hash_token(&token),
+                dispatched_by: &cfg.replica_id,
+            },
+        )
+        .await?;
+        let details = serde_json::to_value(score).unwrap_or_default();
+        let updated = sqlx::query!(
+            "UPDATE orchestration_tasks
+             SET status = 'running', assigned_agent_id = $3, assignment_score = $4,
+                 assignment_details = $5, attempt_count = attempt_count + 1,
+                 current_attempt_id = $6, lease_owner = $7,
+                 lease_expires_at = now() + make_interval(secs => $8), next_attempt_at = NULL,
+                 started_at = COALESCE(started_at, now()), version = version + 1, updated_at = now()
+             WHERE id = $1 AND version = $2",
+            task.id,
+            task.version,
+            agent.profile.agent_id,
+            score.total,
+            details,
+            attempt_id,
+            cfg.replica_id,
+            lease_secs
+        )
+        .execute(&mut *tx)
+        .await?;
+        anyhow::ensure!(
+            updated.rows_affected() == 1,
+            "task {} changed while claimed",
+            task.id
+        );
+        sqlx::query!("DELETE FROM task_queue WHERE task_id = $1", task.id)
+            .execute(&mut *tx)
+            .await?;
+        tasks::record(
+            &mut tx,
+            Change {
+                task_id: task.id,
+                run_id: task.run_id,
+                workspace_id: task.workspace_id,
+                to: TaskStatus::Running,
+                kind: kind::TASK_DISPATCHED,
+                actor: &actor,
+                attempt_id: Some(attempt_id),
+                payload: json!({
+                    "key": task.task_key, "agent_id": agent.profile.agent_id,
+                    "attempt": attempt_number, "score": score,
+                }),
+            },
+        )
+        .await?;
+        let base = cfg.public_url.trim_end_matches('/');
+        dispatches.push(Dispatch {
+            endpoint_url: agent.endpoint_url.clone(),
+            request: DispatchRequest {
+                attempt_id,
+                attempt_number,
+                task_id: task.id,
+                mission_id: task.run_id,
+                agent_id: agent.profile.agent_id.clone(),
+                goal: runs
+                    .get(&task.run_id)
+                    .map(|r| r.goal.clone())
+                    .unwrap_or_default(),
+                task: TaskPayload {
+                    key: task.task_key.clone(),
+                    title: task.title.clone(),
+                    task_type: task.task_type.clone(),
+                    description: task.description.clone(),
+                    required_skills: task.required_skills.clone(),
+                    required_tools: task.required_tools.clone(),
+                    success_criteria: task.success_criteria.clone(),
+                    inputs: task.inputs.clone(),
+                },
+                upstream: upstream.get(&task.id).cloned().unwrap_or_default(),
+                feedback: task.feedback.clone(),
+                deadline,
+                callback: Callback {
+                    heartbeat_url: format!("{base}/v1/attempts/{attempt_id}/heartbeat"),
+                    result_url: format!("{base}/v1/attempts/{attempt_id}/result"),
+                    token,
+                },
+            },
+        });
+    }
+    tx.commit().await?;
+    Ok(dispatches)
+}
+
+async fn upstream_outputs(
+    conn: &mut sqlx::PgConnection,
+    task_ids: &[Uuid],
+) -> sqlx::Result<BTreeMap<Uuid, Vec<UpstreamOutput>>> {
+    let rows = sqlx::query!(
+        "SELECT d.task_id, p.id, p.task_key, p.title, p.output
+         FROM orchestration_task_dependencies d
+         JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
+         WHERE d.task_id = ANY($1)
+         ORDER BY d.task_id, p.task_order",
+        task_ids
+    )
+    .fetch_all(conn)
+    .await?;
+    let mut map: BTreeMap<Uuid, Vec<UpstreamOutput>> = BTreeMap::new();
+    for r in rows {
+        map.entry(r.task_id).or_default().push(UpstreamOutput {
+            task_id: r.id,
+            key: r.task_key,
+            title: r.title,
+            output: r.output,
+        });
+    }
+    Ok(map)
+}
+
+/// Sends one dispatch to its worker and applies an immediate answer: `202`
+/// means the worker will call back; `200` carries the result; anything else
+/// (or no answer within the timeout) fails the attempt as `infrastructure`.
+pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &reqwest::Client, d: Dispatch) {
+    let attempt_id = d.request.attempt_id;
+    let url = format!("{}/v1/tasks", d.endpoint_url.trim_end_matches('/'));
+    let sent = http
+        .post(&url)
+        .timeout(cfg.dispatch_timeout)
+        .json(&d.request)
+        .send()
+        .await;
+    let outcome = match sent {
+        Ok(resp) if resp.status() == reqwest::StatusCode::ACCEPTED => return,
+        Ok(resp) if resp.status().is_success() => match resp.json::<WorkerReport>().await {
+            Ok(report) => Some((report, Origin::Inline)),
+            Err(e) => Some((
+                transport_failure(format!("worker answered 200 without a valid report: {e}")),
+                Origin::DispatchFailed,
+            )),
+        },
+        Ok(resp) => Some((
+            transport_failure(format!("worker answered {} to the dispatch", resp.status())),
+            Origin::DispatchFailed,
+        )),
+        Err(e) => Some((
+            transport_failure(format!("dispatch to {url} failed: {e}")),
+            Origin::DispatchFailed,
+        )),
+    };
+    if let Some((report, origin)) = outcome {
+        if matches!(origin, Origin::DispatchFailed) {
+            tracing::warn!(%attempt_id, error = report.error.as_deref().unwrap_or(""), "dispatch failed");
+        }
+        match reports::apply_report(pool, cfg, attempt_id, &report, origin).await {
+            Ok(_) | Err(reports::ReportError::Stale { .. }) => {}
+            Err(e) => {
+                tracing::warn!(%attempt_id, error = %e, "could not record the dispatch outcome; the lease will expire")
+            }
+        }
+    }
+}
+
+fn transport_failure(error: String) -> WorkerReport {
+    WorkerReport {
+        status: ReportStatus::Failed,
+        output: None,
+        error: Some(error),
+        failure_kind: Some(FailureKind::Infrastructure),
+        cost: 0.0,
+        tokens: 0,
+    }
+}

@@ -1,0 +1,187 @@
+//! The coordinator engine: the tick every replica runs.
+//!
+//! Each replica loops: dispatch (claim ready tasks, send them to workers),
+//! then reconcile (expired leases; periodic safety-net sweeps). It wakes on
+//! its interval and at once on `LISTEN coordinator_wake`, which transactions
+//! `NOTIFY` when a task finishes or a mission starts. A full batch is followed
+//! by another claim at once. Replicas share nothing but the database.
+
+pub mod dispatch;
+pub mod reconcile;
+pub mod reports;
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use sqlx::{PgPool, postgres::PgListener};
+use tokio::{sync::watch, task::JoinSet};
+
+use crate::assignment::ScoreWeights;
+
+/// Tunables of the engine (all have sane defaults).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Names this replica in leases and events.
+    pub replica_id: String,
+    /// Base URL workers call back (`COORDINATOR_PUBLIC_URL`).
+    pub public_url: String,
+    /// Safety-net tick interval.
+    pub tick_interval: Duration,
+    /// How often the promotion/completion sweeps run.
+    pub sweep_interval: Duration,
+    /// Tasks claimed per transaction.
+    pub batch_size: usize,
+    /// An attempt with no heartbeat or report for this long is reclaimed.
+    pub lease: Duration,
+    /// Timeout of the dispatch request to a worker.
+    pub dispatch_timeout: Duration,
+    /// First retry delay.
+    pub retry_base: Duration,
+    /// Longest retry delay.
+    pub retry_cap: Duration,
+    /// Attempts per task before it fails.
+    pub max_attempts: i32,
+    /// Continuations per task before `continue` counts as failure.
+    pub max_continuations: i32,
+    /// Delay before a continuation is dispatched.
+    pub continuation_delay: Duration,
+    /// Scoring weights.
+    pub weights: ScoreWeights,
+}
+
+impl EngineConfig {
+    /// Defaults for a replica whose workers call back at `public_url`.
+    pub fn new(public_url: impl Into<String>) -> Self {
+        EngineConfig {
+            replica_id: default_replica_id(),
+            public_url: public_url.into(),
+            tick_interval: Duration::from_secs(1),
+            sweep_interval: Duration::from_secs(5),
+            batch_size: 32,
+            lease: Duration::from_secs(60),
+            dispatch_timeout: Duration::from_secs(10),
+            retry_base: Duration::from_secs(1),
+            retry_cap: Duration::from_secs(60),
+            max_attempts: 3,
+            max_continuations: 10,
+            continuation_delay: reports::DEFAULT_CONTINUATION_DELAY,
+            weights: ScoreWeights::default(),
+        }
+    }
+}
+
+/// `host-pid-xxxx`: unique per process, readable in events.
+pub fn default_replica_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".into());
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &suffix[..4])
+}
+
+/// The tick loop of one replica.
+pub struct Engine {
+    pool: PgPool,
+    cfg: Arc<EngineConfig>,
+    http: reqwest::Client,
+}
+
+impl Engine {
+    /// An engine over `pool`.
+    pub fn new(pool: PgPool, cfg: EngineConfig, http: reqwest::Client) -> Self {
+        Engine {
+            pool,
+            cfg: Arc::new(cfg),
+            http,
+        }
+    }
+
+    /// Runs until `shutdown` turns true; then stops claiming and waits (up to
+    /// the dispatch timeout) for requests already being sent.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut listener = match PgListener::connect_with(&self.pool).await {
+            Ok(mut l) => match l.listen("coordinator_wake").await {
+                Ok(()) => Some(l),
+                Err(e) => {
+                    tracing::warn!(error = %e, "LISTEN failed; relying on the interval tick");
+                    None
+                }
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "LISTEN connection failed; relying on the interval tick");
+                None
+            }
+        };
+        let mut interval = tokio::time::interval(self.cfg.tick_interval);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut in_flight: JoinSet<()> = JoinSet::new();
+        let mut last_sweep: Option<Instant> = None;
+        tracing::info!(replica = %self.cfg.replica_id, "engine started");
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            self.dispatch_all(&mut in_flight).await;
+            while in_flight.try_join_next().is_some() {}
+            if let Err(e) = reconcile::reclaim_expired_leases(&self.pool, &self.cfg).await {
+                tracing::warn!(error = %e, "reconcile failed");
+            }
+            if last_sweep.is_none_or(|t| t.elapsed() >= self.cfg.sweep_interval) {
+                last_sweep = Some(Instant::now());
+                if let Err(e) = reconcile::sweep(&self.pool, &self.cfg).await {
+                    tracing::warn!(error = %e, "sweep failed");
+                }
+            }
+            tokio::select! {
+                _ = interval.tick() => {}
+                woke = recv(&mut listener) => {
+                    if let Err(e) = woke {
+                        tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
+                        tokio::time::sleep(self.cfg.tick_interval).await;
+                    }
+                }
+                _ = shutdown.changed() => {}
+            }
+        }
+        let grace = self.cfg.dispatch_timeout;
+        if tokio::time::timeout(grace, async {
+            while in_flight.join_next().await.is_some() {}
+        })
+        .await
+        .is_err()
+        {
+            tracing::warn!("dispatches still in flight at shutdown; their leases will expire");
+        }
+        tracing::info!(replica = %self.cfg.replica_id, "engine stopped");
+    }
+
+    /// Claims batches until one comes back short, sending each dispatch concurrently.
+    async fn dispatch_all(&self, in_flight: &mut JoinSet<()>) {
+        loop {
+            let batch = match dispatch::claim_batch(&self.pool, &self.cfg).await {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claim failed");
+                    return;
+                }
+            };
+            let full = batch.len() >= self.cfg.batch_size;
+            for d in batch {
+                let (pool, cfg, http) = (self.pool.clone(), self.cfg.clone(), self.http.clone());
+                in_flight.spawn(async move { dispatch::send(&pool, &cfg, &http, d).await });
+            }
+            if !full {
+                return;
+            }
+        }
+    }
+}
+
+async fn recv(listener: &mut Option<PgListener>) -> Result<(), sqlx::Error> {
+    match listener {
+        Some(l) => l.recv().await.map(|_| ()),
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,173 @@
+//! The one error type HTTP handlers return, and its JSON body.
+//!
+//! Every error reaches the client as `{"error": {"code", "message", "details"}}`
+//! with a stable `code`. Unexpected errors are logged once, here, and the
+//! client sees only a generic message.
+
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde_json::{Value, json};
+
+use crate::domain::{IllegalTransition, UnknownValue};
+
+/// An error answered to an API client.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request cannot be understood.
+    #[error("{message}")]
+    BadRequest {
+        /// Stable machine-readable code.
+        code: &'static str,
+        /// What is wrong, for a person.
+        message: String,
+        /// Structured detail (field names, problems…).
+        details: Value,
+    },
+    /// 401: no valid credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: valid credentials, not allowed.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: no such thing (in this workspace).
+    #[error("{0}")]
+    NotFound(String),
+    /// 409: the state does not allow it, or someone else got there first.
+    #[error("{message}")]
+    Conflict {
+        /// Stable machine-readable code.
+        code: &'static str,
+        /// What is in the way.
+        message: String,
+        /// Structured detail.
+        details: Value,
+    },
+    /// 413: the body is too large.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// 422: well-formed but invalid (e.g. a plan that fails validation).
+    #[error("{message}")]
+    Unprocessable {
+        /// Stable machine-readable code.
+        code: &'static str,
+        /// Summary for a person.
+        message: String,
+        /// Every problem found.
+        details: Value,
+    },
+    /// 503: a dependency (the database) is unavailable.
+    #[error("{0}")]
+    Unavailable(String),
+    /// 500: a bug or an unexpected failure.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    /// A 400 with `invalid_request` and the offending field named.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code: "invalid_request",
+            message: message.into(),
+            details: json!({ "field": field }),
+        }
+    }
+
+    /// A 409 for a state that does not allow the operation.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Conflict {
+            code,
+            message: message.into(),
+            details: Value::Null,
+        }
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str, Value) {
+        match self {
+            ApiError::BadRequest { code, details, .. } => {
+                (StatusCode::BAD_REQUEST, code, details.clone())
+            }
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized", Value::Null),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", Value::Null),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found", Value::Null),
+            ApiError::Conflict { code, details, .. } => {
+                (StatusCode::CONFLICT, code, details.clone())
+            }
+            ApiError::PayloadTooLarge(_) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                Value::Null,
+            ),
+            ApiError::Unprocessable { code, details, .. } => {
+                (StatusCode::UNPROCESSABLE_ENTITY, code, details.clone())
+            }
+            ApiError::Unavailable(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable", Value::Null)
+            }
+            ApiError::Unexpected(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                Value::Null,
+            ),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+                tracing::warn!(error = %e, "database unavailable");
+                ApiError::Unavailable("the database is unavailable; try again shortly".into())
+            }
+            _ => ApiError::Unexpected(e.into()),
+        }
+    }
+}
+
+impl From<IllegalTransition> for ApiError {
+    fn from(e: IllegalTransition) -> Self {
+        ApiError::Conflict {
+            code: "invalid_state",
+            message: e.to_string(),
+            details: json!({ "entity": e.entity, "status": e.from }),
+        }
+    }
+}
+
+impl From<UnknownValue> for ApiError {
+    fn from(e: UnknownValue) -> Self {
+        ApiError::BadRequest {
+            code: "invalid_request",
+            message: e.to_string(),
+            details: json!({ "expected": e.expected }),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, details) = self.parts();
+        let message = match &self {
+            ApiError::Unexpected(e) => {
+                tracing::error!(error = ?e, "unexpected error");
+                "internal error; it has been logged".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let body = json!({ "error": { "code": code, "message": message, "details": details } });
+        let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// Result type for handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

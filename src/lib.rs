@@ -1,0 +1,34 @@
+//! Mission coordinator for LLM agents.
+//!
+//! Users give it a goal; it plans a dependency graph of tasks, assigns agents
+//! deterministically, dispatches work over HTTP to workers, reconciles what
+//! comes back, and involves people for approvals. PostgreSQL is the single
+//! source of truth, so any number of replicas can run side by side.
+//!
+//! Where things live:
+//! - [`domain`]: pure lifecycles (mission, task, attempt) and report rules.
+//! - [`planning`]: pure plan types, the template library and DAG validation.
+//! - [`assignment`]: the pure, deterministic agent scorer.
+//! - [`store`]: SQL, one module per aggregate (missions, tasks, attempts, agents, events).
+//! - [`missions`]: mission use cases (create, approve, cancel, review, view).
+//! - [`engine`]: the tick — dispatch (claim, assign, send) and reconcile (leases, sweeps).
+//! - [`api`]: HTTP handlers (thin), extractors, [`api::Application`].
+//! - [`worker`]: the worker protocol and the simulated reference worker.
+//! - [`auth`]: bearer tokens and roles.
+//! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
+//! - [`cli`] and [`demo`]: the `coordinator` command.
+
+pub mod api;
+pub mod assignment;
+pub mod auth;
+pub mod cli;
+pub mod db;
+pub mod demo;
+pub mod domain;
+pub mod engine;
+pub mod error;
+pub mod local_postgres;
+pub mod missions;
+pub mod planning;
+pub mod store;
+pub mod worker;

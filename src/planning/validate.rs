@@ -1,0 +1,1083 @@
+//! Plan validation: structural checks, budget and assignability checks, and DAG analysis.
+//!
+//! Every problem found is reported, not only the first, so a user fixing a submitted
+//! plan sees the whole list at once. The order is deterministic (see [`validate_plan`]).
+//! All work is linear in the size of the plan (plus a log factor for ordering), so
+//! plans with thousands of tasks validate quickly.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+
+use petgraph::Direction;
+use petgraph::algo::{kosaraju_scc, toposort};
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::{Deserialize, Serialize};
+
+use super::spec::PlanSpec;
+
+/// Stable problem codes carried in [`PlanProblem::code`]; clients may match on them.
+pub mod codes {
+    /// The plan has fewer tasks than `ValidationRules::min_tasks`.
+    pub const TOO_FEW_TASKS: &str = "too_few_tasks";
+    /// The plan has more tasks than `ValidationRules::max_tasks`.
+    pub const TOO_MANY_TASKS: &str = "too_many_tasks";
+    /// A task id is empty or only whitespace.
+    pub const EMPTY_ID: &str = "empty_id";
+    /// A task title is empty or only whitespace.
+    pub const EMPTY_TITLE: &str = "empty_title";
+    /// Two tasks share an id; reported on each later occurrence.
+    pub const DUPLICATE_ID: &str = "duplicate_id";
+    /// A task depends on an id that no task has.
+    pub const UNKNOWN_DEPENDENCY: &str = "unknown_dependency";
+    /// A task lists itself in `depends_on`.
+    pub const SELF_DEPENDENCY: &str = "self_dependency";
+    /// Tasks depend on each other in a circle; the message gives the path.
+    pub const CYCLE: &str = "cycle";
+    /// Every task depends on another task, so nothing could ever start.
+    pub const NO_ROOT: &str = "no_root";
+    /// A task has no criterion with `must_pass: true`.
+    pub const MISSING_MUST_PASS: &str = "missing_must_pass";
+    /// A task's `estimated_cost` is negative, NaN or infinite.
+    pub const NEGATIVE_COST: &str = "negative_cost";
+    /// The sum of `estimated_cost` exceeds the budget.
+    pub const OVER_BUDGET: &str = "over_budget";
+    /// No single agent has all the task's required skills and tools.
+    pub const UNASSIGNABLE: &str = "unassignable";
+    /// A task's `inputs` is not a JSON object.
+    pub const INPUTS_NOT_OBJECT: &str = "inputs_not_object";
+}
+
+/// Size limits for a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidationRules {
+    /// Fewest tasks a plan may have.
+    pub min_tasks: usize,
+    /// Most tasks a plan may have.
+    pub max_tasks: usize,
+}
+
+impl Default for ValidationRules {
+    /// 3..=20 tasks: fewer is not worth coordinating, more is hard to supervise.
+    fn default() -> Self {
+        ValidationRules {
+            min_tasks: 3,
+            max_tasks: 20,
+        }
+    }
+}
+
+/// What the validator needs to know about the world: the budget and who could do the work.
+#[derive(Debug, Clone, Copy)]
+pub struct ValidationContext<'a> {
+    /// Size limits to enforce.
+    pub rules: &'a ValidationRules,
+    /// Spending cap for the whole plan, if any.
+    pub budget: Option<f64>,
+    /// The agents that could take tasks; empty means nobody can.
+    pub agents: &'a [AgentCapability],
+}
+
+/// What one agent can do.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AgentCapability {
+    /// Skills the agent has (compared case-insensitively).
+    pub skills: Vec<String>,
+    /// Tools the agent can use (compared exactly).
+    pub tools: Vec<String>,
+}
+
+/// A plan that passed every check, with derived facts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValidatedPlan {
+    /// The plan as submitted.
+    pub plan: PlanSpec,
+    /// Task ids, each after all its dependencies; among ready tasks the one listed first goes first.
+    pub topological_order: Vec<String>,
+    /// Task ids of the most expensive dependency chain, first to last (see [`validate_plan`]).
+    pub critical_path: Vec<String>,
+    /// Sum of every task's `estimated_cost`.
+    pub total_estimated_cost: f64,
+}
+
+/// One thing wrong with a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanProblem {
+    /// Stable machine-readable code, one of [`codes`].
+    pub code: &'static str,
+    /// Human-readable explanation naming the tasks involved.
+    pub message: String,
+    /// The task the problem is about, when it is about one task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+}
+
+impl PlanProblem {
+    /// Builds a problem about the plan as a whole.
+    fn plan(code: &'static str, message: String) -> Self {
+        PlanProblem {
+            code,
+            message,
+            task_id: None,
+        }
+    }
+
+    /// Builds a problem about one task.
+    fn task(code: &'static str, task_id: &str, message: String) -> Self {
+        PlanProblem {
+            code,
+            message,
+            task_id: Some(task_id.to_owned()),
+        }
+    }
+}
+
+/// Checks a plan and derives its execution order, critical path and total cost.
+///
+/// Problem codes (stable strings, also in [`codes`]):
+/// `too_few_tasks`, `too_many_tasks`, `empty_id`, `empty_title`, `duplicate_id`,
+/// `unknown_dependency`, `self_dependency`, `cycle`, `no_root`, `missing_must_pass`,
+/// `negative_cost`, `over_budget`, `unassignable`, `inputs_not_object`.
+///
+/// Problems come in this order: plan size; then, task by task in plan order,
+/// `empty_id`, `empty_title`, `duplicate_id`, `self_dependency` / `unknown_dependency`
+/// (in `depends_on` order), `negative_cost`, `missing_must_pass`, `inputs_not_object`, `unassignable`;
+/// then `over_budget`; then the graph checks `cycle` (one per strongly connected
+/// component, ordered by its first task) and `no_root`. Graph checks run only when
+/// ids are non-empty and unique and every dependency is known, because otherwise
+/// the graph is not well defined. Self-dependencies are reported on their own and
+/// left out of the graph so that other cycles are still found.
+///
+/// A cycle message reads `a -> b -> a`, where each task depends on the next.
+///
+/// The critical path is the dependency chain with the largest summed
+/// `estimated_cost`; sums within 1e-9 (relative) count as equal, then the chain
+/// with more tasks wins, then the one whose tasks come earlier in the plan.
+pub fn validate_plan(
+    plan: PlanSpec,
+    ctx: &ValidationContext,
+) -> Result<ValidatedPlan, Vec<PlanProblem>> {
+    let mut problems = Vec::new();
+    let tasks = &plan.tasks;
+    let n = tasks.len();
+
+    if n < ctx.rules.min_tasks {
+        problems.push(PlanProblem::plan(
+            codes::TOO_FEW_TASKS,
+            format!(
+                "plan has {n} tasks; at least {} are required",
+                ctx.rules.min_tasks
+            ),
+        ));
+    }
+    if n > ctx.rules.max_tasks {
+        problems.push(PlanProblem::plan(
+            codes::TOO_MANY_TASKS,
+            format!(
+                "plan has {n} tasks; at most {} are allowed",
+                ctx.rules.max_tasks
+            ),
+        ));
+    }
+
+    // First pass: index ids so that dependencies may refer forward in the list.
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
+    let mut first_holder: Vec<Option<usize>> = vec![None; n];
+    for (i, task) in tasks.iter().enumerate() {
+        if task.id.trim().is_empty() {
+            continue;
+        }
+        match index.get(task.id.as_str()) {
+            Some(&first) => first_holder[i] = Some(first),
+            None => {
+                index.insert(task.id.as_str(), i);
+            }
+        }
+    }
+
+    let agents: Vec<PreparedAgent> = ctx.agents.iter().map(PreparedAgent::new).collect();
+    let mut graph_ok = true;
+    let mut deps: Vec<Vec<usize>> = Vec::with_capacity(n);
+    let mut total_cost = 0.0;
+
+    // Second pass: per-task checks, grouped by task so the report reads top to bottom.
+    for (i, task) in tasks.iter().enumerate() {
+        let id = task.id.as_str();
+        if id.trim().is_empty() {
+            graph_ok = false;
+            problems.push(PlanProblem::task(
+                codes::EMPTY_ID,
+                id,
+                format!("task #{} has an empty id", i + 1),
+            ));
+        }
+        if task.title.trim().is_empty() {
+            problems.push(PlanProblem::task(
+                codes::EMPTY_TITLE,
+                id,
+                format!("task '{id}' has an empty title"),
+            ));
+        }
+        if let Some(first) = first_holder[i] {
+            graph_ok = false;
+            problems.push(PlanProblem::task(
+                codes::DUPLICATE_ID,
+                id,
+                format!(
+                    "task #{} reuses id '{id}' already used by task #{}",
+                    i + 1,
+                    first + 1
+                ),
+            ));
+        }
+
+        let mut task_deps = Vec::with_capacity(task.depends_on.len());
+        let mut reported_self = false;
+        for dep in &task.depends_on {
+            if dep == id {
+                if !reported_self {
+                    reported_self = true;
+                    problems.push(PlanProblem::task(
+                        codes::SELF_DEPENDENCY,
+                        id,
+                        format!("task '{id}' depends on itself"),
+                    ));
+                }
+                continue;
+            }
+            match index.get(dep.as_str()) {
+                Some(&d) => task_deps.push(d),
+                None => {
+                    graph_ok = false;
+                    problems.push(PlanProblem::task(
+                        codes::UNKNOWN_DEPENDENCY,
+                        id,
+                        format!("task '{id}' depends on unknown task '{dep}'"),
+                    ));
+                }
+            }
+        }
+        // Sorted and deduplicated so graph walks are deterministic and repeats are harmless.
+        task_deps.sort_unstable();
+        task_deps.dedup();
+        deps.push(task_deps);
+
+        let cost = task.estimated_cost;
+        if cost.is_finite() && cost >= 0.0 {
+            total_cost += cost;
+        } else {
+            problems.push(PlanProblem::task(
+                codes::NEGATIVE_COST,
+                id,
+                format!("task '{id}' has estimated_cost {cost}; it must be a finite number >= 0"),
+            ));
+        }
+        if !task.success_criteria.iter().any(|c| c.must_pass) {
+            problems.push(PlanProblem::task(
+                codes::MISSING_MUST_PASS,
+                id,
+                format!("task '{id}' has no success criterion with must_pass: true"),
+            ));
+        }
+        if !task.inputs.is_object() {
+            problems.push(PlanProblem::task(
+                codes::INPUTS_NOT_OBJECT,
+                id,
+                format!("task '{id}' has inputs that are not a JSON object"),
+            ));
+        }
+        if !agents.iter().any(|a| a.can_do(task)) {
+            let message = if agents.is_empty() {
+                format!("task '{id}' cannot be assigned: no agents are available")
+            } else {
+                format!(
+                    "task '{id}' cannot be assigned: no agent has all of skills [{}] and tools [{}]",
+                    task.required_skills.join(", "),
+                    task.required_tools.join(", ")
+                )
+            };
+            problems.push(PlanProblem::task(codes::UNASSIGNABLE, id, message));
+        }
+    }
+
+    if let Some(budget) = ctx.budget
+        && total_cost > budget
+    {
+        problems.push(PlanProblem::plan(
+            codes::OVER_BUDGET,
+            format!("plan costs an estimated {total_cost} which exceeds the budget of {budget}"),
+        ));
+    }
+
+    if !graph_ok || n == 0 {
+        return Err(problems);
+    }
+
+    // Edges point from a dependency to its dependent, i.e. in execution order.
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, deps.iter().map(Vec::len).sum());
+    for _ in 0..n {
+        graph.add_node(());
+    }
+    for (task, task_deps) in deps.iter().enumerate() {
+        for &dep in task_deps {
+            graph.add_edge(NodeIndex::new(dep), NodeIndex::new(task), ());
+        }
+    }
+
+    // petgraph's toposort is iterative, so deep chains cannot overflow the stack.
+    if toposort(&graph, None).is_err() {
+        for path in find_cycles(&graph, &deps) {
+            let text = path
+                .iter()
+                .map(|&i| tasks[i].id.as_str())
+                .collect::<Vec<_>>()
+                .join(" -> ");
+            problems.push(PlanProblem::task(
+                codes::CYCLE,
+                &tasks[path[0]].id,
+                format!("dependency cycle: {text} (each task depends on the next)"),
+            ));
+        }
+    }
+    if deps.iter().all(|d| !d.is_empty()) {
+        problems.push(PlanProblem::plan(
+            codes::NO_ROOT,
+            "every task depends on another task, so no task can start".to_owned(),
+        ));
+    }
+
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+
+    let order = stable_topological_order(&graph, &deps);
+    let critical = critical_path(&plan, &deps, &order);
+    let topological_order = order.iter().map(|&i| tasks[i].id.clone()).collect();
+    let critical_path = critical.iter().map(|&i| tasks[i].id.clone()).collect();
+    Ok(ValidatedPlan {
+        plan,
+        topological_order,
+        critical_path,
+        total_estimated_cost: total_cost,
+    })
+}
+
+/// An agent's capabilities normalised once, so each task check is cheap.
+struct PreparedAgent<'a> {
+    skills: BTreeSet<String>,
+    tools: BTreeSet<&'a str>,
+}
+
+impl<'a> PreparedAgent<'a> {
+    /// Lowercases skills so `Research` and `research` match.
+    fn new(agent: &'a AgentCapability) -> Self {
+        PreparedAgent {
+            skills: agent.skills.iter().map(|s| normalize_skill(s)).collect(),
+            tools: agent.tools.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// Whether this one agent has every skill and tool the task needs.
+    fn can_do(&self, task: &super::spec::TaskSpec) -> bool {
+        task.required_skills
+            .iter()
+            .all(|s| self.skills.contains(&normalize_skill(s)))
+            && task
+                .required_tools
+                .iter()
+                .all(|t| self.tools.contains(t.as_str()))
+    }
+}
+
+/// Canonical form of a skill name for comparison.
+fn normalize_skill(skill: &str) -> String {
+    skill.trim().to_lowercase()
+}
+
+/// One concrete cycle per non-trivial strongly connected component, ordered by first task.
+///
+/// Each path starts and ends at the component's lowest-indexed task and follows
+/// `depends_on` edges. Kosaraju is used rather than petgraph's Tarjan because the
+/// latter recurses once per node and could overflow the stack on very deep plans.
+fn find_cycles(graph: &DiGraph<(), ()>, deps: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let mut components: Vec<Vec<usize>> = kosaraju_scc(graph)
+        .into_iter()
+        .filter(|c| c.len() > 1)
+        .map(|c| {
+            let mut members: Vec<usize> = c.into_iter().map(NodeIndex::index).collect();
+            members.sort_unstable();
+            members
+        })
+        .collect();
+    components.sort_unstable_by_key(|c| c[0]);
+
+    let mut component_of = vec![usize::MAX; deps.len()];
+    for (k, members) in components.iter().enumerate() {
+        for &m in members {
+            component_of[m] = k;
+        }
+    }
+
+    components
+        .iter()
+        .enumerate()
+        .map(|(k, members)| {
+            // A non-trivial component always contains a cycle through each member;
+            // the fallback only guards against a bug producing an unreadable message.
+            shortest_cycle_through(members[0], k, &component_of, deps).unwrap_or_else(|| {
+                let mut path = members.clone();
+                path.push(members[0]);
+                path
+            })
+        })
+        .collect()
+}
+
+/// Breadth-first search inside one component for the shortest cycle through `start`.
+fn shortest_cycle_through(
+    start: usize,
+    component: usize,
+    component_of: &[usize],
+    deps: &[Vec<usize>],
+) -> Option<Vec<usize>> {
+    // Map-based bookkeeping keeps the cost proportional to the component, not the plan.
+    let mut came_from: HashMap<usize, usize> = HashMap::new();
+    let mut queue = VecDeque::from([start]);
+    came_from.insert(start, start);
+    while let Some(u) = queue.pop_front() {
+        if deps[u].binary_search(&start).is_ok() {
+            let mut path = vec![u];
+            let mut cur = u;
+            while cur != start {
+                cur = *came_from.get(&cur)?;
+                path.push(cur);
+            }
+            path.reverse();
+            path.push(start);
+            return Some(path);
+        }
+        for &w in &deps[u] {
+            if component_of[w] == component && !came_from.contains_key(&w) {
+                came_from.insert(w, u);
+                queue.push_back(w);
+            }
+        }
+    }
+    None
+}
+
+/// Kahn's algorithm preferring the earliest-listed ready task, so the order follows the author's.
+///
+/// petgraph's DFS-based toposort is only used to detect cycles: its order jumps
+/// around the plan, which makes dispatch order and reports harder to read.
+fn stable_topological_order(graph: &DiGraph<(), ()>, deps: &[Vec<usize>]) -> Vec<usize> {
+    let mut remaining: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut ready: BinaryHeap<Reverse<usize>> = remaining
+        .iter()
+        .enumerate()
+        .filter(|&(_, &d)| d == 0)
+        .map(|(i, _)| Reverse(i))
+        .collect();
+    let mut order = Vec::with_capacity(deps.len());
+    while let Some(Reverse(u)) = ready.pop() {
+        order.push(u);
+        for next in graph.neighbors_directed(NodeIndex::new(u), Direction::Outgoing) {
+            let v = next.index();
+            remaining[v] -= 1;
+            if remaining[v] == 0 {
+                ready.push(Reverse(v));
+            }
+        }
+    }
+    order
+}
+
+/// Length of a chain ending at some task: summed cost, then number of tasks.
+#[derive(Clone, Copy)]
+struct ChainWeight {
+    cost: f64,
+    tasks: usize,
+}
+
+impl ChainWeight {
+    /// Compares chains, treating nearly equal float sums as equal (0.1 + 0.2 vs 0.3).
+    fn compare(self, other: ChainWeight) -> Ordering {
+        let tolerance = 1e-9 * self.cost.abs().max(other.cost.abs()).max(1.0);
+        if (self.cost - other.cost).abs() > tolerance {
+            self.cost.total_cmp(&other.cost)
+        } else {
+            self.tasks.cmp(&other.tasks)
+        }
+    }
+}
+
+/// The heaviest dependency chain, as task indices from first to last.
+fn critical_path(plan: &PlanSpec, deps: &[Vec<usize>], order: &[usize]) -> Vec<usize> {
+    let n = deps.len();
+    let mut best = vec![
+        ChainWeight {
+            cost: 0.0,
+            tasks: 0
+        };
+        n
+    ];
+    let mut came_from: Vec<Option<usize>> = vec![None; n];
+    for &v in order {
+        let mut chosen: Option<usize> = None;
+        // deps are sorted, so on ties the earliest-listed predecessor is kept.
+        for &u in &deps[v] {
+            if chosen.is_none_or(|c| best[u].compare(best[c]) == Ordering::Greater) {
+                chosen = Some(u);
+            }
+        }
+        let base = chosen.map_or(
+            ChainWeight {
+                cost: 0.0,
+                tasks: 0,
+            },
+            |c| best[c],
+        );
+        best[v] = ChainWeight {
+            cost: base.cost + plan.tasks[v].estimated_cost,
+            tasks: base.tasks + 1,
+        };
+        came_from[v] = chosen;
+    }
+
+    let mut end: Option<usize> = None;
+    for v in 0..n {
+        if end.is_none_or(|e| best[v].compare(best[e]) == Ordering::Greater) {
+            end = Some(v);
+        }
+    }
+    let mut path = Vec::new();
+    let mut cur = end;
+    while let Some(v) = cur {
+        path.push(v);
+        cur = came_from[v];
+    }
+    path.reverse();
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planning::spec::{Criterion, TaskSpec};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn task(id: &str, deps: &[&str]) -> TaskSpec {
+        TaskSpec {
+            id: id.to_owned(),
+            title: format!("Task {id}"),
+            task_type: "research".to_owned(),
+            description: String::new(),
+            required_skills: vec!["research".to_owned()],
+            required_tools: vec![],
+            depends_on: deps.iter().map(|d| (*d).to_owned()).collect(),
+            success_criteria: vec![Criterion {
+                description: "done".to_owned(),
+                must_pass: true,
+            }],
+            estimated_cost: 0.01,
+            optional: false,
+            inputs: json!({}),
+        }
+    }
+
+    fn with_cost(mut t: TaskSpec, cost: f64) -> TaskSpec {
+        t.estimated_cost = cost;
+        t
+    }
+
+    fn agents() -> Vec<AgentCapability> {
+        vec![AgentCapability {
+            skills: vec!["Research".to_owned(), "writing".to_owned()],
+            tools: vec!["web".to_owned()],
+        }]
+    }
+
+    fn run(tasks: Vec<TaskSpec>) -> Result<ValidatedPlan, Vec<PlanProblem>> {
+        run_with(tasks, None, &agents(), &ValidationRules::default())
+    }
+
+    fn run_with(
+        tasks: Vec<TaskSpec>,
+        budget: Option<f64>,
+        agents: &[AgentCapability],
+        rules: &ValidationRules,
+    ) -> Result<ValidatedPlan, Vec<PlanProblem>> {
+        let ctx = ValidationContext {
+            rules,
+            budget,
+            agents,
+        };
+        validate_plan(PlanSpec { tasks }, &ctx)
+    }
+
+    fn codes_of(problems: &[PlanProblem]) -> Vec<&'static str> {
+        problems.iter().map(|p| p.code).collect()
+    }
+
+    /// Asserts exactly one problem, with the given code and task.
+    fn only_problem(
+        result: Result<ValidatedPlan, Vec<PlanProblem>>,
+        code: &str,
+        task_id: Option<&str>,
+    ) -> PlanProblem {
+        let problems = result.expect_err("plan should be rejected");
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        let p = problems.into_iter().next().unwrap();
+        assert_eq!(p.code, code);
+        assert_eq!(p.task_id.as_deref(), task_id);
+        p
+    }
+
+    fn chain3() -> Vec<TaskSpec> {
+        vec![task("a", &[]), task("b", &["a"]), task("c", &["b"])]
+    }
+
+    #[test]
+    fn valid_chain_passes() {
+        let v = run(chain3()).unwrap();
+        assert_eq!(v.topological_order, ["a", "b", "c"]);
+        assert_eq!(v.critical_path, ["a", "b", "c"]);
+        assert!((v.total_estimated_cost - 0.03).abs() < 1e-12);
+    }
+
+    #[test]
+    fn too_few_tasks() {
+        let p = only_problem(run(vec![task("a", &[])]), codes::TOO_FEW_TASKS, None);
+        assert!(p.message.contains("at least 3"), "{}", p.message);
+    }
+
+    #[test]
+    fn too_many_tasks() {
+        let rules = ValidationRules {
+            min_tasks: 1,
+            max_tasks: 2,
+        };
+        only_problem(
+            run_with(chain3(), None, &agents(), &rules),
+            codes::TOO_MANY_TASKS,
+            None,
+        );
+    }
+
+    #[test]
+    fn empty_id() {
+        let mut tasks = chain3();
+        tasks[2] = task(" ", &[]);
+        only_problem(run(tasks), codes::EMPTY_ID, Some(" "));
+    }
+
+    #[test]
+    fn empty_title() {
+        let mut tasks = chain3();
+        tasks[1].title = "  ".to_owned();
+        only_problem(run(tasks), codes::EMPTY_TITLE, Some("b"));
+    }
+
+    #[test]
+    fn duplicate_id() {
+        let mut tasks = chain3();
+        tasks[2] = task("a", &[]);
+        let p = only_problem(run(tasks), codes::DUPLICATE_ID, Some("a"));
+        assert!(
+            p.message.contains("#3") && p.message.contains("#1"),
+            "{}",
+            p.message
+        );
+    }
+
+    #[test]
+    fn unknown_dependency_names_task_and_missing_id() {
+        let mut tasks = chain3();
+        tasks[2].depends_on.push("ghost".to_owned());
+        let p = only_problem(run(tasks), codes::UNKNOWN_DEPENDENCY, Some("c"));
+        assert!(
+            p.message.contains("'c'") && p.message.contains("'ghost'"),
+            "{}",
+            p.message
+        );
+    }
+
+    #[test]
+    fn self_dependency() {
+        let mut tasks = chain3();
+        tasks[1].depends_on.push("b".to_owned());
+        tasks[1].depends_on.push("b".to_owned());
+        only_problem(run(tasks), codes::SELF_DEPENDENCY, Some("b"));
+    }
+
+    #[test]
+    fn cycle_reports_path() {
+        // root -> a -> b -> c -> a, written as depends_on edges.
+        let tasks = vec![
+            task("root", &[]),
+            task("a", &["root", "c"]),
+            task("b", &["a"]),
+            task("c", &["b"]),
+        ];
+        let p = only_problem(run(tasks), codes::CYCLE, Some("a"));
+        assert!(p.message.contains("a -> c -> b -> a"), "{}", p.message);
+    }
+
+    #[test]
+    fn separate_cycles_are_each_reported() {
+        let tasks = vec![
+            task("r", &[]),
+            task("x", &["y"]),
+            task("y", &["x"]),
+            task("p", &["q", "r"]),
+            task("q", &["p"]),
+        ];
+        let problems = run(tasks).unwrap_err();
+        assert_eq!(codes_of(&problems), [codes::CYCLE, codes::CYCLE]);
+        assert!(problems[0].message.contains("x -> y -> x"));
+        assert!(problems[1].message.contains("p -> q -> p"));
+    }
+
+    #[test]
+    fn no_root() {
+        let tasks = vec![task("a", &["b"]), task("b", &["a"]), task("c", &["a"])];
+        let problems = run(tasks).unwrap_err();
+        assert_eq!(codes_of(&problems), [codes::CYCLE, codes::NO_ROOT]);
+        assert!(problems[0].message.contains("a -> b -> a"));
+        assert_eq!(problems[1].task_id, None);
+    }
+
+    #[test]
+    fn missing_must_pass() {
+        let mut tasks = chain3();
+        tasks[0].success_criteria[0].must_pass = false;
+        only_problem(run(tasks.clone()), codes::MISSING_MUST_PASS, Some("a"));
+        tasks[0].success_criteria.clear();
+        only_problem(run(tasks), codes::MISSING_MUST_PASS, Some("a"));
+    }
+
+    #[test]
+    fn negative_cost() {
+        for bad in [-0.5, f64::NAN, f64::INFINITY] {
+            let mut tasks = chain3();
+            tasks[1].estimated_cost = bad;
+            only_problem(run(tasks), codes::NEGATIVE_COST, Some("b"));
+        }
+    }
+
+    #[test]
+    fn over_budget() {
+        let rules = ValidationRules::default();
+        assert!(run_with(chain3(), Some(0.03), &agents(), &rules).is_ok());
+        let p = only_problem(
+            run_with(chain3(), Some(0.02), &agents(), &rules),
+            codes::OVER_BUDGET,
+            None,
+        );
+        assert!(p.message.contains("0.02"), "{}", p.message);
+    }
+
+    #[test]
+    fn unassignable_needs_one_agent_with_everything() {
+        let fleet = vec![
+            AgentCapability {
+                skills: vec!["coding".to_owned()],
+                tools: vec!["git".to_owned()],
+            },
+            AgentCapability {
+                skills: vec!["RESEARCH".to_owned()],
+                tools: vec![],
+            },
+        ];
+        let rules = ValidationRules::default();
+        let mut tasks = chain3();
+        // Skills match case-insensitively.
+        tasks[0].required_skills = vec!["Research".to_owned()];
+        // coding + git is covered by the first agent alone.
+        tasks[1].required_skills = vec!["coding".to_owned()];
+        tasks[1].required_tools = vec!["git".to_owned()];
+        assert!(run_with(tasks.clone(), None, &fleet, &rules).is_ok());
+        // research + git is split across two agents, so nobody can take it.
+        tasks[2].required_tools = vec!["git".to_owned()];
+        only_problem(
+            run_with(tasks, None, &fleet, &rules),
+            codes::UNASSIGNABLE,
+            Some("c"),
+        );
+    }
+
+    #[test]
+    fn no_agents_makes_every_task_unassignable() {
+        let mut tasks = chain3();
+        for t in &mut tasks {
+            t.required_skills.clear();
+        }
+        let problems = run_with(tasks, None, &[], &ValidationRules::default()).unwrap_err();
+        assert_eq!(codes_of(&problems), [codes::UNASSIGNABLE; 3]);
+        assert!(problems[0].message.contains("no agents"));
+    }
+
+    #[test]
+    fn inputs_not_object() {
+        let mut tasks = chain3();
+        tasks[0].inputs = json!(["x"]);
+        only_problem(run(tasks), codes::INPUTS_NOT_OBJECT, Some("a"));
+    }
+
+    #[test]
+    fn all_problems_reported_together_in_order() {
+        let mut bad = task("b", &["b", "ghost"]);
+        bad.title = String::new();
+        bad.estimated_cost = -1.0;
+        bad.success_criteria.clear();
+        bad.inputs = json!(null);
+        bad.required_skills = vec!["juggling".to_owned()];
+        let tasks = vec![task("a", &[]), bad, task("a", &[])];
+        let problems =
+            run_with(tasks, Some(0.0), &agents(), &ValidationRules::default()).unwrap_err();
+        assert_eq!(
+            codes_of(&problems),
+            [
+                codes::EMPTY_TITLE,
+                codes::SELF_DEPENDENCY,
+                codes::UNKNOWN_DEPENDENCY,
+                codes::NEGATIVE_COST,
+                codes::MISSING_MUST_PASS,
+                codes::INPUTS_NOT_OBJECT,
+                codes::UNASSIGNABLE,
+                codes::DUPLICATE_ID,
+                codes::OVER_BUDGET,
+            ]
+        );
+    }
+
+    #[test]
+    fn graph_checks_skipped_when_ids_are_broken() {
+        // The cycle a <-> b would be reported, but the unknown dependency makes the graph unreliable.
+        let tasks = vec![task("a", &["b"]), task("b", &["a"]), task("c", &["zzz"])];
+        let problems = run(tasks).unwrap_err();
+        assert_eq!(codes_of(&problems), [codes::UNKNOWN_DEPENDENCY]);
+    }
+
+    #[test]
+    fn problems_serialize_without_null_task_id() {
+        let problems = run(vec![]).unwrap_err();
+        let value = serde_json::to_value(&problems[0]).unwrap();
+        assert_eq!(value["code"], "too_few_tasks");
+        assert!(value.get("task_id").is_none());
+    }
+
+    #[test]
+    fn critical_path_on_diamond() {
+        // a(1) -> b(5) -> d(1) and a(1) -> c(2) -> d(1): a,b,d costs 7 > a,c,d costs 4.
+        let tasks = vec![
+            with_cost(task("a", &[]), 1.0),
+            with_cost(task("b", &["a"]), 5.0),
+            with_cost(task("c", &["a"]), 2.0),
+            with_cost(task("d", &["b", "c"]), 1.0),
+        ];
+        let v = run(tasks).unwrap();
+        assert_eq!(v.critical_path, ["a", "b", "d"]);
+        assert_eq!(v.topological_order, ["a", "b", "c", "d"]);
+        assert_eq!(v.total_estimated_cost, 9.0);
+    }
+
+    #[test]
+    fn critical_path_ties_are_deterministic() {
+        // 0.1 + 0.2 vs 0.3 differ in floating point but count as equal; the longer chain wins.
+        let tasks = vec![
+            with_cost(task("a", &[]), 0.1),
+            with_cost(task("x", &["a"]), 0.2),
+            with_cost(task("y", &[]), 0.3),
+            with_cost(task("z", &["x", "y"]), 0.0),
+        ];
+        let v = run(tasks).unwrap();
+        assert_eq!(v.critical_path, ["a", "x", "z"]);
+        // All-zero costs: the longest chain (by task count) wins.
+        let tasks = vec![
+            with_cost(task("p", &[]), 0.0),
+            with_cost(task("q", &[]), 0.0),
+            with_cost(task("r", &["q"]), 0.0),
+        ];
+        assert_eq!(run(tasks).unwrap().critical_path, ["q", "r"]);
+        // Equal cost and length: the chain through the earlier-listed task wins.
+        let tasks = vec![
+            with_cost(task("p", &[]), 1.0),
+            with_cost(task("q", &[]), 1.0),
+            with_cost(task("r", &["q", "p"]), 0.0),
+        ];
+        assert_eq!(run(tasks).unwrap().critical_path, ["p", "r"]);
+    }
+
+    #[test]
+    fn topological_order_follows_plan_order_when_free() {
+        let tasks = vec![
+            task("late", &["early"]),
+            task("free", &[]),
+            task("early", &[]),
+        ];
+        let v = run(tasks).unwrap();
+        assert_eq!(v.topological_order, ["free", "early", "late"]);
+    }
+
+    /// A chain of `n` tasks plus pseudo-random extra forward edges.
+    fn big_dag(n: usize) -> Vec<TaskSpec> {
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            // xorshift: a deterministic stream without another dependency.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..n)
+            .map(|i| {
+                let id = format!("t{i}");
+                let mut deps: Vec<String> = Vec::new();
+                if i > 0 {
+                    deps.push(format!("t{}", i - 1));
+                    for _ in 0..3 {
+                        let j = (next() % i as u64) as usize;
+                        deps.push(format!("t{j}"));
+                    }
+                }
+                let refs: Vec<&str> = deps.iter().map(String::as_str).collect();
+                task(&id, &refs)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_thousand_nodes_validate() {
+        let rules = ValidationRules {
+            min_tasks: 1,
+            max_tasks: 5000,
+        };
+        let tasks = big_dag(2000);
+        let v = run_with(tasks, None, &agents(), &rules).unwrap();
+        assert_eq!(v.topological_order.len(), 2000);
+        // The backbone chain is the only way to include every task.
+        assert_eq!(v.critical_path.len(), 2000);
+
+        // A back edge from near the start to the end closes a cycle through the backbone.
+        let mut tasks = big_dag(2000);
+        tasks[1].depends_on = vec!["t1999".to_owned()];
+        let problems = run_with(tasks, None, &agents(), &rules).unwrap_err();
+        assert_eq!(codes_of(&problems), [codes::CYCLE]);
+        assert!(
+            problems[0]
+                .message
+                .starts_with("dependency cycle: t1 -> t1999 -> "),
+            "{}",
+            problems[0].message
+        );
+    }
+
+    /// Parses the `a -> b -> a` path out of a cycle message.
+    fn cycle_ids(message: &str) -> Vec<String> {
+        let start = message.find(": ").map_or(0, |i| i + 2);
+        let end = message.find(" (").unwrap_or(message.len());
+        message[start..end]
+            .split(" -> ")
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// A random DAG: for each node, a set of lower-indexed dependencies.
+    fn dag_strategy() -> impl Strategy<Value = Vec<Vec<usize>>> {
+        (2usize..40).prop_flat_map(|n| {
+            (0..n)
+                .map(|i| {
+                    if i == 0 {
+                        Just(Vec::new()).boxed()
+                    } else {
+                        prop::collection::vec(0..i, 0..4).boxed()
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+    }
+
+    fn dag_tasks(edges: &[Vec<usize>]) -> Vec<TaskSpec> {
+        edges
+            .iter()
+            .enumerate()
+            .map(|(i, ds)| {
+                let deps: Vec<String> = ds.iter().map(|d| format!("t{d}")).collect();
+                let refs: Vec<&str> = deps.iter().map(String::as_str).collect();
+                with_cost(task(&format!("t{i}"), &refs), (i % 7) as f64 * 0.01)
+            })
+            .collect()
+    }
+
+    fn loose_rules() -> ValidationRules {
+        ValidationRules {
+            min_tasks: 1,
+            max_tasks: 1000,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn random_dags_validate_in_dependency_order(edges in dag_strategy()) {
+            let rules = loose_rules();
+            let tasks = dag_tasks(&edges);
+            let v = run_with(tasks, None, &agents(), &rules).unwrap();
+            prop_assert_eq!(v.topological_order.len(), edges.len());
+            let position: HashMap<&str, usize> = v
+                .topological_order
+                .iter()
+                .enumerate()
+                .map(|(p, id)| (id.as_str(), p))
+                .collect();
+            for task in &v.plan.tasks {
+                for dep in &task.depends_on {
+                    prop_assert!(position[dep.as_str()] < position[task.id.as_str()]);
+                }
+            }
+            // The critical path is itself a dependency chain.
+            for pair in v.critical_path.windows(2) {
+                let later = v.plan.tasks.iter().find(|t| t.id == pair[1]).unwrap();
+                prop_assert!(later.depends_on.contains(&pair[0]));
+            }
+        }
+
+        #[test]
+        fn back_edge_is_reported_as_cycle(
+            edges in dag_strategy(),
+            pick in any::<prop::sample::Index>(),
+            span in any::<prop::sample::Index>(),
+        ) {
+            let n = edges.len();
+            let mut edges = edges;
+            // Force a forward chain lo -> .. -> hi, then make lo depend on hi.
+            let lo = pick.index(n - 1);
+            let hi = lo + 1 + span.index(n - lo - 1);
+            for (k, deps) in edges.iter_mut().enumerate().take(hi + 1).skip(lo + 1) {
+                deps.push(k - 1);
+            }
+            edges[lo].push(hi);
+            let tasks = dag_tasks(&edges);
+            let problems = run_with(tasks, None, &agents(), &loose_rules()).unwrap_err();
+            // The back edge may take away the only task without dependencies.
+            let mut expected = vec![codes::CYCLE];
+            if edges.iter().all(|d| !d.is_empty()) {
+                expected.push(codes::NO_ROOT);
+            }
+            prop_assert_eq!(codes_of(&problems), expected);
+            let path = cycle_ids(&problems[0].message);
+            // Every cycle must use the injected edge, so both of its ends appear.
+            let lo_id = format!("t{lo}");
+            let hi_id = format!("t{hi}");
+            prop_assert!(path.contains(&lo_id), "{}", problems[0].message);
+            prop_assert!(path.contains(&hi_id), "{}", problems[0].message);
+            prop_assert_eq!(path.first(), path.last());
+            // Each step of the reported path is a real dependency.
+            for pair in path.windows(2) {
+                let a: usize = pair[0][1..].parse().unwrap();
+                let b: usize = pair[1][1..].parse().unwrap();
+                prop_assert!(edges[a].contains(&b), "{} does not depend on {}", pair[0], pair[1]);
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The agent registry.
+//!
+//! `running_count` is raised when an attempt is created and lowered when it
+//! ends, in the same transaction, guarded by `max_concurrency`, so no agent
+//! ever holds more live attempts than its cap, whatever the replica count.
+
+use serde::Serialize;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::assignment::AgentProfile;
+
+/// An agent as stored and shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentRow {
+    /// Stable, unique id within the workspace.
+    pub agent_id: String,
+    /// Role (free text, e.g. `researcher`).
+    pub role: String,
+    /// `roster` or `contractor`.
+    pub kind: String,
+    /// Skills.
+    pub skills: Vec<String>,
+    /// Tools.
+    pub tools: Vec<String>,
+    /// Model name, if any.
+    pub model: Option<String>,
+    /// Model tier (higher is stronger).
+    pub model_tier: i32,
+    /// Worker base URL.
+    pub endpoint_url: String,
+    /// Concurrency cap.
+    pub max_concurrency: i32,
+    /// Live attempts now.
+    pub running_count: i32,
+    /// Trust in [0, 1].
+    pub trust: f64,
+    /// Cost per task.
+    pub cost_per_task: f64,
+    /// `idle`, `working`, `blocked`, `done` or `offline`.
+    pub status: String,
+    /// Last heartbeat.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_seen_at: Option<OffsetDateTime>,
+    /// Registered.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A registration.
+pub struct NewAgent<'a> {
+    /// Id.
+    pub agent_id: &'a str,
+    /// Role.
+    pub role: &'a str,
+    /// Skills.
+    pub skills: &'a [String],
+    /// Tools.
+    pub tools: &'a [String],
+    /// Model.
+    pub model: Option<&'a str>,
+    /// Tier.
+    pub model_tier: i32,
+    /// Worker URL.
+    pub endpoint_url: &'a str,
+    /// Cap.
+    pub max_concurrency: i32,
+    /// Trust.
+    pub trust: f64,
+    /// Cost.
+    pub cost_per_task: f64,
+}
+
+/// Registers an agent; `None` if the id is taken (the caller answers 409).
+pub async fn insert(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    a: NewAgent<'_>,
+) -> sqlx::Result<Option<AgentRow>> {
+    sqlx::query_as!(
+        AgentRow,
+        r#"INSERT INTO agents (workspace_id, agent_id, role, skills, tools, model, model_tier,
+                               endpoint_url, max_concurrency, trust, cost_per_task, last_seen_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
+           ON CONFLICT (workspace_id, agent_id) DO NOTHING
+           RETURNING agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
+                     max_concurrency, running_count, trust, cost_per_task, status, last_seen_at, created_at"#,
+        workspace_id,
+        a.agent_id,
+        a.role,
+        a.skills,
+        a.tools,
+        a.model,
+        a.model_tier,
+        a.endpoint_url,
+        a.max_concurrency,
+        a.trust,
+        a.cost_per_task
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// All agents of a workspace by id.
+pub async fn list(pool: &PgPool, workspace_id: Uuid) -> sqlx::Result<Vec<AgentRow>> {
+    sqlx::query_as!(
+        AgentRow,
+        r#"SELECT agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
+                  max_concurrency, running_count, trust, cost_per_task, status, last_seen_at, created_at
+           FROM agents WHERE workspace_id = $1 ORDER BY agent_id"#,
+        workspace_id
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// One agent.
+pub async fn get(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<Option<AgentRow>> {
+    sqlx::query_as!(
+        AgentRow,
+        r#"SELECT agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
+                  max_concurrency, running_count, trust, cost_per_task, status, last_seen_at, created_at
+           FROM agents WHERE workspace_id = $1 AND agent_id = $2"#,
+        workspace_id,
+        agent_id
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// An agent that can take work now, locked for the claiming transaction.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Worker URL.
+    pub endpoint_url: String,
+    /// Scoring view.
+    pub profile: AgentProfile,
+}
+
+/// Locks (in key order, the global agent lock order) every online roster agent
+/// with a free slot in the given workspaces.
+pub async fn lock_candidates(
+    conn: &mut PgConnection,
+    workspaces: &[Uuid],
+) -> sqlx::Result<Vec<Candidate>> {
+    let rows = sqlx::query!(
+        "SELECT workspace_id, agent_id, skills, tools, trust, cost_per_task, max_concurrency,
+                running_count, endpoint_url
+         FROM agents
+         WHERE workspace_id = ANY($1) AND kind = 'roster' AND status <> 'offline'
+           AND running_count < max_concurrency
+         ORDER BY workspace_id, agent_id
+         FOR UPDATE",
+        workspaces
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Candidate {
+            workspace_id: r.workspace_id,
+            endpoint_url: r.endpoint_url,
+            profile: AgentProfile {
+                agent_id: r.agent_id,
+                skills: r.skills,
+                tools: r.tools,
+                trust: r.trust,
+                cost_per_task: r.cost_per_task,
+                max_concurrency: r.max_concurrency,
+                running: r.running_count,
+            },
+        })
+        .collect())
+}
+
+/// Capabilities of every agent that could take work in a workspace (for plan validation).
+pub async fn capabilities(
+    pool: &PgPool,
+    workspace_id: Uuid,
+) -> sqlx::Result<Vec<(Vec<String>, Vec<String>)>> {
+    let rows = sqlx::query!(
+        "SELECT skills, tools FROM agents WHERE workspace_id = $1 AND kind = 'roster' AND status <> 'offline'",
+        workspace_id
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.skills, r.tools)).collect())
+}
+
+/// Takes `n` slots of an agent; false if that would exceed its cap.
+pub async fn take_slots(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    n: i32,
+) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE agents SET running_count = running_count + $3, status = 'working',
+                version = version + 1, updated_at = now()
+         WHERE workspace_id = $1 AND agent_id = $2 AND running_count + $3 <= max_concurrency",
+        workspace_id,
+        agent_id,
+        n
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Gives back one slot when an attempt ends.
+pub async fn release_slot(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE agents SET running_count = running_count - 1,
+                status = CASE WHEN status = 'working' AND running_count = 1 THEN 'idle' ELSE status END,
+                version = version + 1, updated_at = now()
+         WHERE workspace_id = $1 AND agent_id = $2 AND running_count > 0",
+        workspace_id,
+        agent_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! Attempts: one row per dispatch, with its own secret token.
+//!
+//! A partial unique index keeps at most one live attempt per task; finishing
+//! an attempt is guarded by its status, so a report can end it only once.
+
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::domain::{AttemptStatus, FailureKind};
+
+/// An attempt, as report handling needs it.
+#[derive(Debug, Clone)]
+pub struct AttemptRow {
+    /// Id.
+    pub id: Uuid,
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Mission.
+    pub run_id: Uuid,
+    /// Task.
+    pub task_id: Uuid,
+    /// 1-based number within the task.
+    pub attempt_number: i32,
+    /// Agent doing it.
+    pub agent_id: String,
+    /// Worker URL it was sent to.
+    pub worker_url: String,
+    /// sha256 of its token.
+    pub token_hash: Vec<u8>,
+    /// Status.
+    pub status: String,
+    /// The report that ended it, if any.
+    pub report: Option<Value>,
+}
+
+impl AttemptRow {
+    /// The parsed status.
+    pub fn status(&self) -> AttemptStatus {
+        self.status.parse().unwrap_or(AttemptStatus::Expired)
+    }
+}
+
+/// A new attempt.
+pub struct NewAttempt<'a> {
+    /// Id.
+    pub id: Uuid,
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Mission.
+    pub run_id: Uuid,
+    /// Task.
+    pub task_id: Uuid,
+    /// Number.
+    pub attempt_number: i32,
+    /// Agent.
+    pub agent_id: &'a str,
+    /// Worker URL.
+    pub worker_url: &'a str,
+    /// sha256 of the token.
+    pub token_hash: &'a [u8],
+    /// Replica that dispatched it.
+    pub dispatched_by: &'a str,
+}
+
+/// Inserts a live (`dispatching`) attempt.
+pub async fn insert(conn: &mut PgConnection, a: NewAttempt<'_>) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO task_attempts (id, workspace_id, run_id, task_id, attempt_number, agent_id,
+                                    worker_url, token_hash, status, dispatched_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'dispatching', $9)",
+        a.id,
+        a.workspace_id,
+        a.run_id,
+        a.task_id,
+        a.attempt_number,
+        a.agent_id,
+        a.worker_url,
+        a.token_hash,
+        a.dispatched_by
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Loads an attempt.
+pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<AttemptRow>> {
+    sqlx::query_as!(
+        AttemptRow,
+        "SELECT id, workspace_id, run_id, task_id, attempt_number, agent_id, worker_url, token_hash, status, report
+         FROM task_attempts WHERE id = $1",
+        id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// The stored hash of an attempt's token, to authenticate its callbacks.
+pub async fn token_hash(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Vec<u8>>> {
+    sqlx::query_scalar!("SELECT token_hash FROM task_attempts WHERE id = $1", id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// How an attempt ended.
+pub struct Finish<'a> {
+    /// Final status.
+    pub status: AttemptStatus,
+    /// Failure class, for failures.
+    pub failure_kind: Option<FailureKind>,
+    /// The report (kept to recognise duplicates).
+    pub report: Option<&'a Value>,
+    /// Error text.
+    pub error: Option<&'a str>,
+    /// Cost.
+    pub cost: f64,
+    /// Tokens.
+    pub tokens: i64,
+}
+
+/// Ends a live attempt; false if it was not live any more (someone else ended it).
+pub async fn finish(conn: &mut PgConnection, id: Uuid, f: Finish<'_>) -> sqlx::Result<bool> {
+    debug_assert!(!f.status.is_live());
+    let r = sqlx::query!(
+        "UPDATE task_attempts
+         SET status = $2, failure_kind = $3, report = $4, error = $5, cost = $6, tokens = $7,
+             finished_at = now()
+         WHERE id = $1 AND status IN ('dispatching', 'running')",
+        id,
+        f.status.as_str(),
+        f.failure_kind.map(|k| k.as_str()),
+        f.report,
+        f.error,
+        f.cost,
+        f.tokens
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Records a heartbeat and extends the task's lease. Two single-row
+/// statements, no transaction: each holds one lock, so they cannot deadlock
+/// with a report being applied. Returns false if the attempt is not live.
+pub async fn heartbeat(pool: &PgPool, id: Uuid, lease_secs: f64) -> sqlx::Result<bool> {
+    let task = sqlx::query_scalar!(
+        "UPDATE task_attempts SET status = 'running', last_heartbeat_at = now(),
+                accepted_at = COALESCE(accepted_at, now())
+         WHERE id = $1 AND status IN ('dispatching', 'running')
+         RETURNING task_id",
+        id
+    )
+    .fetch_optional(pool)
+    .await?;
+    let Some(task) = task else { return Ok(false) };
+    sqlx::query!(
+        "UPDATE orchestration_tasks SET lease_expires_at = now() + make_interval(secs => $3)
+         WHERE id = $1 AND current_attempt_id = $2 AND status = 'running'",
+        task,
+        id,
+        lease_secs
+    )
+    .execute(pool)
+    .await?;
+    Ok(true)
+}
+
+/// Cancels every live attempt of a mission; returns `(attempt, agent)` pairs
+/// sorted by agent so slots are released in the global lock order.
+pub async fn cancel_live_for_mission(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+) -> sqlx::Result<Vec<(Uuid, String)>> {
+    let mut rows: Vec<(Uuid, String)> = sqlx::query!(
+        "UPDATE task_attempts SET status = 'cancelled', finished_at = now()
+         WHERE run_id = $1 AND status IN ('dispatching', 'running')
+         RETURNING id, agent_id",
+        run_id
+    )
+    .fetch_all(conn)
+    .await?
+    .into_iter()
+    .map(|r| (r.id, r.agent_id))
+    .collect();
+    rows.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(rows)
+}

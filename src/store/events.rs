@@ -1,0 +1,132 @@
+//! The append-only event log (`orchestration_events`).
+//!
+//! Mission events get a gap-free per-mission `seq`, allocated by bumping the
+//! run's `event_seq` in the same statement: that takes the run's row lock, so
+//! a mission's events are numbered in commit order. Event kinds are listed in
+//! `docs/events.md`.
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// Event kinds, one place.
+pub mod kind {
+    /// A mission was accepted.
+    pub const MISSION_CREATED: &str = "mission.created";
+    /// A plan was stored (payload: planner, provenance, critical path).
+    pub const PLAN_CREATED: &str = "plan.created";
+    /// A mission changed status (payload: from, to).
+    pub const MISSION_STATUS: &str = "mission.status_changed";
+    /// A task became ready.
+    pub const TASK_QUEUED: &str = "task.queued";
+    /// A task was claimed and an attempt created.
+    pub const TASK_DISPATCHED: &str = "task.dispatched";
+    /// A task succeeded.
+    pub const TASK_SUCCEEDED: &str = "task.succeeded";
+    /// An attempt failed and a retry was scheduled.
+    pub const TASK_RETRY_SCHEDULED: &str = "task.retry_scheduled";
+    /// A worker asked to continue in a new attempt.
+    pub const TASK_CONTINUED: &str = "task.continued";
+    /// A task failed for good.
+    pub const TASK_FAILED: &str = "task.failed";
+    /// A task was cancelled.
+    pub const TASK_CANCELLED: &str = "task.cancelled";
+    /// An attempt's lease ran out with no report.
+    pub const ATTEMPT_EXPIRED: &str = "attempt.expired";
+    /// The dispatch request to the worker failed.
+    pub const DISPATCH_FAILED: &str = "dispatch.failed";
+}
+
+/// An event about to be written.
+#[derive(Debug)]
+pub struct NewEvent<'a> {
+    /// The mission.
+    pub run_id: Uuid,
+    /// The task, if it is about one.
+    pub task_id: Option<Uuid>,
+    /// The attempt, if it is about one.
+    pub attempt_id: Option<Uuid>,
+    /// One of [`kind`].
+    pub kind: &'a str,
+    /// Who caused it (`engine:<replica>`, `admin:…`, `agent:…`).
+    pub actor: &'a str,
+    /// Details.
+    pub payload: Value,
+}
+
+/// Appends a mission event; returns its per-mission sequence number.
+pub async fn append(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    ev: NewEvent<'_>,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"WITH s AS (
+               UPDATE orchestration_runs SET event_seq = event_seq + 1
+               WHERE id = $2 AND workspace_id = $1
+               RETURNING event_seq
+           )
+           INSERT INTO orchestration_events (workspace_id, run_id, seq, task_id, attempt_id, kind, actor, payload)
+           SELECT $1, $2, s.event_seq, $3, $4, $5, $6, $7 FROM s
+           RETURNING seq AS "seq!""#,
+        workspace_id,
+        ev.run_id,
+        ev.task_id,
+        ev.attempt_id,
+        ev.kind,
+        ev.actor,
+        ev.payload
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// An event as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventView {
+    /// Global id (also the SSE id).
+    pub id: i64,
+    /// Gap-free position within the mission.
+    pub seq: i64,
+    /// The mission.
+    pub mission_id: Uuid,
+    /// The task, if any.
+    pub task_id: Option<Uuid>,
+    /// The attempt, if any.
+    pub attempt_id: Option<Uuid>,
+    /// What happened.
+    pub kind: String,
+    /// Who caused it.
+    pub actor: String,
+    /// Details.
+    pub payload: Value,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A mission's events with `seq > after`, oldest first.
+pub async fn list_for_mission(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    run_id: Uuid,
+    after: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<EventView>> {
+    sqlx::query_as!(
+        EventView,
+        r#"SELECT id, seq AS "seq!", run_id AS "mission_id!", task_id, attempt_id, kind, actor, payload, created_at
+           FROM orchestration_events
+           WHERE workspace_id = $1 AND run_id = $2 AND seq > $3
+           ORDER BY seq
+           LIMIT $4"#,
+        workspace_id,
+        run_id,
+        after,
+        limit
+    )
+    .fetch_all(pool)
+    .await
+}

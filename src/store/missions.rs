@@ -1,0 +1,343 @@
+//! Missions (`orchestration_runs`) and their stored plans.
+//!
+//! A mission's row lock (`lock`) is what serializes every transition that
+//! touches the mission: task completions, promotions, claims and cancels.
+//! Lock order everywhere: missions (by id), then agents (by id).
+
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::events::{self, NewEvent, kind};
+use crate::{
+    domain::{Autonomy, IllegalTransition, MissionEvent, MissionStatus},
+    planning::{PlanProvenance, ValidatedPlan},
+};
+
+/// A mission row.
+#[derive(Debug, Clone)]
+pub struct MissionRow {
+    /// Id.
+    pub id: Uuid,
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// What the user asked for.
+    pub goal: String,
+    /// `approve` or `autonomous`.
+    pub autonomy: String,
+    /// Lifecycle status.
+    pub status: String,
+    /// Dispatch priority (higher first).
+    pub priority: i32,
+    /// Current plan version.
+    pub plan_version: i32,
+    /// Budget, if any.
+    pub budget_limit: Option<f64>,
+    /// Spent so far.
+    pub budget_spent: f64,
+    /// User constraints.
+    pub constraints: Value,
+    /// Which planner made the current plan.
+    pub planner: Option<String>,
+    /// Why it failed.
+    pub failure_reason: Option<String>,
+    /// Guard for writes.
+    pub version: i64,
+    /// Created.
+    pub created_at: OffsetDateTime,
+    /// Last change.
+    pub updated_at: OffsetDateTime,
+    /// Started executing.
+    pub started_at: Option<OffsetDateTime>,
+    /// Reached a terminal status.
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+impl MissionRow {
+    /// The parsed status.
+    pub fn status(&self) -> MissionStatus {
+        self.status.parse().unwrap_or(MissionStatus::Failed)
+    }
+
+    /// The parsed autonomy.
+    pub fn autonomy(&self) -> Autonomy {
+        self.autonomy.parse().unwrap_or(Autonomy::Approve)
+    }
+}
+
+/// A mission to insert.
+pub struct NewMission<'a> {
+    /// Id (uuid v7: time-ordered, so it doubles as the list cursor).
+    pub id: Uuid,
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Goal.
+    pub goal: &'a str,
+    /// Autonomy.
+    pub autonomy: Autonomy,
+    /// Priority.
+    pub priority: i32,
+    /// Budget.
+    pub budget_limit: Option<f64>,
+    /// Constraints object.
+    pub constraints: &'a Value,
+    /// Creator's token id.
+    pub created_by: Uuid,
+}
+
+/// Inserts a mission in `planning` and writes `mission.created`.
+pub async fn insert(conn: &mut PgConnection, m: NewMission<'_>, actor: &str) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO orchestration_runs
+           (id, workspace_id, goal, autonomy, status, priority, budget_limit, constraints, created_by)
+         VALUES ($1, $2, $3, $4, 'planning', $5, $6, $7, $8)",
+        m.id,
+        m.workspace_id,
+        m.goal,
+        m.autonomy.as_str(),
+        m.priority,
+        m.budget_limit,
+        m.constraints,
+        m.created_by
+    )
+    .execute(&mut *conn)
+    .await?;
+    events::append(
+        conn,
+        m.workspace_id,
+        NewEvent {
+            run_id: m.id,
+            task_id: None,
+            attempt_id: None,
+            kind: kind::MISSION_CREATED,
+            actor,
+            payload: json!({ "goal": m.goal, "autonomy": m.autonomy, "priority": m.priority, "budget": m.budget_limit }),
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Locks a mission's row for the rest of the transaction and returns it.
+pub async fn lock(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    id: Uuid,
+) -> sqlx::Result<Option<MissionRow>> {
+    sqlx::query_as!(
+        MissionRow,
+        "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
+                budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
+                started_at, finished_at
+         FROM orchestration_runs WHERE id = $1 AND workspace_id = $2 FOR UPDATE",
+        id,
+        workspace_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Reads a mission without locking it.
+pub async fn get(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<Option<MissionRow>> {
+    sqlx::query_as!(
+        MissionRow,
+        "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
+                budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
+                started_at, finished_at
+         FROM orchestration_runs WHERE id = $1 AND workspace_id = $2",
+        id,
+        workspace_id
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// A page of missions, newest first, optionally by status, after a cursor id.
+pub async fn list(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    status: Option<MissionStatus>,
+    before: Option<Uuid>,
+    limit: i64,
+) -> sqlx::Result<Vec<MissionRow>> {
+    sqlx::query_as!(
+        MissionRow,
+        "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
+                budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
+                started_at, finished_at
+         FROM orchestration_runs
+         WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2)
+           AND ($3::uuid IS NULL OR id < $3)
+         ORDER BY id DESC
+         LIMIT $4",
+        workspace_id,
+        status.map(|s| s.as_str()),
+        before,
+        limit
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Why a mission transition did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum TransitionError {
+    /// The lifecycle does not allow it.
+    #[error(transparent)]
+    Illegal(#[from] IllegalTransition),
+    /// Someone else changed the mission first (version guard).
+    #[error("the mission changed concurrently")]
+    Lost,
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// Applies a lifecycle event to a locked mission: a version-guarded write
+/// plus its event. Updates `run` in place.
+pub async fn transition(
+    conn: &mut PgConnection,
+    run: &mut MissionRow,
+    event: MissionEvent,
+    actor: &str,
+    reason: Option<&str>,
+) -> Result<MissionStatus, TransitionError> {
+    let from = run.status();
+    let to = from.next(event)?;
+    let updated = sqlx::query!(
+        r#"UPDATE orchestration_runs
+           SET status = $3, version = version + 1, updated_at = now(),
+               started_at = CASE WHEN $3 = 'executing' THEN COALESCE(started_at, now()) ELSE started_at END,
+               finished_at = CASE WHEN $4 THEN now() ELSE finished_at END,
+               failure_reason = COALESCE($5, failure_reason)
+           WHERE id = $1 AND version = $2
+           RETURNING version, started_at, finished_at"#,
+        run.id,
+        run.version,
+        to.as_str(),
+        to.is_terminal(),
+        if to == MissionStatus::Failed { reason } else { None }
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(TransitionError::Lost)?;
+    run.version = updated.version;
+    run.started_at = updated.started_at;
+    run.finished_at = updated.finished_at;
+    run.status = to.as_str().to_owned();
+    events::append(
+        conn,
+        run.workspace_id,
+        NewEvent {
+            run_id: run.id,
+            task_id: None,
+            attempt_id: None,
+            kind: kind::MISSION_STATUS,
+            actor,
+            payload: json!({ "from": from, "to": to, "reason": reason }),
+        },
+    )
+    .await?;
+    Ok(to)
+}
+
+/// Stores a plan version (kept forever, so earlier plans stay queryable),
+/// sets it as the mission's current plan and writes `plan.created`.
+pub async fn store_plan(
+    conn: &mut PgConnection,
+    run: &mut MissionRow,
+    plan: &ValidatedPlan,
+    provenance: &PlanProvenance,
+    actor: &str,
+) -> sqlx::Result<i32> {
+    let version = run.plan_version + 1;
+    let spec = serde_json::to_value(&plan.plan).unwrap_or(Value::Null);
+    let provenance_json = serde_json::to_value(provenance).unwrap_or(Value::Null);
+    sqlx::query!(
+        "INSERT INTO orchestration_plans
+           (workspace_id, run_id, plan_version, planner, provenance, spec, critical_path, estimated_cost)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        run.workspace_id,
+        run.id,
+        version,
+        provenance.planner,
+        provenance_json,
+        spec,
+        &plan.critical_path,
+        plan.total_estimated_cost
+    )
+    .execute(&mut *conn)
+    .await?;
+    let new_version = sqlx::query_scalar!(
+        "UPDATE orchestration_runs SET plan_version = $3, planner = $4, version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2 RETURNING version",
+        run.id,
+        run.version,
+        version,
+        provenance.planner
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    run.version = new_version;
+    run.plan_version = version;
+    run.planner = Some(provenance.planner.to_owned());
+    events::append(
+        conn,
+        run.workspace_id,
+        NewEvent {
+            run_id: run.id,
+            task_id: None,
+            attempt_id: None,
+            kind: kind::PLAN_CREATED,
+            actor,
+            payload: json!({
+                "plan_version": version,
+                "provenance": provenance_json,
+                "tasks": plan.plan.tasks.len(),
+                "critical_path": plan.critical_path,
+                "estimated_cost": plan.total_estimated_cost,
+            }),
+        },
+    )
+    .await?;
+    Ok(version)
+}
+
+/// The critical path of the mission's current plan.
+pub async fn critical_path(
+    pool: &PgPool,
+    run_id: Uuid,
+    plan_version: i32,
+) -> sqlx::Result<Vec<String>> {
+    Ok(sqlx::query_scalar!(
+        "SELECT critical_path FROM orchestration_plans WHERE run_id = $1 AND plan_version = $2",
+        run_id,
+        plan_version
+    )
+    .fetch_optional(pool)
+    .await?
+    .unwrap_or_default())
+}
+
+/// Adds an attempt's cost to the mission's spend.
+pub async fn add_spend(conn: &mut PgConnection, run_id: Uuid, cost: f64) -> sqlx::Result<()> {
+    if cost != 0.0 {
+        sqlx::query!(
+            "UPDATE orchestration_runs SET budget_spent = budget_spent + $2, updated_at = now() WHERE id = $1",
+            run_id,
+            cost
+        )
+        .execute(conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Wakes every replica's dispatcher when the transaction commits.
+pub async fn notify_wake(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query!("SELECT pg_notify('coordinator_wake', '')")
+        .execute(conn)
+        .await?;
+    Ok(())
+}

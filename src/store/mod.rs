@@ -1,0 +1,12 @@
+//! SQL, one module per aggregate. Functions take a connection (usually a
+//! transaction) so the transaction boundary is visible at the call site.
+//!
+//! Lock order, everywhere: task_queue rows (SKIP LOCKED, never waits) →
+//! missions (by id) → agents (by key). Report handling, claims, cancels and
+//! reconcile all follow it, so replicas cannot deadlock each other.
+
+pub mod agents;
+pub mod attempts;
+pub mod events;
+pub mod missions;
+pub mod tasks;

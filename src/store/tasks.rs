@@ -1,0 +1,411 @@
+//! Tasks, their dependencies, the ready queue and their board cards.
+//!
+//! Every task transition here is a guarded write (version or status) that
+//! also writes its event and its board card, in the caller's transaction.
+//! Callers hold the mission's row lock (see `missions::lock`).
+
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::events::{self, NewEvent, kind};
+use crate::{
+    domain::{TaskEvent, TaskStatus},
+    planning::ValidatedPlan,
+};
+
+/// A task row.
+#[derive(Debug, Clone)]
+pub struct TaskRow {
+    /// Id.
+    pub id: Uuid,
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Mission.
+    pub run_id: Uuid,
+    /// Plan-local key.
+    pub task_key: String,
+    /// Position in the plan.
+    pub task_order: i32,
+    /// Title.
+    pub title: String,
+    /// Kind of work.
+    pub task_type: String,
+    /// Instructions.
+    pub description: String,
+    /// Skills needed.
+    pub required_skills: Vec<String>,
+    /// Tools needed.
+    pub required_tools: Vec<String>,
+    /// Criteria (JSON array).
+    pub success_criteria: Value,
+    /// Inputs (JSON object).
+    pub inputs: Value,
+    /// Result, once succeeded.
+    pub output: Option<Value>,
+    /// Status (see [`TaskStatus`]).
+    pub status: String,
+    /// Agent of the latest attempt.
+    pub assigned_agent_id: Option<String>,
+    /// Score of that choice.
+    pub assignment_score: Option<f64>,
+    /// Attempts so far.
+    pub attempt_count: i32,
+    /// Failed attempts so far.
+    pub failure_count: i32,
+    /// Continuations so far.
+    pub continuation_count: i32,
+    /// Attempts allowed.
+    pub max_attempts: i32,
+    /// When a retry is due.
+    pub next_attempt_at: Option<OffsetDateTime>,
+    /// The attempt that counts.
+    pub current_attempt_id: Option<Uuid>,
+    /// When the live attempt's lease runs out.
+    pub lease_expires_at: Option<OffsetDateTime>,
+    /// Latest error.
+    pub last_error: Option<String>,
+    /// Feedback for the next attempt.
+    pub feedback: Option<String>,
+    /// Planned cost.
+    pub estimated_cost: f64,
+    /// Cost so far.
+    pub actual_cost: f64,
+    /// May be dropped without failing the mission.
+    pub optional: bool,
+    /// Guard for writes.
+    pub version: i64,
+    /// When it started first.
+    pub started_at: Option<OffsetDateTime>,
+    /// When it ended.
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+impl TaskRow {
+    /// The parsed status.
+    pub fn status(&self) -> TaskStatus {
+        self.status.parse().unwrap_or(TaskStatus::Failed)
+    }
+}
+
+/// Loads one task (caller holds the mission lock, so it cannot move under us).
+pub async fn get(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<TaskRow> {
+    sqlx::query_as!(
+        TaskRow,
+        r#"SELECT id, workspace_id, run_id, task_key, task_order, title, task_type, description,
+                  required_skills, required_tools, success_criteria, inputs, output, status,
+                  assigned_agent_id, assignment_score, attempt_count, failure_count,
+                  continuation_count, max_attempts, next_attempt_at, current_attempt_id,
+                  lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
+                  version, started_at, finished_at
+           FROM orchestration_tasks WHERE id = $1"#,
+        task_id
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Loads several tasks, in id order.
+pub async fn get_many(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<Vec<TaskRow>> {
+    sqlx::query_as!(
+        TaskRow,
+        r#"SELECT id, workspace_id, run_id, task_key, task_order, title, task_type, description,
+                  required_skills, required_tools, success_criteria, inputs, output, status,
+                  assigned_agent_id, assignment_score, attempt_count, failure_count,
+                  continuation_count, max_attempts, next_attempt_at, current_attempt_id,
+                  lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
+                  version, started_at, finished_at
+           FROM orchestration_tasks WHERE id = ANY($1) ORDER BY id"#,
+        ids
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// All tasks of a mission in plan order.
+pub async fn list_for_mission(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<Vec<TaskRow>> {
+    sqlx::query_as!(
+        TaskRow,
+        r#"SELECT id, workspace_id, run_id, task_key, task_order, title, task_type, description,
+                  required_skills, required_tools, success_criteria, inputs, output, status,
+                  assigned_agent_id, assignment_score, attempt_count, failure_count,
+                  continuation_count, max_attempts, next_attempt_at, current_attempt_id,
+                  lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
+                  version, started_at, finished_at
+           FROM orchestration_tasks WHERE run_id = $1 ORDER BY task_order"#,
+        run_id
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// `(task, depends_on)` edges of a mission.
+pub async fn edges_for_mission(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+) -> sqlx::Result<Vec<(Uuid, Uuid)>> {
+    let rows = sqlx::query!(
+        "SELECT task_id, depends_on_task_id FROM orchestration_task_dependencies
+         WHERE run_id = $1 ORDER BY task_id, depends_on_task_id",
+        run_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.task_id, r.depends_on_task_id))
+        .collect())
+}
+
+/// Inserts a validated plan's tasks (all `pending`), edges and board cards.
+pub async fn insert_plan(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    run_id: Uuid,
+    plan_version: i32,
+    plan: &ValidatedPlan,
+    max_attempts: i32,
+) -> sqlx::Result<Vec<(String, Uuid)>> {
+    let mut ids: Vec<(String, Uuid)> = Vec::with_capacity(plan.plan.tasks.len());
+    for (order, t) in plan.plan.tasks.iter().enumerate() {
+        let id = Uuid::now_v7();
+        let criteria = serde_json::to_value(&t.success_criteria).unwrap_or(Value::Null);
+        sqlx::query!(
+            "INSERT INTO orchestration_tasks
+               (id, workspace_id, run_id, task_key, task_order, title, task_type, description,
+                required_skills, required_tools, success_criteria, inputs, status,
+                max_attempts, estimated_cost, optional, plan_version)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13, $14, $15, $16)",
+            id,
+            workspace_id,
+            run_id,
+            t.id,
+            order as i32,
+            t.title,
+            t.task_type,
+            t.description,
+            &t.required_skills,
+            &t.required_tools,
+            criteria,
+            t.inputs,
+            max_attempts,
+            t.estimated_cost,
+            t.optional,
+            plan_version
+        )
+        .execute(&mut *conn)
+        .await?;
+        sqlx::query!(
+            "INSERT INTO board_tasks (id, workspace_id, source_type, source_id, run_id, title, column_name)
+             VALUES ($1, $2, 'orchestration', $3, $4, $5, 'backlog')",
+            Uuid::now_v7(),
+            workspace_id,
+            id,
+            run_id,
+            t.title
+        )
+        .execute(&mut *conn)
+        .await?;
+        ids.push((t.id.clone(), id));
+    }
+    let id_of = |key: &str| ids.iter().find(|(k, _)| k == key).map(|(_, id)| *id);
+    for t in &plan.plan.tasks {
+        let (Some(task), deps) = (id_of(&t.id), &t.depends_on) else {
+            continue;
+        };
+        for dep in deps {
+            if let Some(dep) = id_of(dep) {
+                sqlx::query!(
+                    "INSERT INTO orchestration_task_dependencies (workspace_id, run_id, task_id, depends_on_task_id)
+                     VALUES ($1, $2, $3, $4)",
+                    workspace_id,
+                    run_id,
+                    task,
+                    dep
+                )
+                .execute(&mut *conn)
+                .await?;
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// What a task transition writes besides the task row.
+pub struct Change<'a> {
+    /// The task.
+    pub task_id: Uuid,
+    /// Its mission.
+    pub run_id: Uuid,
+    /// Its workspace.
+    pub workspace_id: Uuid,
+    /// The status it moved to.
+    pub to: TaskStatus,
+    /// Event kind.
+    pub kind: &'a str,
+    /// Who caused it.
+    pub actor: &'a str,
+    /// The attempt involved, if any.
+    pub attempt_id: Option<Uuid>,
+    /// Event details.
+    pub payload: Value,
+}
+
+/// Writes a task transition's event and moves its board card, in one go.
+pub async fn record(conn: &mut PgConnection, c: Change<'_>) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE board_tasks b SET column_name = $2, assignee = t.assigned_agent_id,
+                attempt_number = t.attempt_count, cost = t.actual_cost,
+                version = b.version + 1, updated_at = now()
+         FROM orchestration_tasks t
+         WHERE b.source_type = 'orchestration' AND b.source_id = $1 AND t.id = $1",
+        c.task_id,
+        c.to.board_column().as_str()
+    )
+    .execute(&mut *conn)
+    .await?;
+    events::append(
+        conn,
+        c.workspace_id,
+        NewEvent {
+            run_id: c.run_id,
+            task_id: Some(c.task_id),
+            attempt_id: c.attempt_id,
+            kind: c.kind,
+            actor: c.actor,
+            payload: c.payload,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Adds a task to the ready queue, due at `ready_at`.
+pub async fn enqueue(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    run_id: Uuid,
+    task_id: Uuid,
+    priority: i32,
+    ready_at: OffsetDateTime,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO task_queue (task_id, workspace_id, run_id, priority, ready_at)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (task_id) DO UPDATE SET ready_at = EXCLUDED.ready_at, priority = EXCLUDED.priority",
+        task_id,
+        workspace_id,
+        run_id,
+        priority,
+        ready_at
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Moves every `pending` task of the mission whose dependencies are all
+/// satisfied to `queued` (only dependents of `after` when given), enqueues
+/// them, and records each. Returns how many moved.
+pub async fn promote_ready(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    run_id: Uuid,
+    after: Option<Uuid>,
+    priority: i32,
+    actor: &str,
+) -> sqlx::Result<usize> {
+    // The pure lifecycle allows exactly pending → queued here; the SQL status
+    // guard is that rule.
+    debug_assert!(TaskStatus::Pending.next(TaskEvent::DependenciesMet).is_ok());
+    let promoted = sqlx::query!(
+        r#"UPDATE orchestration_tasks t
+           SET status = 'queued', version = version + 1, updated_at = now()
+           WHERE t.run_id = $1 AND t.status = 'pending'
+             AND ($2::uuid IS NULL OR t.id IN (
+                   SELECT task_id FROM orchestration_task_dependencies WHERE depends_on_task_id = $2))
+             AND NOT EXISTS (
+                   SELECT 1 FROM orchestration_task_dependencies d
+                   JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
+                   WHERE d.task_id = t.id AND p.status NOT IN ('succeeded', 'skipped'))
+           RETURNING t.id, t.task_key"#,
+        run_id,
+        after
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let now = OffsetDateTime::now_utc();
+    for t in &promoted {
+        enqueue(conn, workspace_id, run_id, t.id, priority, now).await?;
+        record(
+            conn,
+            Change {
+                task_id: t.id,
+                run_id,
+                workspace_id,
+                to: TaskStatus::Queued,
+                kind: kind::TASK_QUEUED,
+                actor,
+                attempt_id: None,
+                payload: json!({ "key": t.task_key }),
+            },
+        )
+        .await?;
+    }
+    Ok(promoted.len())
+}
+
+/// Cancels every non-terminal task of a mission, drops them from the queue and
+/// records each. Returns the cancelled task ids.
+pub async fn cancel_all_open(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    run_id: Uuid,
+    actor: &str,
+    reason: &str,
+) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query!("DELETE FROM task_queue WHERE run_id = $1", run_id)
+        .execute(&mut *conn)
+        .await?;
+    let cancelled = sqlx::query_scalar!(
+        "UPDATE orchestration_tasks
+         SET status = 'cancelled', lease_owner = NULL, lease_expires_at = NULL,
+             finished_at = now(), version = version + 1, updated_at = now()
+         WHERE run_id = $1 AND status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
+         RETURNING id",
+        run_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for id in &cancelled {
+        record(
+            conn,
+            Change {
+                task_id: *id,
+                run_id,
+                workspace_id,
+                to: TaskStatus::Cancelled,
+                kind: kind::TASK_CANCELLED,
+                actor,
+                attempt_id: None,
+                payload: json!({ "reason": reason }),
+            },
+        )
+        .await?;
+    }
+    Ok(cancelled)
+}
+
+/// Counts of a mission's tasks: (not terminal, failed and required).
+pub async fn open_and_failed(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<(i64, i64)> {
+    let r = sqlx::query!(
+        r#"SELECT count(*) FILTER (WHERE status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')) AS "open!",
+                  count(*) FILTER (WHERE status = 'failed' AND NOT optional) AS "failed!"
+           FROM orchestration_tasks WHERE run_id = $1"#,
+        run_id
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok((r.open, r.failed))
+}

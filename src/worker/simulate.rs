@@ -1,0 +1,307 @@
+//! The simulated reference worker: a real HTTP server speaking the worker
+//! protocol, doing no real work. Latency and failures are deterministic
+//! functions of the seed and the attempt id, so a run can be reproduced.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    http::StatusCode,
+    response::IntoResponse,
+    routing::{get, post},
+};
+use serde::Serialize;
+use serde_json::json;
+use tokio::net::TcpListener;
+use uuid::Uuid;
+
+use super::protocol::{DispatchRequest, Heartbeat, WorkerReport};
+use crate::domain::{FailureKind, ReportStatus};
+
+/// How the simulated worker behaves.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimulationConfig {
+    /// Simulated work time per task, in milliseconds.
+    #[arg(long = "latency-ms", env = "WORKER_LATENCY_MS", default_value_t = 200)]
+    pub latency_ms: u64,
+    /// Extra random latency of up to this many milliseconds.
+    #[arg(long = "jitter-ms", env = "WORKER_JITTER_MS", default_value_t = 0)]
+    pub jitter_ms: u64,
+    /// Fraction of attempts that fail (0–1).
+    #[arg(long, env = "WORKER_FAILURE_RATE", default_value_t = 0.0)]
+    pub failure_rate: f64,
+    /// Seed for the deterministic latency and failure pattern.
+    #[arg(long, env = "WORKER_SEED", default_value_t = 1)]
+    pub seed: u64,
+    /// Answer `200` with the result at once instead of `202` and a callback.
+    #[arg(long)]
+    pub inline: bool,
+    /// Simulated cost reported per task.
+    #[arg(long, default_value_t = 0.01)]
+    pub cost_per_task: f64,
+}
+
+impl Default for SimulationConfig {
+    fn default() -> Self {
+        SimulationConfig {
+            latency_ms: 200,
+            jitter_ms: 0,
+            failure_rate: 0.0,
+            seed: 1,
+            inline: false,
+            cost_per_task: 0.01,
+        }
+    }
+}
+
+/// What the worker has seen, for tests and demos.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct WorkerStats {
+    /// Dispatch requests received.
+    pub received: u64,
+    /// Requests for an attempt id already received (must stay 0).
+    pub duplicate_dispatches: u64,
+    /// Results accepted by the coordinator.
+    pub reports_accepted: u64,
+    /// Results refused by the coordinator (stale attempts).
+    pub reports_refused: u64,
+    /// Cancel requests received.
+    pub cancels: u64,
+}
+
+#[derive(Default)]
+struct Shared {
+    stats: WorkerStats,
+    seen: HashMap<Uuid, u32>,
+}
+
+#[derive(Clone)]
+struct WorkerState {
+    config: Arc<SimulationConfig>,
+    shared: Arc<Mutex<Shared>>,
+    http: reqwest::Client,
+}
+
+/// A running simulated worker.
+pub struct SimulatedWorker {
+    addr: SocketAddr,
+    shared: Arc<Mutex<Shared>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SimulatedWorker {
+    /// Binds `listen` (port 0 for any) and serves in the background.
+    pub async fn spawn(listen: SocketAddr, config: SimulationConfig) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let app = router(WorkerState {
+            config: Arc::new(config),
+            shared: shared.clone(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()?,
+        });
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "simulated worker stopped");
+            }
+        });
+        Ok(SimulatedWorker { addr, shared, task })
+    }
+
+    /// The base URL to register as an agent's `endpoint_url`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// What it has seen so far.
+    pub fn stats(&self) -> WorkerStats {
+        lock(&self.shared).stats.clone()
+    }
+
+    /// Waits until the server task ends (it runs until the process exits).
+    pub async fn wait(mut self) -> anyhow::Result<()> {
+        (&mut self.task).await?;
+        Ok(())
+    }
+}
+
+impl Drop for SimulatedWorker {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    // A panic while holding this lock cannot leave the counters inconsistent
+    // in a way that matters; keep serving.
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn router(state: WorkerState) -> Router {
+    Router::new()
+        .route("/v1/tasks", post(accept_task))
+        .route("/v1/tasks/{attempt_id}/cancel", post(cancel_task))
+        .route("/v1/stats", get(stats))
+        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .with_state(state)
+}
+
+async fn stats(State(state): State<WorkerState>) -> Json<WorkerStats> {
+    Json(lock(&state.shared).stats.clone())
+}
+
+async fn cancel_task(State(state): State<WorkerState>, Path(_attempt): Path<Uuid>) -> StatusCode {
+    lock(&state.shared).stats.cancels += 1;
+    StatusCode::OK
+}
+
+async fn accept_task(
+    State(state): State<WorkerState>,
+    Json(req): Json<DispatchRequest>,
+) -> axum::response::Response {
+    {
+        let mut shared = lock(&state.shared);
+        shared.stats.received += 1;
+        let seen = shared.seen.entry(req.attempt_id).or_insert(0);
+        *seen += 1;
+        if *seen > 1 {
+            shared.stats.duplicate_dispatches += 1;
+        }
+    }
+    let roll = Roll::new(state.config.seed, req.attempt_id);
+    let report = simulated_report(&state.config, &req, &roll);
+    if state.config.inline {
+        return (StatusCode::OK, Json(report)).into_response();
+    }
+    let delay = Duration::from_millis(
+        state.config.latency_ms + (roll.latency_fraction * state.config.jitter_ms as f64) as u64,
+    );
+    tokio::spawn(work_then_report(state, req, report, delay));
+    (StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response()
+}
+
+async fn work_then_report(
+    state: WorkerState,
+    req: DispatchRequest,
+    report: WorkerReport,
+    delay: Duration,
+) {
+    // Heartbeat at least every 5 s so long simulated work keeps its lease.
+    let mut remaining = delay;
+    let beat = Duration::from_secs(5);
+    while remaining > beat {
+        tokio::time::sleep(beat).await;
+        remaining -= beat;
+        let _ = state
+            .http
+            .post(&req.callback.heartbeat_url)
+            .bearer_auth(&req.callback.token)
+            .json(&Heartbeat::default())
+            .send()
+            .await;
+    }
+    tokio::time::sleep(remaining).await;
+    // Retry transport errors and 5xx (another replica will answer); a 4xx is final.
+    for attempt in 0..6u32 {
+        let sent = state
+            .http
+            .post(&req.callback.result_url)
+            .bearer_auth(&req.callback.token)
+            .json(&report)
+            .send()
+            .await;
+        match sent {
+            Ok(resp) if resp.status().is_success() => {
+                lock(&state.shared).stats.reports_accepted += 1;
+                return;
+            }
+            Ok(resp) if resp.status().is_client_error() => {
+                lock(&state.shared).stats.reports_refused += 1;
+                return;
+            }
+            Ok(resp) => tracing::warn!(status = %resp.status(), "result callback failed; retrying"),
+            Err(e) => tracing::warn!(error = %e, "result callback failed; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(100 * 2u64.pow(attempt))).await;
+    }
+}
+
+fn simulated_report(config: &SimulationConfig, req: &DispatchRequest, roll: &Roll) -> WorkerReport {
+    if roll.failure < config.failure_rate {
+        return WorkerReport {
+            status: ReportStatus::Failed,
+            output: None,
+            error: Some(format!(
+                "simulated failure of '{}' (seed {})",
+                req.task.title, config.seed
+            )),
+            failure_kind: Some(FailureKind::Quality),
+            cost: config.cost_per_task,
+            tokens: 100,
+        };
+    }
+    WorkerReport {
+        status: ReportStatus::Succeeded,
+        output: Some(json!({
+            "summary": format!("Simulated result of '{}' by {}", req.task.title, req.agent_id),
+            "task": req.task.key,
+            "used_upstream": req.upstream.iter().map(|u| u.key.clone()).collect::<Vec<_>>(),
+            "attempt": req.attempt_number,
+        })),
+        error: None,
+        failure_kind: None,
+        cost: config.cost_per_task,
+        tokens: 1000,
+    }
+}
+
+/// Deterministic random draws for one attempt.
+struct Roll {
+    failure: f64,
+    latency_fraction: f64,
+}
+
+impl Roll {
+    fn new(seed: u64, attempt: Uuid) -> Roll {
+        let (hi, lo) = attempt.as_u64_pair();
+        let mut state = seed ^ hi.rotate_left(17) ^ lo;
+        let mut next = || {
+            // splitmix64: small, fast and good enough for simulation.
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) as f64 / u64::MAX as f64
+        };
+        Roll {
+            failure: next(),
+            latency_fraction: next(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolls_are_deterministic_and_spread() {
+        let id = Uuid::from_u128(42);
+        let a = Roll::new(7, id);
+        let b = Roll::new(7, id);
+        assert_eq!(a.failure, b.failure);
+        assert_ne!(Roll::new(8, id).failure, a.failure);
+        let failures = (0..10_000u128)
+            .filter(|i| Roll::new(1, Uuid::from_u128(*i)).failure < 0.1)
+            .count();
+        assert!((800..1200).contains(&failures), "{failures}");
+    }
+}
