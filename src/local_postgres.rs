@@ -138,6 +138,10 @@ impl LocalPostgres {
             check_reachable(&data_dir)?;
             fs::create_dir_all(&cluster_dir)?;
             chown_recursive(&cluster_dir, user)?;
+            if throwaway {
+                // The wrapper removes the directory as that user when the server stops.
+                std::os::unix::fs::chown(&data_dir, Some(user.uid), Some(user.gid))?;
+            }
         }
 
         let mut state = match fs::read(&state_file) {

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Principal,
-    domain::{Autonomy, MissionEvent, MissionStatus, TaskStatus},
+    domain::{Autonomy, MissionEvent, MissionStatus},
     error::ApiError,
     planning::{
         AgentCapability, PlanProvenance, PlanSpec, TemplateLibrary, ValidationContext,
@@ -519,12 +519,4 @@ impl From<MissionRow> for MissionSummary {
             finished_at: r.finished_at,
         }
     }
-}
-
-/// True if a task status counts as done for progress displays.
-pub fn is_done(status: &str) -> bool {
-    status
-        .parse::<TaskStatus>()
-        .map(TaskStatus::is_terminal)
-        .unwrap_or(false)
 }

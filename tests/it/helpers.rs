@@ -1,0 +1,315 @@
+//! Test harness: a real PostgreSQL (DATABASE_URL, or a throwaway cluster from
+//! the local binaries shared by this test binary), a fresh database per test,
+//! the real service on 127.0.0.1, and real HTTP workers.
+
+use std::{
+    future::Future,
+    net::SocketAddr,
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
+
+use axum::{Json, Router, http::StatusCode, routing::post};
+use coordinator::{
+    api::{Application, Settings},
+    auth, db,
+    local_postgres::LocalPostgres,
+    worker::{
+        protocol::DispatchRequest,
+        simulate::{SimulatedWorker, SimulationConfig},
+    },
+};
+use serde_json::{Value, json};
+use sqlx::{Connection, Executor, PgConnection, PgPool};
+use tokio::sync::oneshot;
+
+static SERVER: OnceLock<String> = OnceLock::new();
+
+/// URL of a server where tests may create databases.
+fn server_url() -> String {
+    if let Ok(url) = std::env::var("DATABASE_URL") {
+        return url;
+    }
+    SERVER
+        .get_or_init(|| {
+            // Started on a thread with its own runtime, so it outlives every
+            // test's runtime; it stops when this process exits (its stdin
+            // pipe closes) and removes its directory.
+            std::thread::spawn(|| {
+                let rt = tokio::runtime::Runtime::new().expect("runtime");
+                let pg = rt.block_on(LocalPostgres::start_throwaway()).expect(
+                    "starting a throwaway PostgreSQL (set DATABASE_URL to use another server)",
+                );
+                let url = pg.url().to_owned();
+                std::mem::forget(pg);
+                url
+            })
+            .join()
+            .expect("cluster thread")
+        })
+        .clone()
+}
+
+/// A fresh, migrated database; returns its URL.
+pub async fn fresh_database() -> String {
+    let base = server_url();
+    let mut conn = PgConnection::connect(&base)
+        .await
+        .expect("connect to test server");
+    let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+    conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .await
+        .expect("create test database");
+    conn.close().await.ok();
+    let mut url = reqwest::Url::parse(&base).expect("database url");
+    url.set_path(&format!("/{name}"));
+    let url = url.to_string();
+    let pool = db::connect(&url, 2).await.expect("connect");
+    db::migrate(&pool).await.expect("migrate");
+    pool.close().await;
+    url
+}
+
+/// A running service.
+pub struct TestApp {
+    /// API base URL.
+    pub url: String,
+    /// Admin token of the default workspace.
+    pub token: String,
+    /// The service's pool (for assertions on the database).
+    pub pool: PgPool,
+    /// HTTP client.
+    pub http: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+/// Test defaults: fast ticks and retries.
+pub fn test_settings() -> Settings {
+    let mut s = Settings::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+    s.engine.tick_interval = Duration::from_millis(100);
+    s.engine.sweep_interval = Duration::from_millis(500);
+    s.engine.retry_base = Duration::from_millis(50);
+    s.engine.retry_cap = Duration::from_millis(200);
+    s
+}
+
+/// Starts the service on a fresh database with test defaults.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_on(&fresh_database().await, test_settings()).await
+}
+
+/// Starts the service on `db_url` with `settings` (replicas share a URL).
+pub async fn spawn_app_on(db_url: &str, settings: Settings) -> TestApp {
+    let pool = db::connect(db_url, 10).await.expect("connect");
+    let token = "test-admin-token-0123456789".to_owned();
+    auth::ensure_bootstrap(&pool, Some(&token))
+        .await
+        .expect("bootstrap");
+    let app = Application::build(pool.clone(), settings)
+        .await
+        .expect("build app");
+    let url = app.url();
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(app.run_until_stopped(async {
+        let _ = rx.await;
+    }));
+    TestApp {
+        url,
+        token,
+        pool,
+        http: reqwest::Client::new(),
+        stop: Some(tx),
+        task: Some(task),
+    }
+}
+
+impl TestApp {
+    /// Stops the service and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// `GET` with the admin token; returns (status, body).
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.request(reqwest::Method::GET, path, None, Some(&self.token))
+            .await
+    }
+
+    /// `POST` with the admin token; returns (status, body).
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request(reqwest::Method::POST, path, Some(body), Some(&self.token))
+            .await
+    }
+
+    /// Any request, with an optional bearer token.
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = StatusCode::from_u16(resp.status().as_u16()).expect("status");
+        let body = resp.json::<Value>().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    /// Registers agents covering every skill at `endpoint`, each with `cap` slots.
+    pub async fn register_fleet(&self, endpoint: &str, cap: i32) {
+        for (id, skills) in [
+            ("planner", vec!["planning", "analysis"]),
+            ("researcher", vec!["research", "analysis"]),
+            ("writer", vec!["writing", "planning"]),
+            ("engineer", vec!["coding", "testing"]),
+            ("reviewer", vec!["review", "testing", "analysis"]),
+        ] {
+            let (status, body) = self
+                .post(
+                    "/v1/agents",
+                    json!({"agent_id": id, "role": id, "skills": skills, "tools": [],
+                           "endpoint_url": endpoint, "max_concurrency": cap}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+        }
+    }
+
+    /// Creates a mission; panics unless 201.
+    pub async fn create_mission(&self, body: Value) -> Value {
+        let (status, mission) = self.post("/v1/missions", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{mission}");
+        mission
+    }
+
+    /// Waits until the mission's status is one of `statuses`; returns the mission.
+    pub async fn wait_for_status(&self, id: &str, statuses: &[&str]) -> Value {
+        let path = format!("/v1/missions/{id}");
+        wait_until(&format!("mission {id} to reach {statuses:?}"), || async {
+            let (_, m) = self.get(&path).await;
+            statuses
+                .contains(&m["status"].as_str().unwrap_or(""))
+                .then_some(m)
+        })
+        .await
+    }
+}
+
+/// Polls `check` until it yields `Some`, failing the test after 30 s.
+pub async fn wait_until<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A simulated worker with short latency.
+pub async fn spawn_worker(latency_ms: u64) -> SimulatedWorker {
+    SimulatedWorker::spawn(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        SimulationConfig {
+            latency_ms,
+            ..SimulationConfig::default()
+        },
+    )
+    .await
+    .expect("worker")
+}
+
+/// A worker the test drives by hand: it accepts every dispatch (202), keeps
+/// the request (with its callback token), and never reports on its own.
+pub struct ManualWorker {
+    /// Base URL.
+    pub url: String,
+    received: Arc<Mutex<Vec<DispatchRequest>>>,
+}
+
+impl ManualWorker {
+    /// Starts it.
+    pub async fn spawn() -> ManualWorker {
+        let received: Arc<Mutex<Vec<DispatchRequest>>> = Arc::default();
+        let store = received.clone();
+        let app = Router::new().route(
+            "/v1/tasks",
+            post(move |Json(req): Json<DispatchRequest>| {
+                let store = store.clone();
+                async move {
+                    store.lock().expect("lock").push(req);
+                    (StatusCode::ACCEPTED, Json(json!({"accepted": true})))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        ManualWorker { url, received }
+    }
+
+    /// Waits for the `n`-th dispatch (1-based) and returns it.
+    pub async fn dispatch(&self, n: usize) -> DispatchRequest {
+        wait_until(&format!("dispatch #{n}"), || async {
+            self.received.lock().expect("lock").get(n - 1).cloned()
+        })
+        .await
+    }
+
+    /// How many dispatches arrived.
+    pub fn count(&self) -> usize {
+        self.received.lock().expect("lock").len()
+    }
+}
+
+/// Posts a worker report with an attempt token.
+pub async fn report(
+    http: &reqwest::Client,
+    d: &DispatchRequest,
+    token: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let resp = http
+        .post(&d.callback.result_url)
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("report");
+    let status = StatusCode::from_u16(resp.status().as_u16()).expect("status");
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// A three-task plan: a → b → c.
+pub fn chain_plan() -> Value {
+    let task = |id: &str, deps: &[&str]| {
+        json!({"id": id, "title": format!("Step {id}"), "task_type": "research",
+               "required_skills": ["research"], "depends_on": deps,
+               "success_criteria": [{"description": "done", "must_pass": true}],
+               "estimated_cost": 0.01})
+    };
+    json!({"tasks": [task("a", &[]), task("b", &["a"]), task("c", &["b"])]})
+}

@@ -1,0 +1,7 @@
+//! Integration tests: the real service, real workers and a real PostgreSQL.
+
+mod api_input;
+mod attempts;
+mod helpers;
+mod missions;
+mod replicas;
