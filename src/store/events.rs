@@ -33,10 +33,6 @@ pub mod kind {
     pub const TASK_FAILED: &str = "task.failed";
     /// A task was cancelled.
     pub const TASK_CANCELLED: &str = "task.cancelled";
-    /// An attempt's lease ran out with no report.
-    pub const ATTEMPT_EXPIRED: &str = "attempt.expired";
-    /// The dispatch request to the worker failed.
-    pub const DISPATCH_FAILED: &str = "dispatch.failed";
 }
 
 /// An event about to be written.
