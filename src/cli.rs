@@ -16,9 +16,9 @@ use crate::{
 #[derive(Debug, Parser)]
 #[command(name = "coordinator", version, about)]
 pub struct Cli {
-    /// Log filter (tracing syntax), e.g. `info` or `coordinator=debug`.
-    #[arg(long, global = true, env = "COORDINATOR_LOG", default_value = "info")]
-    pub log: String,
+    /// Log filter (tracing syntax), e.g. `info` or `coordinator=debug` (default: info; warn for the demo).
+    #[arg(long, global = true, env = "COORDINATOR_LOG")]
+    pub log: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -116,7 +116,12 @@ pub enum TokenCommand {
 /// Parses the command line, runs it, and maps errors to exit code 1.
 pub async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.log);
+    let default = match cli.command {
+        // The demo prints its own progress; logs would drown it.
+        Command::Demo(_) => "warn",
+        _ => "info",
+    };
+    init_logging(cli.log.as_deref().unwrap_or(default));
     match run(cli.command).await {
         Ok(code) => code,
         Err(e) => {
@@ -127,8 +132,11 @@ pub async fn main() -> ExitCode {
 }
 
 fn init_logging(filter: &str) {
+    // sqlx reports "relation already exists, skipping" notices from migrations at info.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(filter))
+        .or_else(|_| {
+            tracing_subscriber::EnvFilter::try_new(format!("{filter},sqlx::postgres::notice=warn"))
+        })
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -182,7 +190,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.public_url = args.public_url;
     settings.engine.tick_interval = Duration::from_millis(args.tick_ms.max(10));
     settings.engine.lease = Duration::from_secs(args.lease_secs.max(1));
-    settings.engine.max_attempts = args.max_attempts.max(1);
     settings.planning.max_attempts = args.max_attempts.max(1);
     settings.run_engine = !args.no_engine;
     let app = Application::build(db.pool.clone(), settings).await?;
@@ -214,7 +221,7 @@ async fn token(command: TokenCommand) -> anyhow::Result<()> {
     drop(conn);
     db.close().await?;
     println!("{secret}");
-    eprintln!("created a {role} token for workspace '{workspace}' (shown only once)");
+    eprintln!("created a token with role {role} in workspace '{workspace}' (shown only once)");
     Ok(())
 }
 

@@ -83,22 +83,28 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let server = tokio::spawn(app.run_until_stopped(async {
         let _ = stop_rx.await;
     }));
-    let worker = SimulatedWorker::spawn(
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        SimulationConfig {
-            latency_ms: args.latency_ms,
-            jitter_ms: args.latency_ms / 2,
-            failure_rate: args.failure_rate,
-            seed: 7,
-            ..SimulationConfig::default()
-        },
-    )
-    .await?;
+    // One simulated worker per agent: a real fleet of HTTP servers.
+    let mut workers = Vec::with_capacity(FLEET.len());
+    for i in 0..FLEET.len() {
+        workers.push(
+            SimulatedWorker::spawn(
+                SocketAddr::from(([127, 0, 0, 1], 0)),
+                SimulationConfig {
+                    latency_ms: args.latency_ms,
+                    jitter_ms: args.latency_ms / 2,
+                    failure_rate: args.failure_rate,
+                    seed: 7 + i as u64,
+                    ..SimulationConfig::default()
+                },
+            )
+            .await?,
+        );
+    }
     println!("coordinator demo");
     println!("  service  {api}   (workspace '{workspace}')");
     println!(
-        "  workers  {}   (simulated, ~{} ms per task)",
-        worker.url(),
+        "  workers  {} simulated workers, ~{} ms per task",
+        workers.len(),
         args.latency_ms
     );
 
@@ -108,7 +114,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         base: &api,
         token: &token,
     };
-    for (id, role, skills) in FLEET {
+    for ((id, role, skills), worker) in FLEET.iter().zip(&workers) {
         client
             .post(
                 "/v1/agents",
@@ -159,8 +165,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .and_then(|v| serde_json::from_value(v).ok());
     let _ = stop_tx.send(());
     let _ = server.await;
-    let stats = worker.stats();
-    drop(worker);
+    let (received, duplicates) = workers.iter().fold((0, 0), |(r, d), w| {
+        let s = w.stats();
+        (r + s.received, d + s.duplicate_dispatches)
+    });
+    drop(workers);
     db.close().await?;
 
     let view = final_view.context("could not read the mission at the end")?;
@@ -172,16 +181,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "  tasks     {} ({} attempts, {} dispatches received by workers, {} duplicate)",
         view.tasks.len(),
         attempts,
-        stats.received,
-        stats.duplicate_dispatches
+        received,
+        duplicates
     );
     println!("  cost      {:.2}", view.budget.spent);
     println!("  time      {:.1} s", started.elapsed().as_secs_f64());
     for t in &view.tasks {
         println!(
-            "    {:<10} {:<22} {:<9} by {}",
-            t.key,
-            truncate(&t.title, 22),
+            "    {:<20} {:<9} by {}",
+            truncate(&t.key, 20),
             t.status,
             t.assigned_agent_id.as_deref().unwrap_or("-")
         );
@@ -231,19 +239,19 @@ async fn follow(
             let p = &ev["payload"];
             match ev["kind"].as_str().unwrap_or("") {
                 "task.dispatched" => println!(
-                    "[{t:5.1}s] ▸ {task:<10} dispatched to {} (attempt {})",
+                    "[{t:5.1}s] ▸ {task:<20} dispatched to {} (attempt {})",
                     p["agent_id"].as_str().unwrap_or("?"),
                     p["attempt"]
                 ),
                 "task.succeeded" => {
                     done += 1;
-                    println!("[{t:5.1}s] ✓ {task:<10} succeeded   {}", bar(done, total));
+                    println!("[{t:5.1}s] ✓ {task:<20} succeeded   {}", bar(done, total));
                 }
                 "task.retry_scheduled" => println!(
-                    "[{t:5.1}s] ↻ {task:<10} failed, retry scheduled: {}",
+                    "[{t:5.1}s] ↻ {task:<20} failed, retry scheduled: {}",
                     p["error"].as_str().unwrap_or("")
                 ),
-                "task.failed" => println!("[{t:5.1}s] ✗ {task:<10} failed for good"),
+                "task.failed" => println!("[{t:5.1}s] ✗ {task:<20} failed for good"),
                 "mission.status_changed" => {
                     let to = p["to"].as_str().unwrap_or("");
                     println!("[{t:5.1}s] ● mission is {to}");

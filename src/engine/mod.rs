@@ -41,8 +41,6 @@ pub struct EngineConfig {
     pub retry_base: Duration,
     /// Longest retry delay.
     pub retry_cap: Duration,
-    /// Attempts per task before it fails.
-    pub max_attempts: i32,
     /// Continuations per task before `continue` counts as failure.
     pub max_continuations: i32,
     /// Delay before a continuation is dispatched.
@@ -64,7 +62,6 @@ impl EngineConfig {
             dispatch_timeout: Duration::from_secs(10),
             retry_base: Duration::from_secs(1),
             retry_cap: Duration::from_secs(60),
-            max_attempts: 3,
             max_continuations: 10,
             continuation_delay: reports::DEFAULT_CONTINUATION_DELAY,
             weights: ScoreWeights::default(),
