@@ -1,53 +1,114 @@
-//! The template library: reusable plan shapes chosen by matching a goal's wording.
+//! The method library: mission shapes and compound-task methods, chosen by matching
+//! a goal's wording and expanded by [`super::htn`].
 //!
-//! Built-in templates are JSON data files under `templates/`, embedded at compile
-//! time so the binary needs no files at run time. Saved routines can be added later
-//! with [`TemplateLibrary::with_extra`].
+//! Built-in methods are JSON data files under `templates/` (mission shapes at the top,
+//! shared compound tasks such as `review_cycle` under `templates/compound/`), embedded
+//! at compile time so the binary needs no files at run time. Saved routines (flat
+//! [`PlanTemplate`]s) and custom methods can be added with
+//! [`TemplateLibrary::with_extra`] and [`TemplateLibrary::with_methods`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::matching::{LexicalIndex, MatchOutcome};
+use super::htn::{
+    Decomposition, DecompositionError, MAX_INSERTED_CHARS, MISSION_TASK, Method, Placeholders,
+    Subtask, decompose, text_for_insertion,
+};
+use super::matching::{LexicalIndex, MatchOutcome, keywords};
 use super::spec::{PlanSpec, TaskSpec};
 
-/// Name of the fallback template, which is never matched by score.
+/// Name of the fallback method, which is never matched by score.
 pub const GENERIC_TEMPLATE: &str = "generic";
 
-/// Placeholder in template text that [`PlanTemplate::instantiate`] replaces with the goal.
+/// Placeholder in method text that is replaced with the goal.
 pub const GOAL_PLACEHOLDER: &str = "{goal}";
 
-/// Longest goal text, in characters, inserted into a template (titles must stay readable).
-pub const MAX_INSERTED_GOAL_CHARS: usize = 200;
+/// Longest goal text, in characters, inserted into a plan (titles must stay readable).
+pub const MAX_INSERTED_GOAL_CHARS: usize = MAX_INSERTED_CHARS;
 
-/// The shipped templates as `(expected name, JSON source)`.
+/// How many keywords [`routine_from_plan`] derives from the goal.
+pub const ROUTINE_KEYWORDS: usize = 8;
+
+/// The shipped method files as `(file name, JSON source)`; each holds one method or an array.
+///
+/// Order matters: for a compound task the first applicable method wins, so
+/// conditional methods come before the unconditional default in each file.
 const BUILTIN_SOURCES: &[(&str, &str)] = &[
     (
         "research-report",
         include_str!("../../templates/research-report.json"),
     ),
     (
-        "build-and-review",
-        include_str!("../../templates/build-and-review.json"),
+        "competitive-analysis",
+        include_str!("../../templates/competitive-analysis.json"),
     ),
     (
-        "compare-options",
-        include_str!("../../templates/compare-options.json"),
+        "code-change-with-review",
+        include_str!("../../templates/code-change-with-review.json"),
+    ),
+    (
+        "incident-postmortem",
+        include_str!("../../templates/incident-postmortem.json"),
+    ),
+    (
+        "product-launch",
+        include_str!("../../templates/product-launch.json"),
     ),
     (
         "data-analysis",
         include_str!("../../templates/data-analysis.json"),
     ),
     (
+        "content-campaign",
+        include_str!("../../templates/content-campaign.json"),
+    ),
+    (
+        "vendor-evaluation",
+        include_str!("../../templates/vendor-evaluation.json"),
+    ),
+    (
         GENERIC_TEMPLATE,
         include_str!("../../templates/generic.json"),
     ),
+    (
+        "compound/research_phase",
+        include_str!("../../templates/compound/research_phase.json"),
+    ),
+    (
+        "compound/review_cycle",
+        include_str!("../../templates/compound/review_cycle.json"),
+    ),
+    (
+        "compound/quality_gate",
+        include_str!("../../templates/compound/quality_gate.json"),
+    ),
+    (
+        "compound/code_review_cycle",
+        include_str!("../../templates/compound/code_review_cycle.json"),
+    ),
+    (
+        "compound/root_cause_analysis",
+        include_str!("../../templates/compound/root_cause_analysis.json"),
+    ),
 ];
 
-/// A reusable plan shape; `{goal}` in its text is filled in per mission.
+/// Parses a method file: one method object, or an array of methods in priority order.
+pub fn parse_methods(json: &str) -> Result<Vec<Method>, serde_json::Error> {
+    let value: Value = serde_json::from_str(json)?;
+    if value.is_array() {
+        serde_json::from_value(value)
+    } else {
+        serde_json::from_value(value).map(|m| vec![m])
+    }
+}
+
+/// A flat, reusable plan shape such as a saved routine; `{goal}` in its text is filled per mission.
+///
+/// In a [`TemplateLibrary`] it becomes a root method of `mission` whose subtasks are all primitive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanTemplate {
-    /// Unique name, e.g. `"research-report"`.
+    /// Unique name, e.g. `"weekly-digest"`.
     pub name: String,
     /// What kind of goal the template is for; also used for matching.
     pub description: String,
@@ -64,142 +125,203 @@ impl PlanTemplate {
     /// The goal is trimmed, runs of whitespace become one space (titles are one line),
     /// and it is cut to 200 characters ending in "…" so a pasted essay cannot swamp titles.
     pub fn instantiate(&self, goal: &str) -> PlanSpec {
-        let goal = goal_for_insertion(goal);
-        let fill = |text: &str| text.replace(GOAL_PLACEHOLDER, &goal);
-        let tasks = self
-            .tasks
-            .iter()
-            .map(|t| {
-                let mut task = t.clone();
-                task.title = fill(&task.title);
-                task.description = fill(&task.description);
-                for c in &mut task.success_criteria {
-                    c.description = fill(&c.description);
-                }
-                fill_strings(&mut task.inputs, &fill);
-                task
-            })
-            .collect();
-        PlanSpec { tasks }
-    }
-
-    /// The text the matcher sees: name words, description and keywords.
-    fn matching_text(&self) -> String {
-        format!(
-            "{} {} {}",
-            self.name,
-            self.description,
-            self.keywords.join(" ")
-        )
+        let placeholders = Placeholders::new(goal, &Value::Null);
+        PlanSpec {
+            tasks: self
+                .tasks
+                .iter()
+                .map(|t| placeholders.fill_task(t.clone()))
+                .collect(),
+        }
     }
 }
 
-/// Normalises and caps the goal text inserted into templates.
-fn goal_for_insertion(goal: &str) -> String {
-    let collapsed = goal.split_whitespace().collect::<Vec<_>>().join(" ");
-    if collapsed.chars().count() <= MAX_INSERTED_GOAL_CHARS {
-        return collapsed;
+impl From<PlanTemplate> for Method {
+    /// A root method of `mission` with no conditions and only primitive subtasks.
+    fn from(template: PlanTemplate) -> Method {
+        Method {
+            name: template.name,
+            task: MISSION_TASK.to_owned(),
+            description: template.description,
+            keywords: template.keywords,
+            conditions: Vec::new(),
+            subtasks: template.tasks.into_iter().map(Subtask::Primitive).collect(),
+        }
     }
-    let mut cut: String = collapsed
-        .chars()
-        .take(MAX_INSERTED_GOAL_CHARS - 1)
+}
+
+/// Turns a finished mission's plan into a saved routine for similar goals.
+///
+/// Every occurrence of the goal (as it was inserted into the plan) in titles,
+/// descriptions, criteria and string inputs becomes `{goal}`; keywords are the goal's
+/// most distinctive words; the description names the source goal, so that the
+/// routine matches goals worded like it.
+pub fn routine_from_plan(name: &str, goal: &str, plan: &PlanSpec) -> PlanTemplate {
+    let inserted = text_for_insertion(goal);
+    let generalise = |text: &mut String| {
+        if !inserted.is_empty() {
+            *text = text.replace(&inserted, GOAL_PLACEHOLDER);
+        }
+    };
+    let tasks = plan
+        .tasks
+        .iter()
+        .map(|t| {
+            let mut task = t.clone();
+            generalise(&mut task.title);
+            generalise(&mut task.description);
+            for c in &mut task.success_criteria {
+                generalise(&mut c.description);
+            }
+            map_strings(&mut task.inputs, &generalise);
+            task
+        })
         .collect();
-    cut.truncate(cut.trim_end().len());
-    cut.push('…');
-    cut
+    PlanTemplate {
+        name: name.to_owned(),
+        description: format!("Routine saved from the mission \"{inserted}\"."),
+        keywords: keywords(goal, ROUTINE_KEYWORDS),
+        tasks,
+    }
 }
 
-/// Applies `fill` to every string inside a JSON value.
-fn fill_strings(value: &mut Value, fill: &impl Fn(&str) -> String) {
+/// Applies `f` to every string inside a JSON value.
+fn map_strings(value: &mut Value, f: &impl Fn(&mut String)) {
     match value {
-        Value::String(s) => *s = fill(s),
-        Value::Array(items) => items.iter_mut().for_each(|v| fill_strings(v, fill)),
-        Value::Object(map) => map.values_mut().for_each(|v| fill_strings(v, fill)),
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter_mut().for_each(|v| map_strings(v, f)),
+        Value::Object(map) => map.values_mut().for_each(|v| map_strings(v, f)),
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
-/// All templates available to the planner, with a matching index over them.
+/// Every method available to the planner, with a matching index over the root methods.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemplateLibrary {
-    templates: Vec<PlanTemplate>,
-    /// Position of the generic fallback; it is always present (see `builtin`/`with_extra`).
+    /// All methods in priority order: built-ins in shipping order, then added ones.
+    methods: Vec<Method>,
+    /// Position of the generic fallback; it is always present (see `builtin`/`with_methods`).
     generic: usize,
+    /// Over root methods except the generic fallback.
     index: LexicalIndex,
 }
 
 impl TemplateLibrary {
-    /// All shipped templates, including `generic`; parses embedded JSON, so build once and reuse.
+    /// All shipped methods, including `generic`; parses embedded JSON, so build once and reuse.
     pub fn builtin() -> TemplateLibrary {
-        let templates: Vec<PlanTemplate> = BUILTIN_SOURCES
+        let methods: Vec<Method> = BUILTIN_SOURCES
             .iter()
-            .map(|(name, source)| {
-                let template: PlanTemplate = serde_json::from_str(source).unwrap_or_else(|e| {
-                    panic!("built-in template {name} is not a valid PlanTemplate: {e}")
-                });
-                template
+            .flat_map(|(file, source)| {
+                parse_methods(source).unwrap_or_else(|e| {
+                    panic!("built-in method file {file}.json is not valid: {e}")
+                })
             })
             .collect();
-        let generic = templates
+        let generic = methods
             .iter()
-            .position(|t| t.name == GENERIC_TEMPLATE)
-            .expect("built-in templates include the generic fallback");
-        Self::from_parts(templates, generic)
+            .position(|m| m.name == GENERIC_TEMPLATE)
+            .expect("built-in methods include the generic fallback");
+        Self::from_parts(methods, generic)
     }
 
-    /// Adds templates (e.g. saved routines); one with an existing name replaces it in place.
+    /// Adds saved routines as root methods of `mission`; one with an existing name replaces it in place.
     pub fn with_extra(self, extra: Vec<PlanTemplate>) -> TemplateLibrary {
-        let mut templates = self.templates;
-        for template in extra {
-            match templates.iter_mut().find(|t| t.name == template.name) {
-                Some(existing) => *existing = template,
-                None => templates.push(template),
+        self.with_methods(extra.into_iter().map(Method::from).collect())
+    }
+
+    /// Adds methods of any task; one with an existing name replaces it in place.
+    ///
+    /// New methods go after existing ones, so for a compound task they are tried after
+    /// the built-in methods; to change how a built-in compound task decomposes, add a
+    /// method with the built-in method's name.
+    pub fn with_methods(self, extra: Vec<Method>) -> TemplateLibrary {
+        let mut methods = self.methods;
+        for method in extra {
+            match methods.iter_mut().find(|m| m.name == method.name) {
+                Some(existing) => *existing = method,
+                None => methods.push(method),
             }
         }
         // Replacement keeps positions, so the generic fallback stays where it was.
-        Self::from_parts(templates, self.generic)
+        Self::from_parts(methods, self.generic)
     }
 
-    /// Builds the matching index over every template except the generic fallback.
-    fn from_parts(templates: Vec<PlanTemplate>, generic: usize) -> TemplateLibrary {
+    /// Builds the matching index over every root method except the generic fallback.
+    fn from_parts(methods: Vec<Method>, generic: usize) -> TemplateLibrary {
         let index = LexicalIndex::new(
-            templates
+            methods
                 .iter()
-                .filter(|t| t.name != GENERIC_TEMPLATE)
-                .map(|t| (t.name.clone(), t.matching_text())),
+                .filter(|m| m.is_root() && m.name != GENERIC_TEMPLATE)
+                .map(|m| (m.name.clone(), m.matching_text())),
         );
         TemplateLibrary {
-            templates,
+            methods,
             generic,
             index,
         }
     }
 
-    /// The template with this name, if any.
-    pub fn get(&self, name: &str) -> Option<&PlanTemplate> {
-        self.templates.iter().find(|t| t.name == name)
+    /// The method with this name, if any.
+    pub fn get(&self, name: &str) -> Option<&Method> {
+        self.methods.iter().find(|m| m.name == name)
     }
 
-    /// Every template, built-ins first in shipping order, then added ones.
-    pub fn templates(&self) -> &[PlanTemplate] {
-        &self.templates
+    /// The root methods (mission shapes, routines and `generic`), in priority order.
+    pub fn templates(&self) -> Vec<&Method> {
+        self.methods.iter().filter(|m| m.is_root()).collect()
     }
 
-    /// The fallback used when no template matches.
-    pub fn generic(&self) -> &PlanTemplate {
-        &self.templates[self.generic]
+    /// Every method of every task, in priority order.
+    pub fn methods(&self) -> &[Method] {
+        &self.methods
     }
 
-    /// Best match above `threshold` among all templates except `generic`; deterministic.
-    ///
-    /// A score of zero never matches, even with a threshold below zero.
+    /// The fallback used when no method matches.
+    pub fn generic(&self) -> &Method {
+        &self.methods[self.generic]
+    }
+
+    /// [`Self::match_goal_with`] with no constraints.
     pub fn match_goal(&self, goal: &str, threshold: f64) -> MatchOutcome {
-        let scores = self.index.scores(goal);
-        let best = scores
-            .first()
-            .filter(|s| s.score > threshold && s.score > 0.0)
-            .cloned();
-        MatchOutcome { best, scores }
+        self.match_goal_with(goal, &Value::Null, threshold)
+    }
+
+    /// Best root method above `threshold` among those whose conditions hold; deterministic.
+    ///
+    /// The generic fallback never competes, and a score of zero never matches, even
+    /// with a threshold below zero.
+    pub fn match_goal_with(&self, goal: &str, constraints: &Value, threshold: f64) -> MatchOutcome {
+        let mut skipped = Vec::new();
+        let scores = self
+            .index
+            .scores(goal)
+            .into_iter()
+            .filter(|s| {
+                let applies = self
+                    .get(&s.template)
+                    .is_some_and(|m| m.applies(constraints));
+                if !applies {
+                    skipped.push(s.template.clone());
+                }
+                applies
+            })
+            .collect();
+        MatchOutcome::from_scores(scores, skipped, threshold)
+    }
+
+    /// Decomposes the named method for `goal` using this library's methods.
+    pub fn decompose(
+        &self,
+        method: &str,
+        goal: &str,
+        constraints: &Value,
+    ) -> Result<Decomposition, DecompositionError> {
+        let root = self
+            .get(method)
+            .ok_or_else(|| DecompositionError::MethodNotFound {
+                name: method.to_owned(),
+            })?;
+        decompose(&self.methods, root, goal, constraints)
     }
 }
 
@@ -211,24 +333,49 @@ mod tests {
         AgentCapability, ValidationContext, ValidationRules, validate_plan,
     };
     use serde_json::json;
+    use std::collections::{BTreeMap, BTreeSet};
 
-    /// One agent per skill of the shared vocabulary: the modest fleet templates must fit.
+    /// The eight mission shapes the library must offer.
+    const SHAPES: &[&str] = &[
+        "research-report",
+        "competitive-analysis",
+        "code-change-with-review",
+        "incident-postmortem",
+        "product-launch",
+        "data-analysis",
+        "content-campaign",
+        "vendor-evaluation",
+    ];
+
+    /// The shared skill vocabulary.
+    const VOCABULARY: &[&str] = &[
+        "research", "analysis", "writing", "review", "coding", "testing", "planning",
+    ];
+
+    /// One agent per skill of the shared vocabulary: the modest fleet plans must fit.
     fn fleet() -> Vec<AgentCapability> {
-        [
-            "research", "analysis", "writing", "review", "coding", "testing", "planning",
+        VOCABULARY
+            .iter()
+            .map(|s| AgentCapability {
+                skills: vec![(*s).to_owned()],
+                tools: vec![],
+            })
+            .collect()
+    }
+
+    /// Constraint sets that between them select every conditional built-in method.
+    fn constraint_sets() -> Vec<Value> {
+        vec![
+            json!({}),
+            json!({ "depth": "deep" }),
+            json!({ "depth": "deep", "domain": "software", "risk": "high", "approver": "Dana Reyes" }),
+            json!({ "review": "light", "domain": "software" }),
         ]
-        .iter()
-        .map(|s| AgentCapability {
-            skills: vec![(*s).to_owned()],
-            tools: vec![],
-        })
-        .collect()
     }
 
     #[test]
-    fn every_builtin_parses_instantiates_and_validates() {
+    fn every_root_method_decomposes_and_validates() {
         let library = TemplateLibrary::builtin();
-        assert_eq!(library.templates().len(), BUILTIN_SOURCES.len());
         let fleet = fleet();
         let rules = ValidationRules::default();
         let ctx = ValidationContext {
@@ -236,39 +383,202 @@ mod tests {
             budget: None,
             agents: &fleet,
         };
-        for (name, _) in BUILTIN_SOURCES {
-            let template = library.get(name).expect("template present");
-            assert_eq!(template.name, *name, "file name and template name agree");
-            assert!(!template.description.is_empty());
-            assert!(
-                (3..=8).contains(&template.tasks.len()),
-                "{name}: 3 to 8 tasks"
-            );
-            for task in &template.tasks {
-                assert!(task.required_tools.is_empty(), "{name}/{}", task.id);
+        let roots: Vec<&str> = library
+            .templates()
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
+        let mut expected: Vec<&str> = SHAPES.to_vec();
+        expected.push(GENERIC_TEMPLATE);
+        assert_eq!(roots, expected);
+        let mut methods_used = BTreeSet::new();
+        for name in roots {
+            for constraints in constraint_sets() {
+                let d = library
+                    .decompose(name, "Example goal", &constraints)
+                    .unwrap_or_else(|e| panic!("{name} {constraints}: {e}"));
+                for t in &d.plan.tasks {
+                    let texts = [&t.title, &t.description]
+                        .into_iter()
+                        .chain(t.success_criteria.iter().map(|c| &c.description));
+                    for text in texts {
+                        assert!(
+                            !text.contains('{'),
+                            "{name} {constraints}: placeholder left"
+                        );
+                    }
+                }
+                assert_eq!(d.trace.task_count, d.plan.tasks.len());
+                let validated = validate_plan(d.plan.clone(), &ctx)
+                    .unwrap_or_else(|p| panic!("{name} {constraints} does not validate: {p:#?}"));
+                assert_eq!(validated.topological_order.len(), d.plan.tasks.len());
+                methods_used.insert(d.trace.method.clone());
+                methods_used.extend(d.trace.expansions.iter().map(|x| x.method.clone()));
+                if name != GENERIC_TEMPLATE {
+                    assert!(d.trace.depth >= 1, "{name}: uses a compound task");
+                }
+            }
+        }
+        // Every built-in method is reachable with some constraints.
+        let all: BTreeSet<String> = library.methods().iter().map(|m| m.name.clone()).collect();
+        assert_eq!(methods_used, all);
+    }
+
+    #[test]
+    fn builtin_methods_are_well_formed() {
+        let library = TemplateLibrary::builtin();
+        let mut names = BTreeSet::new();
+        let mut by_task: BTreeMap<&str, Vec<&Method>> = BTreeMap::new();
+        let mut skills = BTreeSet::new();
+        for method in library.methods() {
+            assert!(names.insert(&method.name), "{} is unique", method.name);
+            assert!(!method.description.is_empty(), "{}", method.name);
+            by_task.entry(&method.task).or_default().push(method);
+            for sub in &method.subtasks {
+                let Subtask::Primitive(task) = sub else {
+                    continue;
+                };
+                let at = format!("{}/{}", method.name, task.id);
+                assert!(task.required_tools.is_empty(), "{at}");
+                assert_eq!(task.required_skills.len(), 1, "{at}");
+                assert!(
+                    VOCABULARY.contains(&task.required_skills[0].as_str()),
+                    "{at}"
+                );
+                skills.insert(task.required_skills[0].clone());
                 assert!(
                     (0.01..=0.20).contains(&task.estimated_cost),
-                    "{name}/{}: cost {}",
-                    task.id,
+                    "{at}: cost {}",
                     task.estimated_cost
                 );
-                assert!(task.title.contains(GOAL_PLACEHOLDER), "{name}/{}", task.id);
+                assert!(task.success_criteria.iter().any(|c| c.must_pass), "{at}");
+                assert!(task.title.contains(GOAL_PLACEHOLDER), "{at}");
             }
-            let plan = template.instantiate("Example goal");
-            let text = serde_json::to_string(&plan).unwrap();
-            assert!(!text.contains(GOAL_PLACEHOLDER), "{name}: placeholder left");
-            let validated = validate_plan(plan, &ctx)
-                .unwrap_or_else(|p| panic!("{name} does not validate: {p:#?}"));
-            assert_eq!(validated.topological_order.len(), template.tasks.len());
         }
+        assert_eq!(skills.len(), VOCABULARY.len(), "every skill is used");
+        for (task, methods) in by_task {
+            if task == MISSION_TASK {
+                assert!(methods.iter().all(|m| m.conditions.is_empty()));
+                continue;
+            }
+            // A compound task must always decompose: its last method is the default.
+            let last = methods[methods.len() - 1];
+            assert!(last.conditions.is_empty(), "{task}: default method last");
+            if task == "research_phase" || task == "review_cycle" {
+                assert!(methods.len() >= 2, "{task}");
+            }
+        }
+        // The built-in file names agree with the method names in single-method files.
+        for (file, source) in BUILTIN_SOURCES {
+            let methods = parse_methods(source).unwrap();
+            if !file.starts_with("compound/") {
+                assert_eq!(methods.len(), 1);
+                assert_eq!(methods[0].name, *file);
+            } else {
+                assert!(methods.iter().all(|m| file.ends_with(&m.task)), "{file}");
+            }
+        }
+    }
+
+    fn ids(library: &TemplateLibrary, name: &str, constraints: Value) -> Vec<String> {
+        let d = library.decompose(name, "G", &constraints).unwrap();
+        d.plan.tasks.into_iter().map(|t| t.id).collect()
+    }
+
+    #[test]
+    fn constraints_select_builtin_methods() {
+        let library = TemplateLibrary::builtin();
+        let report = ids(&library, "research-report", json!({}));
+        assert_eq!(
+            report,
+            [
+                "scope",
+                "research.sources",
+                "research.background",
+                "research.synthesis",
+                "draft",
+                "review.critique",
+                "review.revise",
+                "review.gate.check",
+            ]
+        );
+        let deep = ids(&library, "research-report", json!({ "depth": "deep" }));
+        assert!(
+            deep.contains(&"research.cross_check".to_owned()),
+            "{deep:?}"
+        );
+        assert_eq!(deep.len(), 10);
+        let light = ids(&library, "research-report", json!({ "review": "light" }));
+        assert_eq!(light.last().map(String::as_str), Some("review.check"));
+
+        let code = ids(
+            &library,
+            "code-change-with-review",
+            json!({ "risk": "high" }),
+        );
+        assert!(code.contains(&"review.security_review".to_owned()));
+        let software = ids(
+            &library,
+            "incident-postmortem",
+            json!({ "domain": "software" }),
+        );
+        assert!(software.contains(&"root_cause.reproduce".to_owned()));
+        let general = ids(
+            &library,
+            "incident-postmortem",
+            json!({ "domain": "retail" }),
+        );
+        assert!(general.contains(&"root_cause.contributing_factors".to_owned()));
+
+        // A `{param}` filled from the constraints, in a method guarded by `exists`.
+        let d = library
+            .decompose("data-analysis", "G", &json!({ "approver": "Dana" }))
+            .unwrap();
+        let gate = d.plan.tasks.last().unwrap();
+        assert_eq!(gate.id, "review.gate.sign_off");
+        assert_eq!(gate.title, "Sign-off by Dana: G");
+        assert_eq!(d.trace.depth, 2);
+    }
+
+    #[test]
+    fn dependencies_cross_compound_boundaries() {
+        let library = TemplateLibrary::builtin();
+        let d = library
+            .decompose("code-change-with-review", "G", &json!({}))
+            .unwrap();
+        let deps: BTreeMap<&str, Vec<&str>> = d
+            .plan
+            .tasks
+            .iter()
+            .map(|t| {
+                (
+                    t.id.as_str(),
+                    t.depends_on.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(deps["review.code_review"], ["implement"]);
+        assert_eq!(deps["finalize"], ["run_tests", "review.merge_gate"]);
+        let d = library
+            .decompose("vendor-evaluation", "G", &json!({}))
+            .unwrap();
+        let sources = &d.plan.tasks[2];
+        assert_eq!(sources.id, "research.sources");
+        assert_eq!(sources.depends_on, ["define_criteria", "identify_options"]);
+        let evaluate = d.plan.tasks.iter().find(|t| t.id == "evaluate").unwrap();
+        assert_eq!(evaluate.depends_on, ["research.synthesis", "cost_and_risk"]);
     }
 
     #[test]
     fn builtins_have_parallel_work_except_generic() {
         let library = TemplateLibrary::builtin();
-        for template in library.templates() {
+        for method in library.templates() {
+            let plan = library
+                .decompose(&method.name, "G", &json!({}))
+                .unwrap()
+                .plan;
             // Parallel work exists when two tasks share a dependency set with no order between them.
-            let mut dep_sets: Vec<Vec<String>> = template
+            let mut dep_sets: Vec<Vec<String>> = plan
                 .tasks
                 .iter()
                 .map(|t| {
@@ -281,30 +591,37 @@ mod tests {
             dep_sets.sort();
             dep_sets.dedup();
             let parallel = dep_sets.len() < before;
-            assert_eq!(
-                parallel,
-                template.name != GENERIC_TEMPLATE,
-                "{}",
-                template.name
-            );
+            assert_eq!(parallel, method.name != GENERIC_TEMPLATE, "{}", method.name);
         }
     }
 
     #[test]
     fn generic_is_research_draft_review() {
         let library = TemplateLibrary::builtin();
-        let ids: Vec<&str> = library
-            .generic()
-            .tasks
-            .iter()
-            .map(|t| t.id.as_str())
-            .collect();
-        assert_eq!(ids, ["research", "draft", "review"]);
+        assert_eq!(
+            ids(&library, GENERIC_TEMPLATE, json!({})),
+            ["research", "draft", "review"]
+        );
     }
 
     #[test]
     fn instantiate_fills_goal_everywhere() {
-        let mut template = TemplateLibrary::builtin().generic().clone();
+        let library = TemplateLibrary::builtin();
+        let tasks = library
+            .generic()
+            .subtasks
+            .iter()
+            .filter_map(|s| match s {
+                Subtask::Primitive(t) => Some(t.clone()),
+                Subtask::Compound(_) => None,
+            })
+            .collect();
+        let mut template = PlanTemplate {
+            name: "flat".into(),
+            description: "d".into(),
+            keywords: vec![],
+            tasks,
+        };
         template.tasks[0].inputs = json!({ "topic": "{goal}", "list": ["{goal}!", 3] });
         let plan = template.instantiate("  Find   a\nnew office  ");
         let task = &plan.tasks[0];
@@ -314,21 +631,7 @@ mod tests {
             task.inputs,
             json!({ "topic": "Find a new office", "list": ["Find a new office!", 3] })
         );
-        let criteria = TemplateLibrary::builtin()
-            .get("research-report")
-            .unwrap()
-            .instantiate("X");
-        assert!(
-            criteria
-                .tasks
-                .iter()
-                .all(|t| !t.description.contains("{goal}"))
-        );
-    }
 
-    #[test]
-    fn instantiate_caps_long_goals() {
-        let template = TemplateLibrary::builtin().generic().clone();
         let long = "é".repeat(500);
         let plan = template.instantiate(&long);
         let inserted = plan.tasks[0].title.trim_start_matches("Research: ");
@@ -339,37 +642,195 @@ mod tests {
         assert_eq!(plan.tasks[0].title, format!("Research: {exact}"));
     }
 
+    /// A flat routine built from the generic method's tasks.
+    fn digest_routine() -> PlanTemplate {
+        let base = TemplateLibrary::builtin();
+        let plan = base
+            .decompose(GENERIC_TEMPLATE, GOAL_PLACEHOLDER, &json!({}))
+            .unwrap()
+            .plan;
+        PlanTemplate {
+            name: "weekly-digest".to_owned(),
+            description: "Weekly digest newsletter of team updates".to_owned(),
+            keywords: vec!["digest".to_owned(), "newsletter".to_owned()],
+            tasks: plan.tasks,
+        }
+    }
+
     #[test]
     fn with_extra_adds_and_replaces() {
         let base = TemplateLibrary::builtin();
-        let mut routine = base.get("research-report").unwrap().clone();
-        routine.name = "weekly-digest".to_owned();
-        routine.description = "Weekly digest newsletter of team updates".to_owned();
-        routine.keywords = vec!["digest".to_owned(), "newsletter".to_owned()];
-        let mut replaced = base.generic().clone();
+        let mut replaced = digest_routine();
+        replaced.name = GENERIC_TEMPLATE.to_owned();
         replaced.description = "Custom fallback".to_owned();
 
-        let library = base.clone().with_extra(vec![routine, replaced]);
+        let library = base.clone().with_extra(vec![digest_routine(), replaced]);
         assert_eq!(library.templates().len(), base.templates().len() + 1);
+        assert_eq!(library.methods().len(), base.methods().len() + 1);
         assert_eq!(library.generic().description, "Custom fallback");
+        let routine = library.get("weekly-digest").unwrap();
+        assert!(routine.is_root());
         let outcome =
             library.match_goal("Send the weekly newsletter digest", DEFAULT_MATCH_THRESHOLD);
         assert_eq!(outcome.best.unwrap().template, "weekly-digest");
-        // The generic fallback never competes on score.
+        // The generic fallback and compound methods never compete on score.
         assert!(
             outcome
                 .scores
                 .iter()
-                .all(|s| s.template != GENERIC_TEMPLATE)
+                .all(|s| library.get(&s.template).unwrap().is_root()
+                    && s.template != GENERIC_TEMPLATE)
+        );
+        assert_eq!(outcome.scores.len(), SHAPES.len() + 1);
+    }
+
+    #[test]
+    fn custom_methods_replace_builtin_compound_methods() {
+        let base = TemplateLibrary::builtin();
+        let mut custom = base.get("review-cycle-gated").unwrap().clone();
+        custom.subtasks.truncate(1);
+        let library = base.with_methods(vec![custom]);
+        let plan = library.decompose("data-analysis", "G", &json!({})).unwrap();
+        assert_eq!(plan.plan.tasks.last().unwrap().id, "review.critique");
+    }
+
+    #[test]
+    fn match_skips_methods_whose_conditions_fail() {
+        let mut gated: Method = digest_routine().into();
+        gated.conditions =
+            serde_json::from_value(json!([{ "key": "team", "exists": true }])).unwrap();
+        let library = TemplateLibrary::builtin().with_methods(vec![gated]);
+        let goal = "Send the weekly newsletter digest";
+        let without = library.match_goal(goal, DEFAULT_MATCH_THRESHOLD);
+        assert_eq!(without.skipped, ["weekly-digest"]);
+        assert!(without.scores.iter().all(|s| s.template != "weekly-digest"));
+        assert_ne!(
+            without.best.map(|b| b.template).as_deref(),
+            Some("weekly-digest")
+        );
+        let with =
+            library.match_goal_with(goal, &json!({ "team": "ops" }), DEFAULT_MATCH_THRESHOLD);
+        assert_eq!(with.best.unwrap().template, "weekly-digest");
+        assert!(with.skipped.is_empty());
+    }
+
+    #[test]
+    fn decompose_unknown_method_is_an_error() {
+        let err = TemplateLibrary::builtin()
+            .decompose("nope", "G", &json!({}))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            DecompositionError::MethodNotFound {
+                name: "nope".into()
+            }
         );
     }
 
     #[test]
-    fn templates_round_trip_through_json() {
-        for template in TemplateLibrary::builtin().templates() {
-            let text = serde_json::to_string(template).unwrap();
-            let back: PlanTemplate = serde_json::from_str(&text).unwrap();
-            assert_eq!(&back, template);
+    fn methods_round_trip_through_json() {
+        for method in TemplateLibrary::builtin().methods() {
+            let text = serde_json::to_string(method).unwrap();
+            let back = parse_methods(&text).unwrap();
+            assert_eq!(&back[0], method);
+        }
+        let routine = digest_routine();
+        let text = serde_json::to_string(&routine).unwrap();
+        assert_eq!(
+            serde_json::from_str::<PlanTemplate>(&text).unwrap(),
+            routine
+        );
+    }
+
+    #[test]
+    fn routine_round_trips_to_the_same_plan() {
+        let library = TemplateLibrary::builtin();
+        let goal = "Research   the effect of remote work on team productivity";
+        let constraints = json!({ "depth": "deep", "approver": "Dana" });
+        let original = library
+            .decompose("research-report", goal, &constraints)
+            .unwrap()
+            .plan;
+        let routine = routine_from_plan("remote-work-study", goal, &original);
+
+        assert!(
+            routine
+                .tasks
+                .iter()
+                .all(|t| t.title.contains(GOAL_PLACEHOLDER))
+        );
+        assert!(
+            routine
+                .description
+                .contains("Research the effect of remote work on team productivity"),
+            "{}",
+            routine.description
+        );
+        assert_eq!(
+            routine.keywords,
+            [
+                "research",
+                "effect",
+                "remote",
+                "work",
+                "team",
+                "productivity"
+            ]
+        );
+        // The approver's name was a parameter, not the goal: it stays literal.
+        assert!(
+            routine
+                .tasks
+                .iter()
+                .any(|t| t.title.starts_with("Sign-off by Dana"))
+        );
+
+        let again = routine.instantiate(goal);
+        let structure = |plan: &PlanSpec| -> Vec<(String, Vec<String>, Vec<String>, String)> {
+            plan.tasks
+                .iter()
+                .map(|t| {
+                    (
+                        t.id.clone(),
+                        t.depends_on.clone(),
+                        t.required_skills.clone(),
+                        t.task_type.clone(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(structure(&again), structure(&original));
+        assert_eq!(again, original);
+
+        // Saved into a library, it decomposes to the same plan and wins on the same goal.
+        let library = library.with_extra(vec![routine]);
+        let via_library = library
+            .decompose("remote-work-study", goal, &json!({}))
+            .unwrap()
+            .plan;
+        assert_eq!(via_library, original);
+        let outcome = library.match_goal(goal, DEFAULT_MATCH_THRESHOLD);
+        assert_eq!(outcome.best.unwrap().template, "remote-work-study");
+        assert_eq!(outcome.runner_up.unwrap().template, "research-report");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// Any brace-free goal survives plan -> routine -> plan unchanged, for every shape.
+        #[test]
+        fn routine_round_trip_holds_for_any_goal(
+            goal in "[a-zA-Z0-9 ,.'-]{0,80}",
+            shape in 0..=SHAPES.len(),
+            deep in proptest::bool::ANY,
+        ) {
+            let library = TemplateLibrary::builtin();
+            let name = SHAPES.get(shape).copied().unwrap_or(GENERIC_TEMPLATE);
+            let constraints = if deep { json!({ "depth": "deep" }) } else { json!({}) };
+            let plan = library.decompose(name, &goal, &constraints).unwrap().plan;
+            let routine = routine_from_plan("r", &goal, &plan);
+            proptest::prop_assert_eq!(routine.instantiate(&goal), plan);
+            proptest::prop_assert!(routine.keywords.len() <= ROUTINE_KEYWORDS);
         }
     }
 
@@ -381,36 +842,68 @@ mod tests {
     }
 
     #[test]
-    fn obvious_goals_pick_the_obvious_template() {
-        assert_eq!(
-            best("Research the state of solid-state batteries and write a report").as_deref(),
-            Some("research-report")
-        );
-        assert_eq!(
-            best("Implement rate limiting in the API and get it reviewed").as_deref(),
-            Some("build-and-review")
-        );
-        assert_eq!(
-            best("Compare Postgres, MySQL and SQLite for our embedded use case").as_deref(),
-            Some("compare-options")
-        );
-        assert_eq!(
-            best("Analyse last quarter's churn metrics from the CSV export").as_deref(),
-            Some("data-analysis")
-        );
+    fn two_realistic_goals_per_shape_pick_that_shape() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "research-report",
+                "Research the state of solid-state batteries and write a report",
+                "Give me an overview of the literature on sleep and memory",
+            ),
+            (
+                "competitive-analysis",
+                "Analyse our competitors in the project management software market",
+                "How do we stack up against the competition on pricing and features?",
+            ),
+            (
+                "code-change-with-review",
+                "Implement rate limiting in the API and get it reviewed",
+                "Fix the login bug in the frontend and add tests",
+            ),
+            (
+                "incident-postmortem",
+                "Write a postmortem for last night's database outage",
+                "Figure out what went wrong when the checkout page went down during the sale",
+            ),
+            (
+                "product-launch",
+                "Plan the launch of our new mobile app in Europe",
+                "Create a go-to-market plan for the v2 release",
+            ),
+            (
+                "data-analysis",
+                "Analyse last quarter's churn metrics from the CSV export",
+                "Run a statistical analysis of the survey results",
+            ),
+            (
+                "content-campaign",
+                "Run a social media campaign to promote our webinar",
+                "Write a blog post series with SEO to drive signups",
+            ),
+            (
+                "vendor-evaluation",
+                "Evaluate three CRM vendors and recommend one",
+                "Which logging framework should we choose: log4j vs logback?",
+            ),
+        ];
+        for (shape, first, second) in cases {
+            assert_eq!(best(first).as_deref(), Some(*shape), "{first}");
+            assert_eq!(best(second).as_deref(), Some(*shape), "{second}");
+        }
     }
 
     #[test]
     fn unrelated_goal_matches_nothing() {
-        let outcome = TemplateLibrary::builtin().match_goal("asdf qwerty", DEFAULT_MATCH_THRESHOLD);
+        let library = TemplateLibrary::builtin();
+        let outcome = library.match_goal("asdf qwerty", DEFAULT_MATCH_THRESHOLD);
         assert_eq!(outcome.best, None);
+        assert_eq!(outcome.runner_up, None);
         assert!(outcome.scores.iter().all(|s| s.score == 0.0));
-        assert_eq!(outcome.scores.len(), BUILTIN_SOURCES.len() - 1);
+        assert_eq!(outcome.scores.len(), SHAPES.len());
         // Even a negative threshold cannot turn a zero score into a match.
-        assert_eq!(
-            TemplateLibrary::builtin().match_goal("asdf", -1.0).best,
-            None
-        );
+        assert_eq!(library.match_goal("asdf", -1.0).best, None);
+        for goal in CALIBRATION_NEGATIVE {
+            assert_eq!(best(goal), None, "{goal}");
+        }
     }
 
     #[test]
@@ -427,9 +920,10 @@ mod tests {
         let s = &first.scores;
         assert!(s.windows(2).all(|w| w[0].score > w[1].score
             || (w[0].score == w[1].score && w[0].template < w[1].template)));
+        assert_eq!(first.runner_up.as_ref(), s.get(1));
     }
 
-    /// Goals a user would plausibly type, with the template a person would pick.
+    /// Goals a user would plausibly type, with the shape a person would pick.
     const CALIBRATION_POSITIVE: &[(&str, &str)] = &[
         (
             "Research the state of solid-state batteries and write a report",
@@ -452,45 +946,82 @@ mod tests {
             "research-report",
         ),
         (
+            "Analyse our competitors in the project management software market",
+            "competitive-analysis",
+        ),
+        (
+            "Competitive analysis of Notion, Coda and Confluence against our wiki product",
+            "competitive-analysis",
+        ),
+        (
+            "How do we stack up against the competition on pricing and features?",
+            "competitive-analysis",
+        ),
+        (
+            "Map the competitive landscape for electric scooter rentals in Berlin",
+            "competitive-analysis",
+        ),
+        (
+            "SWOT of our CRM compared with the main rivals",
+            "competitive-analysis",
+        ),
+        (
             "Implement rate limiting in the API and get it reviewed",
-            "build-and-review",
+            "code-change-with-review",
         ),
         (
             "Fix the login bug in the frontend and add tests",
-            "build-and-review",
+            "code-change-with-review",
         ),
         (
             "Build a CLI tool that converts Markdown to HTML",
-            "build-and-review",
+            "code-change-with-review",
         ),
         (
             "Refactor the billing module and open a pull request",
-            "build-and-review",
+            "code-change-with-review",
         ),
         (
             "Add a new endpoint to the backend service for exporting invoices",
-            "build-and-review",
+            "code-change-with-review",
         ),
         (
-            "Compare Postgres, MySQL and SQLite for our embedded use case",
-            "compare-options",
+            "Write a postmortem for last night's database outage",
+            "incident-postmortem",
         ),
         (
-            "Evaluate three CRM vendors and recommend one",
-            "compare-options",
+            "Root cause analysis of the payment service downtime on Friday",
+            "incident-postmortem",
         ),
         (
-            "Which logging framework should we choose: log4j vs logback?",
-            "compare-options",
+            "Run a blameless retrospective on the sev1 incident",
+            "incident-postmortem",
         ),
         (
-            "Pick the best cloud provider for our startup, weighing pros and cons",
-            "compare-options",
+            "Figure out what went wrong when the checkout page went down during the sale",
+            "incident-postmortem",
         ),
         (
-            "Assess the alternatives to Slack for internal chat",
-            "compare-options",
+            "Document lessons learned from the data breach last month",
+            "incident-postmortem",
         ),
+        (
+            "Plan the launch of our new mobile app in Europe",
+            "product-launch",
+        ),
+        (
+            "Create a go-to-market plan for the v2 release",
+            "product-launch",
+        ),
+        (
+            "Prepare the general availability rollout of our scheduling assistant",
+            "product-launch",
+        ),
+        (
+            "Get everything ready to announce our new product at the conference",
+            "product-launch",
+        ),
+        ("Plan the beta launch of the premium tier", "product-launch"),
         (
             "Analyse last quarter's churn metrics from the CSV export",
             "data-analysis",
@@ -507,9 +1038,57 @@ mod tests {
             "Find correlations in the sales dataset between price and volume",
             "data-analysis",
         ),
+        (
+            "Forecast monthly active users from the telemetry data",
+            "data-analysis",
+        ),
+        (
+            "Run a social media campaign to promote our webinar",
+            "content-campaign",
+        ),
+        (
+            "Create a month of LinkedIn posts and a newsletter about our sustainability work",
+            "content-campaign",
+        ),
+        (
+            "Plan a content marketing campaign to grow brand awareness among developers",
+            "content-campaign",
+        ),
+        (
+            "Write a blog post series with SEO to drive signups",
+            "content-campaign",
+        ),
+        (
+            "Email campaign to re-engage inactive customers",
+            "content-campaign",
+        ),
+        (
+            "Compare Postgres, MySQL and SQLite for our embedded use case",
+            "vendor-evaluation",
+        ),
+        (
+            "Evaluate three CRM vendors and recommend one",
+            "vendor-evaluation",
+        ),
+        (
+            "Which logging framework should we choose: log4j vs logback?",
+            "vendor-evaluation",
+        ),
+        (
+            "Pick the best cloud provider for our startup, weighing pros and cons",
+            "vendor-evaluation",
+        ),
+        (
+            "Assess the alternatives to Slack for internal chat",
+            "vendor-evaluation",
+        ),
+        (
+            "Select a payroll supplier from the shortlist of RFP responses",
+            "vendor-evaluation",
+        ),
     ];
 
-    /// Goals no template fits, or that share only an incidental word with one.
+    /// Goals no shape fits, or that share only an incidental word with one.
     const CALIBRATION_NEGATIVE: &[&str] = &[
         "asdf qwerty",
         "Plan my sister's wedding",
@@ -529,24 +1108,30 @@ mod tests {
         "Measure the living room for a new sofa",
         "Book a table at the best restaurant in town",
         "Schedule a meeting with the design team",
+        "Renew my passport before the summer",
+        "Clean out the garage this weekend",
     ];
 
     #[test]
     fn calibration_supports_default_threshold() {
         let library = TemplateLibrary::builtin();
+        let mut per_shape: BTreeMap<&str, usize> = BTreeMap::new();
         let mut lowest_positive = f64::INFINITY;
         for (goal, expected) in CALIBRATION_POSITIVE {
             let outcome = library.match_goal(goal, DEFAULT_MATCH_THRESHOLD);
             let top = &outcome.scores[0];
-            eprintln!("{:.3} {:<18} {goal}", top.score, top.template);
+            eprintln!("{:.3} {:<24} {goal}", top.score, top.template);
             assert_eq!(top.template, *expected, "{goal}: {:?}", outcome.scores);
             lowest_positive = lowest_positive.min(top.score);
+            *per_shape.entry(expected).or_default() += 1;
         }
+        assert_eq!(per_shape.len(), SHAPES.len());
+        assert!(per_shape.values().all(|&n| n >= 5), "{per_shape:?}");
         let mut highest_negative: f64 = 0.0;
         for goal in CALIBRATION_NEGATIVE {
             let outcome = library.match_goal(goal, DEFAULT_MATCH_THRESHOLD);
             let top = &outcome.scores[0];
-            eprintln!("{:.3} {:<18} {goal}", top.score, top.template);
+            eprintln!("{:.3} {:<24} {goal}", top.score, top.template);
             highest_negative = highest_negative.max(top.score);
         }
         eprintln!("lowest positive {lowest_positive:.3}, highest negative {highest_negative:.3}");
