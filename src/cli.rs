@@ -71,9 +71,73 @@ pub struct ServeArgs {
     /// Serve the API only; do not run the tick loop.
     #[arg(long)]
     pub no_engine: bool,
+    /// Planning settings.
+    #[command(flatten)]
+    pub planning: PlanningArgs,
     /// Database.
     #[command(flatten)]
     pub db: DatabaseArgs,
+}
+
+/// Planning settings of `serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlanningArgs {
+    /// Minimum similarity (0–1) for a method to be chosen for a goal.
+    #[arg(long, env = "COORDINATOR_MATCH_THRESHOLD", default_value_t = crate::planning::DEFAULT_MATCH_THRESHOLD)]
+    pub match_threshold: f64,
+    /// Fewest tasks a plan may have.
+    #[arg(long, env = "COORDINATOR_MIN_TASKS", default_value_t = 3)]
+    pub min_tasks: usize,
+    /// Most tasks a plan may have.
+    #[arg(long, env = "COORDINATOR_MAX_TASKS", default_value_t = 20)]
+    pub max_tasks: usize,
+    /// OpenAI-compatible API root (e.g. http://127.0.0.1:8000/v1) for planning goals no method matches.
+    #[arg(long, env = "COORDINATOR_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+    /// Model name for the LLM planner.
+    #[arg(long, env = "COORDINATOR_LLM_MODEL", default_value = "gpt-4o-mini")]
+    pub llm_model: String,
+    /// API key for the LLM planner (sent as a bearer token).
+    #[arg(long, env = "COORDINATOR_LLM_API_KEY", hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+    /// `auto` (json_schema, falling back to json_object), `json_schema` or `json_object`.
+    #[arg(long, env = "COORDINATOR_LLM_RESPONSE_FORMAT", default_value = "auto")]
+    pub llm_response_format: crate::planning::llm::ResponseFormat,
+    /// Timeout of one LLM call, in seconds.
+    #[arg(long, env = "COORDINATOR_LLM_TIMEOUT_SECS", default_value_t = 60)]
+    pub llm_timeout_secs: u64,
+    /// Times an invalid plan is sent back to the model for repair.
+    #[arg(long, env = "COORDINATOR_LLM_MAX_REPAIRS", default_value_t = 2)]
+    pub llm_max_repairs: u32,
+}
+
+impl PlanningArgs {
+    /// Applies these settings to `cfg`, building the LLM planner if configured.
+    pub fn apply(&self, cfg: &mut crate::missions::PlanningConfig) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&self.match_threshold),
+            "--match-threshold must be between 0 and 1"
+        );
+        anyhow::ensure!(
+            1 <= self.min_tasks && self.min_tasks <= self.max_tasks,
+            "--min-tasks must be at least 1 and at most --max-tasks"
+        );
+        cfg.match_threshold = self.match_threshold;
+        cfg.rules.min_tasks = self.min_tasks;
+        cfg.rules.max_tasks = self.max_tasks;
+        if let Some(base_url) = &self.llm_base_url {
+            let mut llm =
+                crate::planning::llm::LlmConfig::new(base_url.clone(), self.llm_model.clone());
+            llm.api_key = self.llm_api_key.clone();
+            llm.response_format = self.llm_response_format;
+            llm.timeout = Duration::from_secs(self.llm_timeout_secs.max(1));
+            llm.max_repairs = self.llm_max_repairs;
+            let planner = crate::planning::llm::LlmPlanner::new(llm)
+                .map_err(|e| anyhow::anyhow!("LLM planner: {e}"))?;
+            cfg.llm = Some(std::sync::Arc::new(planner));
+        }
+        Ok(())
+    }
 }
 
 /// `coordinator worker`.
@@ -191,6 +255,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.engine.tick_interval = Duration::from_millis(args.tick_ms.max(10));
     settings.engine.lease = Duration::from_secs(args.lease_secs.max(1));
     settings.planning.max_attempts = args.max_attempts.max(1);
+    args.planning.apply(&mut settings.planning)?;
+    if let Some(url) = &args.planning.llm_base_url {
+        eprintln!("LLM planner: {url} (model {})", args.planning.llm_model);
+    }
     settings.run_engine = !args.no_engine;
     let app = Application::build(db.pool.clone(), settings).await?;
     eprintln!("coordinator listening on {}", app.url());

@@ -18,7 +18,10 @@ use crate::{
     auth::{Principal, Role},
     domain::MissionStatus,
     error::{ApiError, ApiResult},
-    missions::{self, CreateMission, MissionSummary, MissionView, ReviewRequest},
+    missions::{
+        self, ApproveRequest, CreateMission, MissionSummary, MissionView, ReviewRequest,
+        replan::{self, InstructionsRequest, RejectPlanRequest, SaveRoutineRequest},
+    },
     store::{events, missions as store},
 };
 
@@ -28,6 +31,10 @@ pub fn router() -> Router<AppState> {
         .route("/v1/missions", get(list).post(create))
         .route("/v1/missions/{id}", get(show))
         .route("/v1/missions/{id}/approve", post(approve))
+        .route("/v1/missions/{id}/reject-plan", post(reject_plan))
+        .route("/v1/missions/{id}/instructions", post(instructions))
+        .route("/v1/missions/{id}/plan", get(plan))
+        .route("/v1/missions/{id}/save-as-routine", post(save_as_routine))
         .route("/v1/missions/{id}/review", post(review))
         .route("/v1/missions/{id}/cancel", post(cancel))
         .route("/v1/missions/{id}/events", get(list_events))
@@ -91,13 +98,80 @@ async fn show(
     ))
 }
 
+/// Parses an optional JSON body: empty means the default.
+fn optional_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> ApiResult<T> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest {
+        code: "invalid_request",
+        message: format!("invalid body: {e}"),
+        details: Value::Null,
+    })
+}
+
 async fn approve(
     State(state): State<AppState>,
     who: Principal,
     Path(id): Path<Uuid>,
+    body: axum::body::Bytes,
 ) -> ApiResult<Json<MissionView>> {
     who.require(APPROVERS)?;
-    Ok(Json(missions::approve(&state.pool, &who, id).await?))
+    let req: ApproveRequest = optional_body(&body)?;
+    Ok(Json(missions::approve(&state.pool, &who, id, req).await?))
+}
+
+async fn reject_plan(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<RejectPlanRequest>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(APPROVERS)?;
+    Ok(Json(
+        replan::reject_plan(&state.pool, &state.planning, &who, id, req).await?,
+    ))
+}
+
+async fn instructions(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<InstructionsRequest>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(WRITERS)?;
+    Ok(Json(
+        replan::instructions(&state.pool, &state.planning, &who, id, req).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanParams {
+    version: Option<i32>,
+}
+
+async fn plan(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Query(p): Query<PlanParams>,
+) -> ApiResult<Json<store::PlanRecord>> {
+    Ok(Json(
+        replan::plan_version(&state.pool, &who, id, p.version).await?,
+    ))
+}
+
+async fn save_as_routine(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    body: axum::body::Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    who.require(WRITERS)?;
+    let req: SaveRoutineRequest = optional_body(&body)?;
+    let routine = replan::save_as_routine(&state.pool, &who, id, req).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "routine": routine }))))
 }
 
 async fn review(

@@ -166,6 +166,7 @@ impl Application {
             let engine = Engine::new(
                 self.state.pool.clone(),
                 (*self.state.engine).clone(),
+                self.state.planning.clone(),
                 self.http.clone(),
             );
             tokio::spawn(engine.run(stop_rx.clone()))

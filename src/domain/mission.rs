@@ -60,6 +60,8 @@ pub enum MissionEvent {
     PlanReady(Autonomy),
     /// A person approved the plan.
     Approve,
+    /// The plan must be made again (rejected plan, new instructions, a trigger).
+    Replan,
     /// Every task is terminal and none that matters failed.
     AllTasksDone(Autonomy),
     /// A person accepted the results.
@@ -81,6 +83,7 @@ impl MissionEvent {
         match self {
             MissionEvent::PlanReady(_) => "start with a plan",
             MissionEvent::Approve => "approve",
+            MissionEvent::Replan => "replan",
             MissionEvent::AllTasksDone(_) => "finish",
             MissionEvent::AcceptResults => "accept the results of",
             MissionEvent::RejectResults => "reject the results of",
@@ -109,6 +112,8 @@ impl MissionStatus {
             (S::Planning, E::PlanReady(Autonomy::Approve)) => S::AwaitingApproval,
             (S::Planning, E::PlanReady(Autonomy::Autonomous)) => S::Executing,
             (S::AwaitingApproval, E::Approve) => S::Executing,
+            // Completed tasks stay; only the rest of the plan is made again.
+            (S::AwaitingApproval | S::Executing | S::Paused, E::Replan) => S::Planning,
             (S::Executing, E::AllTasksDone(Autonomy::Approve)) => S::AwaitingReview,
             (S::Executing, E::AllTasksDone(Autonomy::Autonomous)) => S::Completed,
             (S::AwaitingReview, E::AcceptResults) => S::Completed,
@@ -191,6 +196,18 @@ mod tests {
             let r = s.next(MissionEvent::Approve);
             assert_eq!(r.is_ok(), *s == MissionStatus::AwaitingApproval, "{s}");
         }
+    }
+
+    #[test]
+    fn replanning_returns_to_planning_only_from_live_plans() {
+        for s in MissionStatus::ALL {
+            let ok = matches!(
+                s,
+                MissionStatus::AwaitingApproval | MissionStatus::Executing | MissionStatus::Paused
+            );
+            assert_eq!(s.next(MissionEvent::Replan).is_ok(), ok, "{s}");
+        }
+        assert!(MissionStatus::Planning.next(MissionEvent::Replan).is_err());
     }
 
     #[test]

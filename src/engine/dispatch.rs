@@ -98,8 +98,14 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         if chosen.len() == cfg.batch_size {
             break;
         }
+        // A task pinned at approval runs only on its pinned agent.
         let pool_idx: Vec<usize> = (0..candidates.len())
             .filter(|i| candidates[*i].workspace_id == task.workspace_id)
+            .filter(|i| {
+                task.pinned_agent_id
+                    .as_ref()
+                    .is_none_or(|pin| *pin == candidates[*i].profile.agent_id)
+            })
             .collect();
         let profiles: Vec<_> = pool_idx
             .iter()

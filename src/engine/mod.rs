@@ -7,6 +7,7 @@
 //! by another claim at once. Replicas share nothing but the database.
 
 pub mod dispatch;
+pub mod planning;
 pub mod reconcile;
 pub mod reports;
 
@@ -18,7 +19,7 @@ use std::{
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::{sync::watch, task::JoinSet};
 
-use crate::assignment::ScoreWeights;
+use crate::{assignment::ScoreWeights, missions::PlanningConfig};
 
 /// Tunables of the engine (all have sane defaults).
 #[derive(Debug, Clone)]
@@ -82,15 +83,22 @@ pub fn default_replica_id() -> String {
 pub struct Engine {
     pool: PgPool,
     cfg: Arc<EngineConfig>,
+    planning: Arc<PlanningConfig>,
     http: reqwest::Client,
 }
 
 impl Engine {
     /// An engine over `pool`.
-    pub fn new(pool: PgPool, cfg: EngineConfig, http: reqwest::Client) -> Self {
+    pub fn new(
+        pool: PgPool,
+        cfg: EngineConfig,
+        planning: Arc<PlanningConfig>,
+        http: reqwest::Client,
+    ) -> Self {
         Engine {
             pool,
             cfg: Arc::new(cfg),
+            planning,
             http,
         }
     }
@@ -115,10 +123,28 @@ impl Engine {
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut in_flight: JoinSet<()> = JoinSet::new();
         let mut last_sweep: Option<Instant> = None;
+        // LLM planning runs beside the tick (a model may take seconds), one mission at a time.
+        let mut planner: Option<tokio::task::JoinHandle<()>> = None;
         tracing::info!(replica = %self.cfg.replica_id, "engine started");
         loop {
             if *shutdown.borrow() {
                 break;
+            }
+            if self.planning.llm.is_some() && planner.as_ref().is_none_or(|h| h.is_finished()) {
+                let (pool, cfg, planning) =
+                    (self.pool.clone(), self.cfg.clone(), self.planning.clone());
+                planner = Some(tokio::spawn(async move {
+                    loop {
+                        match planning::plan_one(&pool, &cfg, &planning).await {
+                            Ok(true) => continue,
+                            Ok(false) => break,
+                            Err(e) => {
+                                tracing::warn!(error = %e, "LLM planning failed");
+                                break;
+                            }
+                        }
+                    }
+                }));
             }
             self.dispatch_all(&mut in_flight).await;
             while in_flight.try_join_next().is_some() {}
@@ -141,6 +167,10 @@ impl Engine {
                 }
                 _ = shutdown.changed() => {}
             }
+        }
+        // A planning round cut short here is retried elsewhere when its lease runs out.
+        if let Some(p) = planner {
+            p.abort();
         }
         let grace = self.cfg.dispatch_timeout;
         if tokio::time::timeout(grace, async {

@@ -1,5 +1,9 @@
 //! Mission use cases: create (plan, validate, store, start), approve, cancel,
-//! review, and the mission view. HTTP handlers call these and only translate.
+//! review, replan, and the mission view. HTTP handlers call these and only
+//! translate.
+
+pub mod planner;
+pub mod replan;
 
 use std::collections::BTreeMap;
 
@@ -14,15 +18,16 @@ use crate::{
     domain::{Autonomy, MissionEvent, MissionStatus},
     error::ApiError,
     planning::{
-        AgentCapability, PlanProvenance, PlanSpec, TemplateLibrary, ValidationContext,
-        ValidationRules, plan_from_templates, validate_plan,
+        PlanProvenance, PlanSpec, TemplateLibrary, ValidatedPlan, ValidationRules, llm::LlmPlanner,
     },
     store::{
         agents, attempts,
+        events::{self, NewEvent},
         missions::{self, MissionRow, NewMission, TransitionError},
         tasks,
     },
 };
+use planner::{PlanInput, Planned};
 
 /// Longest goal accepted, in characters.
 pub const MAX_GOAL_CHARS: usize = 10_000;
@@ -38,6 +43,10 @@ pub struct PlanningConfig {
     pub rules: ValidationRules,
     /// Attempts per task.
     pub max_attempts: i32,
+    /// The LLM planner, used when no method matches (None: generic method instead).
+    pub llm: Option<std::sync::Arc<LlmPlanner>>,
+    /// Planning attempts (LLM calls that fail on transport) before the mission fails.
+    pub max_planning_attempts: i32,
 }
 
 impl Default for PlanningConfig {
@@ -47,6 +56,8 @@ impl Default for PlanningConfig {
             match_threshold: crate::planning::DEFAULT_MATCH_THRESHOLD,
             rules: ValidationRules::default(),
             max_attempts: 3,
+            llm: None,
+            max_planning_attempts: 3,
         }
     }
 }
@@ -117,37 +128,20 @@ pub async fn create(
     }
     let autonomy = req.autonomy.unwrap_or(Autonomy::Approve);
 
-    let (plan, provenance) = match req.plan {
-        Some(plan) => (plan, PlanProvenance::explicit()),
-        None => plan_from_templates(&planning.library, goal, planning.match_threshold),
-    };
-    let agents: Vec<AgentCapability> = agents::capabilities(pool, who.workspace_id)
-        .await?
-        .into_iter()
-        .map(|(skills, tools)| AgentCapability { skills, tools })
-        .collect();
-    let validated = validate_plan(
-        plan,
-        &ValidationContext {
-            rules: &planning.rules,
+    let planned = planner::plan(
+        pool,
+        planning,
+        PlanInput {
+            workspace_id: who.workspace_id,
+            goal,
+            constraints: &constraints,
             budget: req.budget,
-            agents: &agents,
+            explicit: req.plan,
+            exclude: &[],
+            allow_llm: true,
         },
     )
-    .map_err(|problems| ApiError::Unprocessable {
-        code: "plan_invalid",
-        message: format!(
-            "the plan is not valid ({} problem{}): {}",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
-            problems
-                .iter()
-                .map(|p| p.message.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        details: json!({ "planner": provenance.planner, "problems": problems }),
-    })?;
+    .await?;
 
     let actor = who.actor();
     let id = Uuid::now_v7();
@@ -170,34 +164,114 @@ pub async fn create(
     let mut run = missions::lock(&mut tx, who.workspace_id, id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("mission vanished inside its own transaction"))?;
-    let plan_version =
-        missions::store_plan(&mut tx, &mut run, &validated, &provenance, &actor).await?;
-    tasks::insert_plan(
-        &mut tx,
-        who.workspace_id,
-        id,
-        plan_version,
-        &validated,
-        planning.max_attempts,
-    )
-    .await?;
-    missions::transition(
-        &mut tx,
-        &mut run,
-        MissionEvent::PlanReady(autonomy),
-        &actor,
-        None,
-    )
-    .await
-    .map_err(transition_error)?;
-    if run.status() == MissionStatus::Executing {
-        start_execution(&mut tx, &run, &actor).await?;
+    match planned {
+        Planned::Ready {
+            plan,
+            provenance,
+            details,
+        } => {
+            install_plan(
+                &mut tx,
+                planning,
+                &mut run,
+                &plan,
+                &provenance,
+                &details,
+                &actor,
+            )
+            .await?;
+            plan_ready(&mut tx, &mut run, &actor).await?;
+        }
+        Planned::NeedsLlm { match_outcome } => {
+            request_llm_plan(&mut tx, &run, &match_outcome, None, &actor).await?;
+        }
     }
     tx.commit().await?;
     view(pool, who.workspace_id, id).await
 }
 
-async fn start_execution(
+/// Stores a validated plan as the mission's next plan version: its new tasks
+/// are added after the tasks already there (kept from an earlier version).
+pub(crate) async fn install_plan(
+    tx: &mut sqlx::PgConnection,
+    cfg: &PlanningConfig,
+    run: &mut MissionRow,
+    plan: &ValidatedPlan,
+    provenance: &PlanProvenance,
+    details: &Value,
+    actor: &str,
+) -> Result<usize, ApiError> {
+    let kept = tasks::list_for_mission(tx, run.id).await?;
+    let existing: BTreeMap<String, Uuid> =
+        kept.iter().map(|t| (t.task_key.clone(), t.id)).collect();
+    let order_from = kept.iter().map(|t| t.task_order + 1).max().unwrap_or(0);
+    let version = missions::store_plan(tx, run, plan, provenance, details, actor).await?;
+    let added = tasks::insert_plan(
+        tx,
+        tasks::PlanTarget {
+            workspace_id: run.workspace_id,
+            run_id: run.id,
+            plan_version: version,
+            max_attempts: cfg.max_attempts,
+            existing: &existing,
+            order_from,
+        },
+        plan,
+    )
+    .await?;
+    Ok(added)
+}
+
+/// Moves a mission whose plan is stored out of `planning`, starting it in
+/// autonomous mode.
+pub(crate) async fn plan_ready(
+    tx: &mut sqlx::PgConnection,
+    run: &mut MissionRow,
+    actor: &str,
+) -> Result<(), ApiError> {
+    let autonomy = run.autonomy();
+    missions::transition(tx, run, MissionEvent::PlanReady(autonomy), actor, None)
+        .await
+        .map_err(transition_error)?;
+    if run.status() == MissionStatus::Executing {
+        start_execution(tx, run, actor).await?;
+    }
+    Ok(())
+}
+
+/// Leaves the mission in `planning` for the engine's LLM planner, with
+/// `feedback` for the model, and says why in the log.
+pub(crate) async fn request_llm_plan(
+    tx: &mut sqlx::PgConnection,
+    run: &MissionRow,
+    match_outcome: &crate::planning::MatchOutcome,
+    feedback: Option<&str>,
+    actor: &str,
+) -> Result<(), ApiError> {
+    missions::set_planning_feedback(tx, run.id, feedback).await?;
+    events::append(
+        tx,
+        run.workspace_id,
+        NewEvent {
+            run_id: run.id,
+            task_id: None,
+            attempt_id: None,
+            kind: events::kind::PLAN_REQUESTED,
+            actor,
+            payload: json!({
+                "planner": "llm",
+                "reason": "no method scored above the match threshold; asking the LLM planner",
+                "match_outcome": match_outcome,
+                "feedback": feedback,
+            }),
+        },
+    )
+    .await?;
+    missions::notify_wake(tx).await?;
+    Ok(())
+}
+
+pub(crate) async fn start_execution(
     tx: &mut sqlx::PgConnection,
     run: &MissionRow,
     actor: &str,
@@ -207,7 +281,7 @@ async fn start_execution(
     Ok(())
 }
 
-fn transition_error(e: TransitionError) -> ApiError {
+pub(crate) fn transition_error(e: TransitionError) -> ApiError {
     match e {
         TransitionError::Illegal(i) => i.into(),
         TransitionError::Lost => ApiError::conflict(
@@ -218,7 +292,7 @@ fn transition_error(e: TransitionError) -> ApiError {
     }
 }
 
-async fn locked(
+pub(crate) async fn locked(
     tx: &mut sqlx::PgConnection,
     who: &Principal,
     id: Uuid,
@@ -228,17 +302,76 @@ async fn locked(
         .ok_or_else(|| ApiError::NotFound(format!("no mission {id}")))
 }
 
-/// Approves the plan of a mission in `awaiting_approval` and starts it.
-pub async fn approve(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionView, ApiError> {
+/// `POST /v1/missions/{id}/approve` body (optional).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveRequest {
+    /// Task key → agent id: run these tasks on these agents.
+    #[serde(default)]
+    pub assignments: BTreeMap<String, String>,
+}
+
+/// Approves the plan of a mission in `awaiting_approval` (optionally pinning
+/// tasks to agents) and starts it.
+pub async fn approve(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+    req: ApproveRequest,
+) -> Result<MissionView, ApiError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
+    if !req.assignments.is_empty() {
+        check_assignments(&mut tx, who, id, &req.assignments).await?;
+        tasks::pin_agents(&mut tx, id, &req.assignments).await?;
+    }
     missions::transition(&mut tx, &mut run, MissionEvent::Approve, &actor, None)
         .await
         .map_err(transition_error)?;
     start_execution(&mut tx, &run, &actor).await?;
     tx.commit().await?;
     view(pool, who.workspace_id, id).await
+}
+
+/// Every reassignment names a task of the plan and an agent able to do it.
+async fn check_assignments(
+    tx: &mut sqlx::PgConnection,
+    who: &Principal,
+    id: Uuid,
+    assignments: &BTreeMap<String, String>,
+) -> Result<(), ApiError> {
+    let rows = tasks::list_for_mission(tx, id).await?;
+    let mut problems = Vec::new();
+    for (key, agent_id) in assignments {
+        let Some(task) = rows.iter().find(|t| &t.task_key == key) else {
+            problems.push(format!("no task '{key}' in the plan"));
+            continue;
+        };
+        match agents::capability(tx, who.workspace_id, agent_id).await? {
+            None => problems.push(format!("no agent '{agent_id}'")),
+            Some((skills, tools)) => {
+                let needs = crate::assignment::TaskNeeds {
+                    required_skills: &task.required_skills,
+                    required_tools: &task.required_tools,
+                };
+                if !crate::assignment::capable(needs, &skills, &tools) {
+                    problems.push(format!(
+                        "agent '{agent_id}' lacks the skills or tools task '{key}' needs"
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Unprocessable {
+            code: "invalid_assignments",
+            message: problems.join("; "),
+            details: json!({ "problems": problems }),
+        })
+    }
 }
 
 /// Cancels a mission: every open task is cancelled, live attempts are ended

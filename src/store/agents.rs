@@ -194,6 +194,22 @@ pub async fn capabilities(
     Ok(rows.into_iter().map(|r| (r.skills, r.tools)).collect())
 }
 
+/// One agent's skills and tools, if it exists.
+pub async fn capability(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<Option<(Vec<String>, Vec<String>)>> {
+    let row = sqlx::query!(
+        "SELECT skills, tools FROM agents WHERE workspace_id = $1 AND agent_id = $2",
+        workspace_id,
+        agent_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.skills, r.tools)))
+}
+
 /// Takes `n` slots of an agent; false if that would exceed its cap.
 pub async fn take_slots(
     conn: &mut PgConnection,

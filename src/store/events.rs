@@ -17,6 +17,16 @@ pub mod kind {
     pub const MISSION_CREATED: &str = "mission.created";
     /// A plan was stored (payload: planner, provenance, critical path).
     pub const PLAN_CREATED: &str = "plan.created";
+    /// No method matched; the LLM planner was asked (payload: match outcome, feedback).
+    pub const PLAN_REQUESTED: &str = "plan.requested";
+    /// One LLM planning call finished (payload: model, tokens, latency, repairs, outcome).
+    pub const PLAN_LLM_CALL: &str = "plan.llm_call";
+    /// Planning failed (payload: code, reason, problems).
+    pub const PLAN_FAILED: &str = "plan.failed";
+    /// A plan was rejected or replaced (payload: feedback or instructions).
+    pub const PLAN_REPLACED: &str = "plan.replaced";
+    /// A finished mission was saved as a routine (payload: name).
+    pub const ROUTINE_SAVED: &str = "routine.saved";
     /// A mission changed status (payload: from, to).
     pub const MISSION_STATUS: &str = "mission.status_changed";
     /// A task became ready.

@@ -249,6 +249,7 @@ pub async fn store_plan(
     run: &mut MissionRow,
     plan: &ValidatedPlan,
     provenance: &PlanProvenance,
+    details: &Value,
     actor: &str,
 ) -> sqlx::Result<i32> {
     let version = run.plan_version + 1;
@@ -297,11 +298,164 @@ pub async fn store_plan(
                 "tasks": plan.plan.tasks.len(),
                 "critical_path": plan.critical_path,
                 "estimated_cost": plan.total_estimated_cost,
+                "details": details,
             }),
         },
     )
     .await?;
     Ok(version)
+}
+
+/// A stored plan version.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlanRecord {
+    /// Version (1, 2, …).
+    pub plan_version: i32,
+    /// Which planner made it.
+    pub planner: String,
+    /// How it was made.
+    pub provenance: Value,
+    /// The plan as stored.
+    pub spec: Value,
+    /// Task keys on the critical path.
+    pub critical_path: Vec<String>,
+    /// Sum of estimated costs.
+    pub estimated_cost: f64,
+    /// When it was made.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// One plan version of a mission (`None` for the current one).
+pub async fn get_plan(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    run_id: Uuid,
+    version: Option<i32>,
+) -> sqlx::Result<Option<PlanRecord>> {
+    sqlx::query_as!(
+        PlanRecord,
+        "SELECT p.plan_version, p.planner, p.provenance, p.spec, p.critical_path, p.estimated_cost, p.created_at
+         FROM orchestration_plans p JOIN orchestration_runs r ON r.id = p.run_id
+         WHERE p.run_id = $1 AND p.workspace_id = $2
+           AND p.plan_version = COALESCE($3, r.plan_version)",
+        run_id,
+        workspace_id,
+        version
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// Methods used by any plan version of a mission (so a rejected one is not reused).
+pub async fn methods_used(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<Vec<String>> {
+    let rows = sqlx::query_scalar!(
+        r#"SELECT DISTINCT provenance->>'template' AS "template!" FROM orchestration_plans
+           WHERE run_id = $1 AND provenance->>'template' IS NOT NULL"#,
+        run_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Records what the next plan must take into account, and frees the planning lease.
+pub async fn set_planning_feedback(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+    feedback: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE orchestration_runs SET planning_feedback = $2, planning_lease_owner = NULL,
+                planning_lease_expires_at = NULL, planning_attempts = 0, updated_at = now()
+         WHERE id = $1",
+        run_id,
+        feedback
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A mission claimed for (LLM) planning.
+#[derive(Debug, Clone)]
+pub struct PlanningClaim {
+    /// Mission.
+    pub id: Uuid,
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Goal.
+    pub goal: String,
+    /// Constraints.
+    pub constraints: Value,
+    /// Budget.
+    pub budget_limit: Option<f64>,
+    /// Feedback or instructions for this plan.
+    pub planning_feedback: Option<String>,
+    /// How many times planning was tried (including this one).
+    pub planning_attempts: i32,
+}
+
+/// Claims one mission waiting in `planning` whose planning lease is free or
+/// expired (`SKIP LOCKED`: replicas take different missions).
+pub async fn claim_for_planning(
+    pool: &PgPool,
+    owner: &str,
+    lease_secs: f64,
+) -> sqlx::Result<Option<PlanningClaim>> {
+    sqlx::query_as!(
+        PlanningClaim,
+        "UPDATE orchestration_runs r
+         SET planning_lease_owner = $1, planning_lease_expires_at = now() + make_interval(secs => $2),
+             planning_attempts = planning_attempts + 1, updated_at = now()
+         WHERE r.id = (
+             SELECT id FROM orchestration_runs
+             WHERE status = 'planning'
+               AND (planning_lease_expires_at IS NULL OR planning_lease_expires_at < now())
+             ORDER BY planning_lease_expires_at NULLS FIRST, id
+             LIMIT 1
+             FOR UPDATE SKIP LOCKED)
+         RETURNING r.id, r.workspace_id, r.goal, r.constraints, r.budget_limit, r.planning_feedback,
+                   r.planning_attempts",
+        owner,
+        lease_secs
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// Gives up a planning lease so another attempt can start after `delay`.
+pub async fn release_planning_lease(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+    delay: std::time::Duration,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE orchestration_runs SET planning_lease_owner = NULL,
+                planning_lease_expires_at = now() + make_interval(secs => $2), updated_at = now()
+         WHERE id = $1",
+        run_id,
+        delay.as_secs_f64()
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Whether this replica still holds the planning lease of a locked mission.
+pub async fn holds_planning_lease(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+    owner: &str,
+) -> sqlx::Result<bool> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT (status = 'planning' AND planning_lease_owner = $2) AS "held!" FROM orchestration_runs WHERE id = $1"#,
+        run_id,
+        owner
+    )
+    .fetch_optional(conn)
+    .await?
+    .unwrap_or(false))
 }
 
 /// The critical path of the mission's current plan.

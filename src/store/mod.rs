@@ -10,3 +10,4 @@ pub mod attempts;
 pub mod events;
 pub mod missions;
 pub mod tasks;
+pub mod templates;

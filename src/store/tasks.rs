@@ -4,6 +4,8 @@
 //! also writes its event and its board card, in the caller's transaction.
 //! Callers hold the mission's row lock (see `missions::lock`).
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 use sqlx::PgConnection;
 use time::OffsetDateTime;
@@ -48,6 +50,8 @@ pub struct TaskRow {
     pub status: String,
     /// Agent of the latest attempt.
     pub assigned_agent_id: Option<String>,
+    /// Agent chosen at approval; the dispatcher uses only this one.
+    pub pinned_agent_id: Option<String>,
     /// Score of that choice.
     pub assignment_score: Option<f64>,
     /// Attempts so far.
@@ -95,7 +99,7 @@ pub async fn get(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<TaskRow
         TaskRow,
         r#"SELECT id, workspace_id, run_id, task_key, task_order, title, task_type, description,
                   required_skills, required_tools, success_criteria, inputs, output, status,
-                  assigned_agent_id, assignment_score, attempt_count, failure_count,
+                  assigned_agent_id, pinned_agent_id, assignment_score, attempt_count, failure_count,
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
                   version, started_at, finished_at
@@ -112,7 +116,7 @@ pub async fn get_many(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<Vec
         TaskRow,
         r#"SELECT id, workspace_id, run_id, task_key, task_order, title, task_type, description,
                   required_skills, required_tools, success_criteria, inputs, output, status,
-                  assigned_agent_id, assignment_score, attempt_count, failure_count,
+                  assigned_agent_id, pinned_agent_id, assignment_score, attempt_count, failure_count,
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
                   version, started_at, finished_at
@@ -129,7 +133,7 @@ pub async fn list_for_mission(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Re
         TaskRow,
         r#"SELECT id, workspace_id, run_id, task_key, task_order, title, task_type, description,
                   required_skills, required_tools, success_criteria, inputs, output, status,
-                  assigned_agent_id, assignment_score, attempt_count, failure_count,
+                  assigned_agent_id, pinned_agent_id, assignment_score, attempt_count, failure_count,
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
                   version, started_at, finished_at
@@ -159,16 +163,30 @@ pub async fn edges_for_mission(
 }
 
 /// Inserts a validated plan's tasks (all `pending`), edges and board cards.
+/// Tasks whose key is in `existing` are already stored (kept from an earlier
+/// plan version) and are skipped; new tasks may depend on them by key. New
+/// tasks are ordered after `order_from`.
 pub async fn insert_plan(
     conn: &mut PgConnection,
-    workspace_id: Uuid,
-    run_id: Uuid,
-    plan_version: i32,
+    target: PlanTarget<'_>,
     plan: &ValidatedPlan,
-    max_attempts: i32,
-) -> sqlx::Result<Vec<(String, Uuid)>> {
-    let mut ids: Vec<(String, Uuid)> = Vec::with_capacity(plan.plan.tasks.len());
-    for (order, t) in plan.plan.tasks.iter().enumerate() {
+) -> sqlx::Result<usize> {
+    let PlanTarget {
+        workspace_id,
+        run_id,
+        plan_version,
+        max_attempts,
+        existing,
+        order_from,
+    } = target;
+    let mut ids: BTreeMap<String, Uuid> = existing.clone();
+    let new_tasks: Vec<_> = plan
+        .plan
+        .tasks
+        .iter()
+        .filter(|t| !existing.contains_key(&t.id))
+        .collect();
+    for (order, t) in (order_from..).zip(new_tasks.iter()) {
         let id = Uuid::now_v7();
         let criteria = serde_json::to_value(&t.success_criteria).unwrap_or(Value::Null);
         sqlx::query!(
@@ -181,7 +199,7 @@ pub async fn insert_plan(
             workspace_id,
             run_id,
             t.id,
-            order as i32,
+            order,
             t.title,
             t.task_type,
             t.description,
@@ -207,15 +225,14 @@ pub async fn insert_plan(
         )
         .execute(&mut *conn)
         .await?;
-        ids.push((t.id.clone(), id));
+        ids.insert(t.id.clone(), id);
     }
-    let id_of = |key: &str| ids.iter().find(|(k, _)| k == key).map(|(_, id)| *id);
-    for t in &plan.plan.tasks {
-        let (Some(task), deps) = (id_of(&t.id), &t.depends_on) else {
+    for t in &new_tasks {
+        let Some(task) = ids.get(&t.id).copied() else {
             continue;
         };
-        for dep in deps {
-            if let Some(dep) = id_of(dep) {
+        for dep in &t.depends_on {
+            if let Some(dep) = ids.get(dep).copied() {
                 sqlx::query!(
                     "INSERT INTO orchestration_task_dependencies (workspace_id, run_id, task_id, depends_on_task_id)
                      VALUES ($1, $2, $3, $4)",
@@ -229,7 +246,68 @@ pub async fn insert_plan(
             }
         }
     }
-    Ok(ids)
+    Ok(new_tasks.len())
+}
+
+/// Where a plan's tasks go.
+pub struct PlanTarget<'a> {
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Mission.
+    pub run_id: Uuid,
+    /// The plan version the new tasks belong to.
+    pub plan_version: i32,
+    /// Attempts allowed per task.
+    pub max_attempts: i32,
+    /// Tasks already stored, by key.
+    pub existing: &'a BTreeMap<String, Uuid>,
+    /// `task_order` of the first new task.
+    pub order_from: i32,
+}
+
+/// Deletes the tasks of a mission that have not started (pending, or queued
+/// and never attempted), with their cards, queue rows and edges, so a new plan
+/// can replace them. Started and finished tasks stay. Returns how many went.
+pub async fn remove_unstarted(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<u64> {
+    let gone = sqlx::query_scalar!(
+        "DELETE FROM orchestration_tasks
+         WHERE run_id = $1 AND attempt_count = 0 AND status IN ('pending', 'queued', 'awaiting_approval')
+         RETURNING id",
+        run_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    sqlx::query!(
+        "DELETE FROM board_tasks WHERE source_type = 'orchestration' AND source_id = ANY($1)",
+        &gone
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(gone.len() as u64)
+}
+
+/// Pins tasks (by key) to agents; returns the keys that matched no task.
+pub async fn pin_agents(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+    pins: &BTreeMap<String, String>,
+) -> sqlx::Result<Vec<String>> {
+    let mut unknown = Vec::new();
+    for (key, agent) in pins {
+        let r = sqlx::query!(
+            "UPDATE orchestration_tasks SET pinned_agent_id = $3, version = version + 1, updated_at = now()
+             WHERE run_id = $1 AND task_key = $2 AND status = 'pending'",
+            run_id,
+            key,
+            agent
+        )
+        .execute(&mut *conn)
+        .await?;
+        if r.rows_affected() == 0 {
+            unknown.push(key.clone());
+        }
+    }
+    Ok(unknown)
 }
 
 /// What a task transition writes besides the task row.

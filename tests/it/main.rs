@@ -4,4 +4,5 @@ mod api_input;
 mod attempts;
 mod helpers;
 mod missions;
+mod planning;
 mod replicas;

@@ -1,0 +1,235 @@
+//! Phase 0 of the tick: missions waiting in `planning` for the LLM planner.
+//!
+//! A replica claims one such mission with a lease (`SKIP LOCKED`), calls the
+//! model outside any transaction, then stores the plan only if it still holds
+//! the lease. Transport failures are retried on a later tick (the lease runs
+//! out) up to a limit; a model that never produces a valid plan fails the
+//! mission with the problems in its reason. No panic, no stuck mission.
+
+use std::time::Duration;
+
+use serde_json::json;
+use sqlx::PgPool;
+
+use super::EngineConfig;
+use crate::{
+    domain::MissionEvent,
+    error::ApiError,
+    missions::{PlanningConfig, install_plan, plan_ready, planner, replan},
+    planning::{
+        PlanProvenance, PlanSpec, ValidationContext, llm::LlmError, llm::PlanRequest, validate_plan,
+    },
+    store::{
+        agents, attempts,
+        events::{self, NewEvent, kind},
+        missions, tasks,
+    },
+};
+
+/// Provenance `planner` of plans made by the model.
+pub const PLANNER_LLM: &str = "llm";
+
+/// Plans one mission with the LLM if one waits; returns whether it did anything.
+pub async fn plan_one(
+    pool: &PgPool,
+    cfg: &EngineConfig,
+    planning: &PlanningConfig,
+) -> anyhow::Result<bool> {
+    let Some(llm) = planning.llm.clone() else {
+        return Ok(false);
+    };
+    // The lease covers every retry and repair of one planning round.
+    let lease =
+        llm.config().timeout * (llm.config().max_retries + 1) * (llm.config().max_repairs + 1)
+            + Duration::from_secs(30);
+    let Some(claim) =
+        missions::claim_for_planning(pool, &cfg.replica_id, lease.as_secs_f64()).await?
+    else {
+        return Ok(false);
+    };
+    let actor = format!("engine:{}", cfg.replica_id);
+    let agents = planner::capabilities(pool, claim.workspace_id).await?;
+    let mut skills: Vec<String> = agents
+        .iter()
+        .flat_map(|a| a.skills.iter().cloned())
+        .collect();
+    skills.sort();
+    skills.dedup();
+    let (kept, previous) = {
+        let mut conn = pool.acquire().await?;
+        let kept = replan::kept_specs(&mut conn, claim.id)
+            .await
+            .map_err(api_error)?;
+        let previous = missions::get_plan(pool, claim.workspace_id, claim.id, None)
+            .await?
+            .and_then(|p| serde_json::from_value::<PlanSpec>(p.spec).ok());
+        (kept, previous)
+    };
+    let validate = |plan: &PlanSpec| {
+        validate_plan(
+            replan::union(&kept, plan.clone()),
+            &ValidationContext {
+                rules: &planning.rules,
+                budget: claim.budget_limit,
+                agents: &agents,
+            },
+        )
+        .map(|_| ())
+    };
+    let request = PlanRequest {
+        goal: &claim.goal,
+        constraints: &claim.constraints,
+        feedback: claim.planning_feedback.as_deref(),
+        previous_plan: previous.as_ref(),
+        skills: &skills,
+        min_tasks: planning.rules.min_tasks,
+        max_tasks: planning.rules.max_tasks,
+    };
+    let result = llm.plan(&request, &validate).await;
+
+    let mut tx = pool.begin().await?;
+    let Some(mut run) = missions::lock(&mut tx, claim.workspace_id, claim.id).await? else {
+        return Ok(true);
+    };
+    if !missions::holds_planning_lease(&mut tx, claim.id, &cfg.replica_id).await? {
+        // Cancelled meanwhile, or another replica took over after our lease ran out.
+        return Ok(true);
+    }
+    match result {
+        Ok(planned) => {
+            let validated = validate_plan(
+                replan::union(&kept, planned.plan.clone()),
+                &ValidationContext {
+                    rules: &planning.rules,
+                    budget: claim.budget_limit,
+                    agents: &agents,
+                },
+            )
+            .map_err(|p| anyhow::anyhow!("plan changed validity: {p:?}"))?;
+            let usage = json!({
+                "model": planned.model, "prompt_tokens": planned.prompt_tokens,
+                "completion_tokens": planned.completion_tokens, "latency_ms": planned.latency_ms,
+                "calls": planned.calls, "repairs": planned.repairs,
+                "response_format": planned.response_format,
+            });
+            log_call(
+                &mut tx,
+                &run,
+                &actor,
+                json!({ "outcome": "plan", "usage": usage }),
+            )
+            .await?;
+            tasks::remove_unstarted(&mut tx, run.id).await?;
+            let provenance = PlanProvenance {
+                planner: PLANNER_LLM,
+                template: None,
+                match_outcome: None,
+                reason: format!(
+                    "no method matched; planned by model {} in {} call(s) with {} repair(s)",
+                    planned.model, planned.calls, planned.repairs
+                ),
+            };
+            install_plan(
+                &mut tx,
+                planning,
+                &mut run,
+                &validated,
+                &provenance,
+                &json!({ "llm": usage }),
+                &actor,
+            )
+            .await
+            .map_err(api_error)?;
+            plan_ready(&mut tx, &mut run, &actor)
+                .await
+                .map_err(api_error)?;
+        }
+        Err(e) => {
+            let retryable = matches!(
+                e,
+                LlmError::Timeout { .. }
+                    | LlmError::Transport(_)
+                    | LlmError::Http {
+                        status: 429 | 500..=599,
+                        ..
+                    }
+            );
+            let problems = match &e {
+                LlmError::InvalidPlan { problems, .. } => json!(problems),
+                _ => json!([]),
+            };
+            log_call(
+                &mut tx,
+                &run,
+                &actor,
+                json!({ "outcome": "error", "code": e.code(), "error": e.to_string(), "attempt": claim.planning_attempts }),
+            )
+            .await?;
+            if retryable && claim.planning_attempts < planning.max_planning_attempts {
+                tracing::warn!(mission = %run.id, error = %e, "LLM planning failed; will retry");
+                missions::release_planning_lease(
+                    &mut tx,
+                    run.id,
+                    cfg.retry_base.max(Duration::from_secs(1)),
+                )
+                .await?;
+            } else {
+                let reason = format!("planning failed: {e}");
+                events::append(
+                    &mut tx,
+                    run.workspace_id,
+                    NewEvent {
+                        run_id: run.id,
+                        task_id: None,
+                        attempt_id: None,
+                        kind: kind::PLAN_FAILED,
+                        actor: &actor,
+                        payload: json!({ "code": e.code(), "reason": reason, "problems": problems }),
+                    },
+                )
+                .await?;
+                tasks::cancel_all_open(
+                    &mut tx,
+                    run.workspace_id,
+                    run.id,
+                    &actor,
+                    "planning failed",
+                )
+                .await?;
+                for (_, agent) in attempts::cancel_live_for_mission(&mut tx, run.id).await? {
+                    agents::release_slot(&mut tx, run.workspace_id, &agent).await?;
+                }
+                missions::transition(&mut tx, &mut run, MissionEvent::Fail, &actor, Some(&reason))
+                    .await
+                    .map_err(|e| anyhow::anyhow!("failing mission after planning error: {e}"))?;
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+async fn log_call(
+    tx: &mut sqlx::PgConnection,
+    run: &missions::MissionRow,
+    actor: &str,
+    payload: serde_json::Value,
+) -> sqlx::Result<i64> {
+    events::append(
+        tx,
+        run.workspace_id,
+        NewEvent {
+            run_id: run.id,
+            task_id: None,
+            attempt_id: None,
+            kind: kind::PLAN_LLM_CALL,
+            actor,
+            payload,
+        },
+    )
+    .await
+}
+
+fn api_error(e: ApiError) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}

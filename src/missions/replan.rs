@@ -1,0 +1,440 @@
+//! Changing a mission's plan: rejecting a proposed plan, new instructions
+//! while it runs, reading earlier plan versions, and saving a finished
+//! mission's structure as a routine.
+//!
+//! BDI commitment: a committed plan is only remade on these explicit
+//! triggers, never on ticks. Completed and running tasks are untouched; only
+//! tasks that have not started are replaced, and `plan_version` increments.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use super::{
+    MissionView, PlanningConfig, install_plan, locked, plan_ready,
+    planner::{self, PlanInput, Planned},
+    request_llm_plan, transition_error, view,
+};
+use crate::{
+    auth::Principal,
+    domain::{MissionEvent, MissionStatus, TaskStatus},
+    error::ApiError,
+    planning::{Criterion, PlanProvenance, PlanSpec, PlanTemplate, TaskSpec, routine_from_plan},
+    store::{
+        events::{self, NewEvent, kind},
+        missions::{self, MissionRow, PlanRecord},
+        tasks::{self, TaskRow},
+        templates,
+    },
+};
+
+/// Longest feedback or instructions accepted, in characters.
+pub const MAX_FEEDBACK_CHARS: usize = 5_000;
+
+/// `POST /v1/missions/{id}/reject-plan` body.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RejectPlanRequest {
+    /// What is wrong with the plan (kept on the event, given to the LLM planner).
+    pub feedback: String,
+    /// A replacement plan, instead of asking the planner again.
+    #[serde(default)]
+    pub plan: Option<PlanSpec>,
+}
+
+/// `POST /v1/missions/{id}/instructions` body.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionsRequest {
+    /// What should change.
+    pub instructions: String,
+    /// The new plan for the work not started yet (may depend on kept tasks by key).
+    #[serde(default)]
+    pub plan: Option<PlanSpec>,
+}
+
+fn check_text(field: &str, text: &str) -> Result<(), ApiError> {
+    if text.trim().is_empty() {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} must not be empty"),
+        ));
+    }
+    if text.chars().count() > MAX_FEEDBACK_CHARS {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} is longer than {MAX_FEEDBACK_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// True for tasks a new plan may replace (not started).
+fn replaceable(t: &TaskRow) -> bool {
+    t.attempt_count == 0
+        && matches!(
+            t.status(),
+            TaskStatus::Pending | TaskStatus::Queued | TaskStatus::AwaitingApproval
+        )
+}
+
+/// The kept tasks of a mission as plan tasks (depending on each other by key).
+pub async fn kept_specs(conn: &mut PgConnection, run_id: Uuid) -> Result<Vec<TaskSpec>, ApiError> {
+    let rows = tasks::list_for_mission(conn, run_id).await?;
+    let edges = tasks::edges_for_mission(conn, run_id).await?;
+    let key_of: BTreeMap<Uuid, String> = rows.iter().map(|t| (t.id, t.task_key.clone())).collect();
+    Ok(rows
+        .iter()
+        .filter(|t| !replaceable(t))
+        .map(|t| TaskSpec {
+            id: t.task_key.clone(),
+            title: t.title.clone(),
+            task_type: t.task_type.clone(),
+            description: t.description.clone(),
+            required_skills: t.required_skills.clone(),
+            required_tools: t.required_tools.clone(),
+            depends_on: edges
+                .iter()
+                .filter(|(task, _)| *task == t.id)
+                .filter_map(|(_, on)| key_of.get(on).cloned())
+                .collect(),
+            success_criteria: serde_json::from_value::<Vec<Criterion>>(t.success_criteria.clone())
+                .unwrap_or_default(),
+            estimated_cost: t.estimated_cost,
+            optional: t.optional,
+            inputs: t.inputs.clone(),
+        })
+        .collect())
+}
+
+/// Kept tasks first, then the new plan's tasks that are not kept already.
+pub fn union(kept: &[TaskSpec], plan: PlanSpec) -> PlanSpec {
+    let mut tasks = kept.to_vec();
+    tasks.extend(
+        plan.tasks
+            .into_iter()
+            .filter(|t| !kept.iter().any(|k| k.id == t.id)),
+    );
+    PlanSpec { tasks }
+}
+
+/// Rejects the plan of a mission waiting for approval and makes a new one:
+/// the caller's plan, else the next-best method not used yet, else the LLM
+/// planner, else the generic method (once).
+pub async fn reject_plan(
+    pool: &PgPool,
+    cfg: &PlanningConfig,
+    who: &Principal,
+    id: Uuid,
+    req: RejectPlanRequest,
+) -> Result<MissionView, ApiError> {
+    check_text("feedback", &req.feedback)?;
+    let run = missions::get(pool, who.workspace_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no mission {id}")))?;
+    if run.status() != MissionStatus::AwaitingApproval {
+        return Err(ApiError::conflict(
+            "invalid_state",
+            format!(
+                "only a plan awaiting approval can be rejected; the mission is {}",
+                run.status
+            ),
+        ));
+    }
+    replace_plan(pool, cfg, who, run, req.plan, &req.feedback, "feedback").await
+}
+
+/// Applies new instructions: before approval like a rejection; while
+/// executing (or paused), the work not started yet is planned again around
+/// what is done or running.
+pub async fn instructions(
+    pool: &PgPool,
+    cfg: &PlanningConfig,
+    who: &Principal,
+    id: Uuid,
+    req: InstructionsRequest,
+) -> Result<MissionView, ApiError> {
+    check_text("instructions", &req.instructions)?;
+    let run = missions::get(pool, who.workspace_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no mission {id}")))?;
+    match run.status() {
+        MissionStatus::AwaitingApproval | MissionStatus::Executing | MissionStatus::Paused => {}
+        other => {
+            return Err(ApiError::conflict(
+                "invalid_state",
+                format!("a mission that is {other} cannot take new instructions"),
+            ));
+        }
+    }
+    if run.status() != MissionStatus::AwaitingApproval && req.plan.is_none() && cfg.llm.is_none() {
+        return Err(ApiError::Unprocessable {
+            code: "replan_needs_llm",
+            message: "replanning a running mission from instructions needs an LLM planner (COORDINATOR_LLM_BASE_URL) or an explicit plan in the request".into(),
+            details: Value::Null,
+        });
+    }
+    replace_plan(
+        pool,
+        cfg,
+        who,
+        run,
+        req.plan,
+        &req.instructions,
+        "instructions",
+    )
+    .await
+}
+
+async fn replace_plan(
+    pool: &PgPool,
+    cfg: &PlanningConfig,
+    who: &Principal,
+    run: MissionRow,
+    explicit: Option<PlanSpec>,
+    feedback: &str,
+    field: &str,
+) -> Result<MissionView, ApiError> {
+    let id = run.id;
+    let used = {
+        let mut conn = pool.acquire().await?;
+        missions::methods_used(&mut conn, id).await?
+    };
+    apply(pool, cfg, who, id, explicit, feedback, field, &used).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn apply(
+    pool: &PgPool,
+    cfg: &PlanningConfig,
+    who: &Principal,
+    id: Uuid,
+    explicit: Option<PlanSpec>,
+    feedback: &str,
+    field: &str,
+    used: &[String],
+) -> Result<MissionView, ApiError> {
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let mut run = locked(&mut tx, who, id).await?;
+    let kept = kept_specs(&mut tx, id).await?;
+    let planned = match explicit {
+        Some(plan) => {
+            let agents = planner::capabilities(pool, who.workspace_id).await?;
+            let plan = planner::validate(
+                cfg,
+                &agents,
+                run.budget_limit,
+                union(&kept, plan),
+                "explicit",
+            )?;
+            Planned::Ready {
+                plan,
+                provenance: PlanProvenance::explicit(),
+                details: Value::Null,
+            }
+        }
+        None if !kept.is_empty() => {
+            // Running missions are replanned by the LLM, around the kept tasks.
+            Planned::NeedsLlm {
+                match_outcome: crate::planning::MatchOutcome::from_scores(
+                    Vec::new(),
+                    Vec::new(),
+                    cfg.match_threshold,
+                ),
+            }
+        }
+        None => {
+            planner::plan(
+                pool,
+                cfg,
+                PlanInput {
+                    workspace_id: who.workspace_id,
+                    goal: &run.goal,
+                    constraints: &run.constraints,
+                    budget: run.budget_limit,
+                    explicit: None,
+                    exclude: used,
+                    allow_llm: true,
+                },
+            )
+            .await?
+        }
+    };
+    missions::transition(&mut tx, &mut run, MissionEvent::Replan, &actor, None)
+        .await
+        .map_err(transition_error)?;
+    let removed = tasks::remove_unstarted(&mut tx, id).await?;
+    events::append(
+        &mut tx,
+        run.workspace_id,
+        NewEvent {
+            run_id: id,
+            task_id: None,
+            attempt_id: None,
+            kind: kind::PLAN_REPLACED,
+            actor: &actor,
+            payload: json!({ field: feedback, "previous_plan_version": run.plan_version, "tasks_removed": removed, "tasks_kept": kept.len() }),
+        },
+    )
+    .await?;
+    match planned {
+        Planned::Ready {
+            plan,
+            provenance,
+            details,
+        } => {
+            install_plan(&mut tx, cfg, &mut run, &plan, &provenance, &details, &actor).await?;
+            plan_ready(&mut tx, &mut run, &actor).await?;
+        }
+        Planned::NeedsLlm { match_outcome } => {
+            request_llm_plan(&mut tx, &run, &match_outcome, Some(feedback), &actor).await?;
+        }
+    }
+    tx.commit().await?;
+    view(pool, who.workspace_id, id).await
+}
+
+/// A plan version of a mission (the current one when `version` is `None`).
+pub async fn plan_version(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+    version: Option<i32>,
+) -> Result<PlanRecord, ApiError> {
+    if missions::get(pool, who.workspace_id, id).await?.is_none() {
+        return Err(ApiError::NotFound(format!("no mission {id}")));
+    }
+    missions::get_plan(pool, who.workspace_id, id, version)
+        .await?
+        .ok_or_else(|| match version {
+            Some(v) => ApiError::NotFound(format!("mission {id} has no plan version {v}")),
+            None => ApiError::NotFound(format!("mission {id} has no plan yet")),
+        })
+}
+
+/// `POST /v1/missions/{id}/save-as-routine` body.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SaveRoutineRequest {
+    /// Name of the routine (default: derived from the goal).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+fn routine_name(goal: &str) -> String {
+    let words: Vec<String> = goal
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(6)
+        .map(str::to_lowercase)
+        .collect();
+    format!("routine-{}", words.join("-"))
+}
+
+/// Turns a completed mission's structure into a routine that matching uses
+/// from then on.
+pub async fn save_as_routine(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+    req: SaveRoutineRequest,
+) -> Result<PlanTemplate, ApiError> {
+    let name = req.name.map(|n| n.trim().to_owned());
+    if let Some(n) = &name
+        && (n.is_empty()
+            || n.len() > 100
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ' ')))
+    {
+        return Err(ApiError::invalid(
+            "name",
+            "name must be 1–100 characters: letters, digits, spaces, '-' or '_'",
+        ));
+    }
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let run = locked(&mut tx, who, id).await?;
+    if run.status() != MissionStatus::Completed {
+        return Err(ApiError::conflict(
+            "invalid_state",
+            format!(
+                "only a completed mission can be saved as a routine; this one is {}",
+                run.status
+            ),
+        ));
+    }
+    let plan = PlanSpec {
+        tasks: kept_specs(&mut tx, id).await?,
+    };
+    let name = name.unwrap_or_else(|| routine_name(&run.goal));
+    let routine = routine_from_plan(&name, &run.goal, &plan);
+    templates::insert_routine(&mut tx, who.workspace_id, &routine, id)
+        .await?
+        .ok_or_else(|| ApiError::Conflict {
+            code: "routine_exists",
+            message: format!("a routine named '{name}' already exists"),
+            details: json!({ "name": name }),
+        })?;
+    events::append(
+        &mut tx,
+        who.workspace_id,
+        NewEvent {
+            run_id: id,
+            task_id: None,
+            attempt_id: None,
+            kind: kind::ROUTINE_SAVED,
+            actor: &actor,
+            payload: json!({ "name": name, "keywords": routine.keywords, "tasks": routine.tasks.len() }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(routine)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, deps: &[&str]) -> TaskSpec {
+        TaskSpec {
+            id: id.into(),
+            title: id.into(),
+            task_type: "research".into(),
+            description: String::new(),
+            required_skills: vec![],
+            required_tools: vec![],
+            depends_on: deps.iter().map(|d| d.to_string()).collect(),
+            success_criteria: vec![],
+            estimated_cost: 0.0,
+            optional: false,
+            inputs: json!({}),
+        }
+    }
+
+    #[test]
+    fn union_keeps_done_work_and_adds_only_new_tasks() {
+        let kept = vec![task("a", &[]), task("b", &["a"])];
+        let plan = PlanSpec {
+            tasks: vec![task("b", &[]), task("c", &["b"]), task("d", &["a", "c"])],
+        };
+        let u = union(&kept, plan);
+        let ids: Vec<&str> = u.tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c", "d"]);
+        // The kept version of b wins over the plan's.
+        assert_eq!(u.tasks[1].depends_on, ["a"]);
+    }
+
+    #[test]
+    fn routine_names_come_from_the_goal() {
+        assert_eq!(
+            routine_name("Research: solid-state batteries, and write a report!"),
+            "routine-research-solid-state-batteries-and-write"
+        );
+    }
+}
