@@ -109,6 +109,9 @@ pub struct PlanningArgs {
     /// Times an invalid plan is sent back to the model for repair.
     #[arg(long, env = "COORDINATOR_LLM_MAX_REPAIRS", default_value_t = 2)]
     pub llm_max_repairs: u32,
+    /// Most tokens per model answer.
+    #[arg(long, env = "COORDINATOR_LLM_MAX_TOKENS", default_value_t = 4096)]
+    pub llm_max_tokens: u32,
 }
 
 impl PlanningArgs {
@@ -132,6 +135,7 @@ impl PlanningArgs {
             llm.response_format = self.llm_response_format;
             llm.timeout = Duration::from_secs(self.llm_timeout_secs.max(1));
             llm.max_repairs = self.llm_max_repairs;
+            llm.max_tokens = Some(self.llm_max_tokens.max(64));
             let planner = crate::planning::llm::LlmPlanner::new(llm)
                 .map_err(|e| anyhow::anyhow!("LLM planner: {e}"))?;
             cfg.llm = Some(std::sync::Arc::new(planner));

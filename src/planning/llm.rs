@@ -169,6 +169,8 @@ pub struct LlmConfig {
     pub response_format: ResponseFormat,
     /// Sampling temperature; low values make plans more repeatable.
     pub temperature: f64,
+    /// Cap on tokens per answer, so a rambling model cannot run to its context limit.
+    pub max_tokens: Option<u32>,
 }
 
 impl LlmConfig {
@@ -184,6 +186,7 @@ impl LlmConfig {
             max_repairs: 2,
             response_format: ResponseFormat::Auto,
             temperature: 0.2,
+            max_tokens: Some(4096),
         }
     }
 }
@@ -201,6 +204,7 @@ impl fmt::Debug for LlmConfig {
             .field("max_repairs", &self.max_repairs)
             .field("response_format", &self.response_format)
             .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
             .finish()
     }
 }
@@ -352,6 +356,8 @@ struct ChatRequest<'a> {
     model: &'a str,
     messages: &'a [ChatMessage],
     temperature: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
     response_format: Ordered,
 }
 
@@ -566,6 +572,7 @@ impl LlmPlanner {
                 model: &self.cfg.model,
                 messages,
                 temperature: self.cfg.temperature,
+                max_tokens: self.cfg.max_tokens,
                 response_format: format.body(schema),
             };
             let span = tracing::info_span!(

@@ -195,26 +195,50 @@ impl TestApp {
         mission
     }
 
-    /// Waits until the mission's status is one of `statuses`; returns the mission.
+    /// Waits (up to 30 s) until the mission's status is one of `statuses`; returns the mission.
     pub async fn wait_for_status(&self, id: &str, statuses: &[&str]) -> Value {
+        self.wait_for_status_within(id, statuses, Duration::from_secs(30))
+            .await
+    }
+
+    /// Like [`Self::wait_for_status`] with a longer deadline (real models are slow).
+    pub async fn wait_for_status_within(
+        &self,
+        id: &str,
+        statuses: &[&str],
+        limit: Duration,
+    ) -> Value {
         let path = format!("/v1/missions/{id}");
-        wait_until(&format!("mission {id} to reach {statuses:?}"), || async {
-            let (_, m) = self.get(&path).await;
-            statuses
-                .contains(&m["status"].as_str().unwrap_or(""))
-                .then_some(m)
-        })
+        wait_until_within(
+            &format!("mission {id} to reach {statuses:?}"),
+            limit,
+            || async {
+                let (_, m) = self.get(&path).await;
+                statuses
+                    .contains(&m["status"].as_str().unwrap_or(""))
+                    .then_some(m)
+            },
+        )
         .await
     }
 }
 
 /// Polls `check` until it yields `Some`, failing the test after 30 s.
-pub async fn wait_until<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn wait_until<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    wait_until_within(what, Duration::from_secs(30), check).await
+}
+
+/// Polls `check` until it yields `Some`, failing the test after `limit`.
+pub async fn wait_until_within<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
     loop {
         if let Some(v) = check().await {
             return v;

@@ -5,4 +5,5 @@ mod attempts;
 mod helpers;
 mod missions;
 mod planning;
+mod real_llm;
 mod replicas;
