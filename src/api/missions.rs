@@ -37,6 +37,8 @@ pub fn router() -> Router<AppState> {
         .route("/v1/missions/{id}/save-as-routine", post(save_as_routine))
         .route("/v1/missions/{id}/review", post(review))
         .route("/v1/missions/{id}/cancel", post(cancel))
+        .route("/v1/missions/{id}/pause", post(pause))
+        .route("/v1/missions/{id}/resume", post(resume))
         .route("/v1/missions/{id}/events", get(list_events))
 }
 
@@ -190,7 +192,27 @@ async fn cancel(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<MissionView>> {
     who.require(WRITERS)?;
-    Ok(Json(missions::cancel(&state.pool, &who, id).await?))
+    Ok(Json(
+        missions::cancel(&state.pool, &state.http, &who, id).await?,
+    ))
+}
+
+async fn pause(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(WRITERS)?;
+    Ok(Json(missions::pause(&state.pool, &who, id).await?))
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(WRITERS)?;
+    Ok(Json(missions::resume(&state.pool, &who, id).await?))
 }
 
 #[derive(Debug, Deserialize)]

@@ -38,6 +38,8 @@ pub struct AppState {
     pub engine: Arc<EngineConfig>,
     /// Planning settings.
     pub planning: Arc<PlanningConfig>,
+    /// Client for calls to workers (cancel notifications).
+    pub http: reqwest::Client,
 }
 
 /// The router with every route and layer.
@@ -115,7 +117,6 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     run_engine: bool,
-    http: reqwest::Client,
 }
 
 impl Application {
@@ -137,9 +138,9 @@ impl Application {
                 pool,
                 engine: Arc::new(engine),
                 planning: Arc::new(settings.planning),
+                http,
             },
             run_engine: settings.run_engine,
-            http,
         })
     }
 
@@ -167,7 +168,7 @@ impl Application {
                 self.state.pool.clone(),
                 (*self.state.engine).clone(),
                 self.state.planning.clone(),
-                self.http.clone(),
+                self.state.http.clone(),
             );
             tokio::spawn(engine.run(stop_rx.clone()))
         });

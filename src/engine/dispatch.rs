@@ -328,3 +328,26 @@ fn transport_failure(error: String) -> WorkerReport {
         tokens: 0,
     }
 }
+
+/// Tells the workers of cancelled attempts to stop (`POST {endpoint}/v1/tasks/{attempt}/cancel`),
+/// in the background and best effort: their later reports are refused as stale anyway.
+pub fn notify_cancelled(http: &reqwest::Client, cancelled: Vec<attempts::Cancelled>) {
+    for a in cancelled {
+        let http = http.clone();
+        tokio::spawn(async move {
+            let url = format!(
+                "{}/v1/tasks/{}/cancel",
+                a.worker_url.trim_end_matches('/'),
+                a.id
+            );
+            if let Err(e) = http
+                .post(&url)
+                .timeout(std::time::Duration::from_secs(5))
+                .send()
+                .await
+            {
+                tracing::debug!(attempt = %a.id, error = %e, "cancel notification failed");
+            }
+        });
+    }
+}

@@ -196,8 +196,8 @@ pub async fn plan_one(
                     "planning failed",
                 )
                 .await?;
-                for (_, agent) in attempts::cancel_live_for_mission(&mut tx, run.id).await? {
-                    agents::release_slot(&mut tx, run.workspace_id, &agent).await?;
+                for a in attempts::cancel_live_for_mission(&mut tx, run.id).await? {
+                    agents::release_slot(&mut tx, run.workspace_id, &a.agent_id).await?;
                 }
                 missions::transition(&mut tx, &mut run, MissionEvent::Fail, &actor, Some(&reason))
                     .await

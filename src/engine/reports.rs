@@ -434,8 +434,8 @@ pub async fn finish_mission_if_done(
         // its mission, and what is left is cancelled.
         tasks::cancel_all_open(conn, run.workspace_id, run.id, actor, "mission failed").await?;
         let live = attempts::cancel_live_for_mission(conn, run.id).await?;
-        for (_, agent) in &live {
-            agents::release_slot(conn, run.workspace_id, agent).await?;
+        for a in &live {
+            agents::release_slot(conn, run.workspace_id, &a.agent_id).await?;
         }
         let reason = format!("{failed} task(s) failed after every allowed attempt");
         missions::transition(conn, run, MissionEvent::Fail, actor, Some(&reason))

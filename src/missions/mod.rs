@@ -376,7 +376,12 @@ async fn check_assignments(
 
 /// Cancels a mission: every open task is cancelled, live attempts are ended
 /// (reports on them are then refused as stale) and their slots released.
-pub async fn cancel(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionView, ApiError> {
+pub async fn cancel(
+    pool: &PgPool,
+    http: &reqwest::Client,
+    who: &Principal,
+    id: Uuid,
+) -> Result<MissionView, ApiError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
@@ -384,9 +389,40 @@ pub async fn cancel(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionV
         .await
         .map_err(transition_error)?;
     tasks::cancel_all_open(&mut tx, who.workspace_id, id, &actor, "mission cancelled").await?;
-    for (_, agent) in attempts::cancel_live_for_mission(&mut tx, id).await? {
-        agents::release_slot(&mut tx, who.workspace_id, &agent).await?;
+    let cancelled = attempts::cancel_live_for_mission(&mut tx, id).await?;
+    for a in &cancelled {
+        agents::release_slot(&mut tx, who.workspace_id, &a.agent_id).await?;
     }
+    tx.commit().await?;
+    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    view(pool, who.workspace_id, id).await
+}
+
+/// Pauses an executing mission: nothing new is dispatched; live attempts finish.
+pub async fn pause(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionView, ApiError> {
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let mut run = locked(&mut tx, who, id).await?;
+    missions::transition(&mut tx, &mut run, MissionEvent::Pause, &actor, None)
+        .await
+        .map_err(transition_error)?;
+    tx.commit().await?;
+    view(pool, who.workspace_id, id).await
+}
+
+/// Resumes a paused mission: ready tasks are dispatched again, and a mission
+/// whose work all finished while paused moves on.
+pub async fn resume(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionView, ApiError> {
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let mut run = locked(&mut tx, who, id).await?;
+    missions::transition(&mut tx, &mut run, MissionEvent::Resume, &actor, None)
+        .await
+        .map_err(transition_error)?;
+    start_execution(&mut tx, &run, &actor).await?;
+    crate::engine::reports::finish_mission_if_done(&mut tx, &mut run, &actor)
+        .await
+        .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
     tx.commit().await?;
     view(pool, who.workspace_id, id).await
 }

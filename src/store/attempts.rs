@@ -166,23 +166,38 @@ pub async fn heartbeat(pool: &PgPool, id: Uuid, lease_secs: f64) -> sqlx::Result
     Ok(true)
 }
 
-/// Cancels every live attempt of a mission; returns `(attempt, agent)` pairs
-/// sorted by agent so slots are released in the global lock order.
+/// A live attempt that was just cancelled (its worker should be told).
+#[derive(Debug, Clone)]
+pub struct Cancelled {
+    /// The attempt.
+    pub id: Uuid,
+    /// Its agent (whose slot must be released).
+    pub agent_id: String,
+    /// Where its worker listens.
+    pub worker_url: String,
+}
+
+/// Cancels every live attempt of a mission; sorted by agent so slots are
+/// released in the global lock order.
 pub async fn cancel_live_for_mission(
     conn: &mut PgConnection,
     run_id: Uuid,
-) -> sqlx::Result<Vec<(Uuid, String)>> {
-    let mut rows: Vec<(Uuid, String)> = sqlx::query!(
+) -> sqlx::Result<Vec<Cancelled>> {
+    let mut rows: Vec<Cancelled> = sqlx::query!(
         "UPDATE task_attempts SET status = 'cancelled', finished_at = now()
          WHERE run_id = $1 AND status IN ('dispatching', 'running')
-         RETURNING id, agent_id",
+         RETURNING id, agent_id, worker_url",
         run_id
     )
     .fetch_all(conn)
     .await?
     .into_iter()
-    .map(|r| (r.id, r.agent_id))
+    .map(|r| Cancelled {
+        id: r.id,
+        agent_id: r.agent_id,
+        worker_url: r.worker_url,
+    })
     .collect();
-    rows.sort_by(|a, b| a.1.cmp(&b.1));
+    rows.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
     Ok(rows)
 }

@@ -79,6 +79,7 @@ pub struct WorkerStats {
 struct Shared {
     stats: WorkerStats,
     seen: HashMap<Uuid, u32>,
+    cancelled: std::collections::HashSet<Uuid>,
 }
 
 #[derive(Clone)]
@@ -209,6 +210,10 @@ async fn work_then_report(
             .await;
     }
     tokio::time::sleep(remaining).await;
+    if lock(&state.shared).cancelled.contains(&req.attempt_id) {
+        // Cancelled while working: stop without reporting.
+        return;
+    }
     // Retry transport errors and 5xx (another replica will answer); a 4xx is final.
     for attempt in 0..6u32 {
         let sent = state

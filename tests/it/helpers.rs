@@ -270,29 +270,62 @@ pub struct ManualWorker {
     /// Base URL.
     pub url: String,
     received: Arc<Mutex<Vec<DispatchRequest>>>,
+    cancels: Arc<Mutex<Vec<String>>>,
 }
 
 impl ManualWorker {
     /// Starts it.
     pub async fn spawn() -> ManualWorker {
         let received: Arc<Mutex<Vec<DispatchRequest>>> = Arc::default();
+        let cancels: Arc<Mutex<Vec<String>>> = Arc::default();
         let store = received.clone();
-        let app = Router::new().route(
-            "/v1/tasks",
-            post(move |Json(req): Json<DispatchRequest>| {
-                let store = store.clone();
-                async move {
-                    store.lock().expect("lock").push(req);
-                    (StatusCode::ACCEPTED, Json(json!({"accepted": true})))
-                }
-            }),
-        );
+        let cancel_store = cancels.clone();
+        let app = Router::new()
+            .route(
+                "/v1/tasks",
+                post(move |Json(req): Json<DispatchRequest>| {
+                    let store = store.clone();
+                    async move {
+                        store.lock().expect("lock").push(req);
+                        (StatusCode::ACCEPTED, Json(json!({"accepted": true})))
+                    }
+                }),
+            )
+            .route(
+                "/v1/tasks/{attempt}/cancel",
+                post(
+                    move |axum::extract::Path(attempt): axum::extract::Path<String>| {
+                        let store = cancel_store.clone();
+                        async move {
+                            store.lock().expect("lock").push(attempt);
+                            StatusCode::OK
+                        }
+                    },
+                ),
+            );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         tokio::spawn(async move { axum::serve(listener, app).await });
-        ManualWorker { url, received }
+        ManualWorker {
+            url,
+            received,
+            cancels,
+        }
+    }
+
+    /// Waits until the worker was told to cancel `attempt`.
+    pub async fn wait_for_cancel(&self, attempt: &str) {
+        wait_until(&format!("cancel of {attempt}"), || async {
+            self.cancels
+                .lock()
+                .expect("lock")
+                .iter()
+                .any(|a| a == attempt)
+                .then_some(())
+        })
+        .await
     }
 
     /// Waits for the `n`-th dispatch (1-based) and returns it.

@@ -269,6 +269,8 @@ async fn cancelling_stops_the_mission_and_refuses_later_reports() {
             .all(|t| t["status"] == "cancelled")
     );
 
+    // The worker is told to stop, and a late report is refused.
+    worker.wait_for_cancel(&d.attempt_id.to_string()).await;
     let http = reqwest::Client::new();
     let token = d.callback.token.clone();
     let (status, err) = report(&http, &d, &token, json!({"status": "succeeded"})).await;
@@ -282,5 +284,44 @@ async fn cancelling_stops_the_mission_and_refuses_later_reports() {
         .post(&format!("/v1/missions/{id}/cancel"), json!({}))
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_mission_dispatches_nothing_new_until_resumed() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 2).await;
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let a = worker.dispatch(1).await;
+    let (status, body) = app
+        .post(&format!("/v1/missions/{id}/pause"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "paused");
+    // The live attempt still finishes.
+    let http = reqwest::Client::new();
+    let (s, _) = report(&http, &a, &a.callback.token, json!({"status": "succeeded"})).await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, paused) = app.get(&format!("/v1/missions/{id}")).await;
+    assert_eq!(paused["tasks"][1]["status"], "queued");
+    // Absence can only be observed over time: several engine ticks (100 ms) and wake-ups pass.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(worker.count(), 1, "a paused mission must not dispatch");
+    let (status, _) = app
+        .post(&format!("/v1/missions/{id}/pause"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let (status, body) = app
+        .post(&format!("/v1/missions/{id}/resume"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "executing");
+    let b = worker.dispatch(2).await;
+    assert_eq!(b.task.key, "b");
     app.stop().await;
 }
