@@ -736,7 +736,10 @@ fn completions_url(base_url: &str) -> Result<reqwest::Url, LlmError> {
 
 /// Whether a 400/422 body says the server does not accept our `response_format`.
 fn rejects_response_format(status: u16, body: &str) -> bool {
-    if status != 400 && status != 422 {
+    // llama-cpp-python's server answers a json_schema response_format with a
+    // 500 whose body names the field (seen with 0.3.36), so 5xx counts too
+    // when the body says so; 429 is load, never a format problem.
+    if !(status == 400 || status == 422 || status >= 500) {
         return false;
     }
     let body = body.to_ascii_lowercase();
@@ -1313,6 +1316,25 @@ fn repair_prompt(problems: &[PlanProblem]) -> String {
          {\"tasks\": [...]}, with no other text.",
     );
     text
+}
+
+#[cfg(test)]
+mod format_rejection_tests {
+    use super::rejects_response_format;
+
+    #[test]
+    fn llama_cpp_python_rejects_json_schema_with_a_500() {
+        // The body llama-cpp-python 0.3.36 sends for response_format json_schema.
+        let body = r#"{"error":{"message":"1 validation error:\n {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}","type":"internal_server_error"}}"#;
+        assert!(rejects_response_format(500, body));
+        assert!(rejects_response_format(
+            400,
+            "response_format json_schema not supported"
+        ));
+        assert!(!rejects_response_format(500, "out of memory"));
+        assert!(!rejects_response_format(429, "response_format"));
+        assert!(!rejects_response_format(401, "response_format"));
+    }
 }
 
 #[cfg(test)]
