@@ -36,6 +36,18 @@ pub struct SimulationConfig {
     /// Fraction of attempts that fail (0–1).
     #[arg(long, env = "WORKER_FAILURE_RATE", default_value_t = 0.0)]
     pub failure_rate: f64,
+    /// Fraction of attempts accepted and then never reported (the lease must reclaim them).
+    #[arg(long, default_value_t = 0.0)]
+    pub hang_rate: f64,
+    /// Fraction of attempts whose result is posted twice.
+    #[arg(long, default_value_t = 0.0)]
+    pub duplicate_rate: f64,
+    /// Fraction of attempts reported only after `--late-ms` (past the lease: must be refused).
+    #[arg(long, default_value_t = 0.0)]
+    pub late_rate: f64,
+    /// Delay of late reports, in milliseconds.
+    #[arg(long, default_value_t = 5_000)]
+    pub late_ms: u64,
     /// Seed for the deterministic latency and failure pattern.
     #[arg(long, env = "WORKER_SEED", default_value_t = 1)]
     pub seed: u64,
@@ -53,6 +65,10 @@ impl Default for SimulationConfig {
             latency_ms: 200,
             jitter_ms: 0,
             failure_rate: 0.0,
+            hang_rate: 0.0,
+            duplicate_rate: 0.0,
+            late_rate: 0.0,
+            late_ms: 5_000,
             seed: 1,
             inline: false,
             cost_per_task: 0.01,
@@ -73,6 +89,10 @@ pub struct WorkerStats {
     pub reports_refused: u64,
     /// Cancel requests received.
     pub cancels: u64,
+    /// Attempts accepted and never reported (fault injection).
+    pub hung: u64,
+    /// Attempts reported late (fault injection).
+    pub late: u64,
 }
 
 #[derive(Default)]
@@ -182,10 +202,27 @@ async fn accept_task(
     if state.config.inline {
         return (StatusCode::OK, Json(report)).into_response();
     }
-    let delay = Duration::from_millis(
+    let mut delay = Duration::from_millis(
         state.config.latency_ms + (roll.latency_fraction * state.config.jitter_ms as f64) as u64,
     );
-    tokio::spawn(work_then_report(state, req, report, delay));
+    // Faults are drawn in a fixed order from disjoint slices of one number,
+    // so the same seed gives the same pattern.
+    let cfg = &state.config;
+    let fault = roll.fault;
+    if fault < cfg.hang_rate {
+        lock(&state.shared).stats.hung += 1;
+        return (StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response();
+    }
+    let twice = fault >= cfg.hang_rate && fault < cfg.hang_rate + cfg.duplicate_rate;
+    let late = fault >= cfg.hang_rate + cfg.duplicate_rate
+        && fault < cfg.hang_rate + cfg.duplicate_rate + cfg.late_rate;
+    if late {
+        delay = Duration::from_millis(cfg.late_ms);
+        lock(&state.shared).stats.late += 1;
+    }
+    let times = if twice { 2 } else { 1 };
+    // A late worker stays silent (no heartbeats) so its lease runs out first.
+    tokio::spawn(work_then_report(state, req, report, delay, times, !late));
     (StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response()
 }
 
@@ -194,11 +231,13 @@ async fn work_then_report(
     req: DispatchRequest,
     report: WorkerReport,
     delay: Duration,
+    times: u32,
+    heartbeats: bool,
 ) {
     // Heartbeat at least every 5 s so long simulated work keeps its lease.
     let mut remaining = delay;
     let beat = Duration::from_secs(5);
-    while remaining > beat {
+    while remaining > beat && heartbeats {
         tokio::time::sleep(beat).await;
         remaining -= beat;
         let _ = state
@@ -214,13 +253,19 @@ async fn work_then_report(
         // Cancelled while working: stop without reporting.
         return;
     }
+    for _ in 0..times {
+        post_result(&state, &req, &report).await;
+    }
+}
+
+async fn post_result(state: &WorkerState, req: &DispatchRequest, report: &WorkerReport) {
     // Retry transport errors and 5xx (another replica will answer); a 4xx is final.
     for attempt in 0..6u32 {
         let sent = state
             .http
             .post(&req.callback.result_url)
             .bearer_auth(&req.callback.token)
-            .json(&report)
+            .json(report)
             .send()
             .await;
         match sent {
@@ -272,6 +317,7 @@ fn simulated_report(config: &SimulationConfig, req: &DispatchRequest, roll: &Rol
 struct Roll {
     failure: f64,
     latency_fraction: f64,
+    fault: f64,
 }
 
 impl Roll {
@@ -289,6 +335,7 @@ impl Roll {
         Roll {
             failure: next(),
             latency_fraction: next(),
+            fault: next(),
         }
     }
 }

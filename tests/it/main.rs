@@ -5,5 +5,6 @@ mod attempts;
 mod helpers;
 mod missions;
 mod planning;
+mod proof;
 mod real_llm;
 mod replicas;
