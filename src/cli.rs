@@ -65,7 +65,7 @@ pub struct ServeArgs {
     /// Seconds an attempt may go without heartbeat or result before it is reclaimed.
     #[arg(long, env = "COORDINATOR_LEASE_SECS", default_value_t = 60)]
     pub lease_secs: u64,
-    /// Attempts per task before it fails.
+    /// Failed attempts per task before it fails (continuations and busy workers do not count).
     #[arg(long, env = "COORDINATOR_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: i32,
     /// Serve the API only; do not run the tick loop.

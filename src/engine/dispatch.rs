@@ -289,6 +289,19 @@ pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &reqwest::Client, d: 
         .await;
     let outcome = match sent {
         Ok(resp) if resp.status() == reqwest::StatusCode::ACCEPTED => return,
+        Ok(resp)
+            if resp.status() == reqwest::StatusCode::TOO_MANY_REQUESTS
+                || resp.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE =>
+        {
+            let retry_after = retry_after(resp.headers());
+            let mut report = transport_failure(format!(
+                "worker busy ({}); retrying after {} ms",
+                resp.status(),
+                retry_after.as_millis()
+            ));
+            report.failure_kind = None;
+            Some((report, Origin::Busy { retry_after }))
+        }
         Ok(resp) if resp.status().is_success() => match resp.json::<WorkerReport>().await {
             Ok(report) => Some((report, Origin::Inline)),
             Err(e) => Some((
@@ -316,6 +329,16 @@ pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &reqwest::Client, d: 
             }
         }
     }
+}
+
+/// A worker's `Retry-After` (seconds), defaulting to 1 s and capped at 60 s.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> std::time::Duration {
+    let secs = headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(1);
+    std::time::Duration::from_secs(secs.clamp(1, 60))
 }
 
 fn transport_failure(error: String) -> WorkerReport {

@@ -42,6 +42,12 @@ pub enum Origin<'a> {
     DispatchFailed,
     /// Reconcile found the attempt's lease expired.
     LeaseExpired,
+    /// The worker answered the dispatch 429/503: requeue after `retry_after`,
+    /// counting no failure.
+    Busy {
+        /// How long the worker asked us to wait.
+        retry_after: Duration,
+    },
 }
 
 /// What applying a report did.
@@ -127,14 +133,21 @@ pub async fn apply_report(
 
     let actor = match origin {
         Origin::Worker { .. } | Origin::Inline => format!("agent:{}", attempt.agent_id),
-        Origin::DispatchFailed | Origin::LeaseExpired => format!("engine:{}", cfg.replica_id),
+        Origin::DispatchFailed | Origin::LeaseExpired | Origin::Busy { .. } => {
+            format!("engine:{}", cfg.replica_id)
+        }
     };
     let cost = if report.cost.is_finite() {
         report.cost.max(0.0)
     } else {
         0.0
     };
+    let busy = match origin {
+        Origin::Busy { retry_after } => Some(retry_after),
+        _ => None,
+    };
     let (attempt_status, failure_kind) = match (report.status, origin) {
+        (_, Origin::Busy { .. }) => (AttemptStatus::Cancelled, None),
         (ReportStatus::Succeeded, _) => (AttemptStatus::Succeeded, None),
         (ReportStatus::Continue, _) => (AttemptStatus::Continued, None),
         (ReportStatus::Failed, Origin::LeaseExpired) => {
@@ -168,6 +181,23 @@ pub async fn apply_report(
     missions::add_spend(&mut tx, run.id, cost).await?;
 
     let new_status = match report.status {
+        _ if busy.is_some() => {
+            let due = OffsetDateTime::now_utc() + busy.unwrap_or_default();
+            retry(
+                &mut tx,
+                &task,
+                &run,
+                attempt.id,
+                RetryKind::Deferred,
+                due,
+                cost,
+                report,
+                None,
+                &actor,
+            )
+            .await?;
+            TaskStatus::RetryWait
+        }
         ReportStatus::Succeeded => {
             succeed(&mut tx, &task, attempt.id, report, cost, &actor).await?;
             tasks::promote_ready(
@@ -198,7 +228,9 @@ pub async fn apply_report(
             .await?;
             TaskStatus::RetryWait
         }
-        _ if task.attempt_count < task.max_attempts => {
+        // Only failures count against max_attempts: continuations and
+        // deferrals by a busy worker do not.
+        _ if task.failure_count + 1 < task.max_attempts => {
             let failures = (task.failure_count + 1) as u32;
             let jitter = (attempt.id.as_u128() % 1000) as f64 / 1000.0;
             let delay = retry_delay(failures, cfg.retry_base, cfg.retry_cap, jitter);
@@ -288,6 +320,7 @@ async fn succeed(
 enum RetryKind {
     Continuation,
     Failure,
+    Deferred,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -310,6 +343,7 @@ async fn retry(
     let (failures, continuations) = match why {
         RetryKind::Continuation => (0, 1),
         RetryKind::Failure => (1, 0),
+        RetryKind::Deferred => (0, 0),
     };
     let r = sqlx::query!(
         "UPDATE orchestration_tasks
@@ -344,6 +378,10 @@ async fn retry(
         RetryKind::Continuation => (
             kind::TASK_CONTINUED,
             json!({ "key": task.task_key, "turn": task.continuation_count + 1, "due": due.unix_timestamp() }),
+        ),
+        RetryKind::Deferred => (
+            kind::TASK_DEFERRED,
+            json!({ "key": task.task_key, "attempt": task.attempt_count, "reason": report.error, "due": due.unix_timestamp() }),
         ),
         RetryKind::Failure => (
             kind::TASK_RETRY_SCHEDULED,

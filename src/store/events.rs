@@ -37,6 +37,8 @@ pub mod kind {
     pub const TASK_SUCCEEDED: &str = "task.succeeded";
     /// An attempt failed and a retry was scheduled.
     pub const TASK_RETRY_SCHEDULED: &str = "task.retry_scheduled";
+    /// The worker was busy (429/503); the task waits for its Retry-After, no failure counted.
+    pub const TASK_DEFERRED: &str = "task.deferred";
     /// A worker asked to continue in a new attempt.
     pub const TASK_CONTINUED: &str = "task.continued";
     /// A task failed for good.

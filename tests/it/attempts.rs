@@ -228,3 +228,84 @@ async fn a_task_that_keeps_failing_fails_the_mission() {
     assert_eq!(agent["running_count"], 0);
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_worker_defers_the_task_without_counting_a_failure() {
+    use std::sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    use axum::{Json, Router, http::HeaderValue, response::IntoResponse, routing::post};
+    use coordinator::worker::protocol::DispatchRequest;
+
+    let mut settings = test_settings();
+    // One counted failure would fail the task (and the mission) at once.
+    settings.planning.max_attempts = 1;
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+
+    // Busy (429, Retry-After: 1) on the first request, then accepting.
+    let hits = Arc::new(AtomicUsize::new(0));
+    let accepted: Arc<Mutex<Vec<(std::time::Instant, DispatchRequest)>>> = Arc::default();
+    let first_hit: Arc<Mutex<Option<std::time::Instant>>> = Arc::default();
+    let router = {
+        let (hits, accepted, first_hit) = (hits.clone(), accepted.clone(), first_hit.clone());
+        Router::new().route(
+            "/v1/tasks",
+            post(move |Json(req): Json<DispatchRequest>| {
+                let (hits, accepted, first_hit) =
+                    (hits.clone(), accepted.clone(), first_hit.clone());
+                async move {
+                    if hits.fetch_add(1, Ordering::SeqCst) == 0 {
+                        *first_hit.lock().unwrap() = Some(std::time::Instant::now());
+                        let mut resp = StatusCode::TOO_MANY_REQUESTS.into_response();
+                        resp.headers_mut()
+                            .insert("retry-after", HeaderValue::from_static("1"));
+                        return resp;
+                    }
+                    accepted
+                        .lock()
+                        .unwrap()
+                        .push((std::time::Instant::now(), req));
+                    StatusCode::ACCEPTED.into_response()
+                }
+            }),
+        )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    app.register_fleet(&url, 1).await;
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+
+    let (at, d) = wait_until("the dispatch after the busy answer", || async {
+        accepted.lock().unwrap().first().cloned()
+    })
+    .await;
+    let waited = at - first_hit.lock().unwrap().unwrap();
+    assert!(
+        waited >= Duration::from_millis(900),
+        "Retry-After was not honoured: {waited:?}"
+    );
+    assert_eq!(d.attempt_number, 2);
+    let (status, failures): (String, i32) = sqlx::query_as(
+        "SELECT a.status, t.failure_count FROM task_attempts a JOIN orchestration_tasks t ON t.id = a.task_id
+         WHERE a.task_id = $1 AND a.attempt_number = 1",
+    )
+    .bind(d.task_id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((status.as_str(), failures), ("cancelled", 0));
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM orchestration_events WHERE run_id = $1::uuid AND kind = 'task.deferred'", id).await,
+        1
+    );
+    let http = reqwest::Client::new();
+    let (s, _) = report(&http, &d, &d.callback.token, json!({"status": "succeeded"})).await;
+    assert_eq!(s, StatusCode::OK);
+    app.stop().await;
+}

@@ -370,3 +370,46 @@ pub fn chain_plan() -> Value {
     };
     json!({"tasks": [task("a", &[]), task("b", &["a"]), task("c", &["b"])]})
 }
+
+/// A replica running in a runtime of its own, so a test can kill it outright
+/// (every task of it stops at once, mid-whatever, like a crashed process).
+pub struct IsolatedReplica {
+    /// API base URL.
+    pub url: String,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl IsolatedReplica {
+    /// Starts a replica on `db_url` in its own runtime.
+    pub async fn spawn(db_url: &str, settings: Settings) -> IsolatedReplica {
+        let db_url = db_url.to_owned();
+        let (runtime, url) = tokio::task::spawn_blocking(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let url = rt.block_on(async {
+                let pool = db::connect(&db_url, 5).await.expect("connect");
+                let app = Application::build(pool, settings).await.expect("build");
+                let url = app.url();
+                tokio::spawn(app.run_until_stopped(std::future::pending()));
+                url
+            });
+            (rt, url)
+        })
+        .await
+        .expect("replica thread");
+        IsolatedReplica {
+            url,
+            runtime: Some(runtime),
+        }
+    }
+
+    /// Kills it: its runtime stops without any graceful shutdown.
+    pub fn kill(mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}

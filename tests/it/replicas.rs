@@ -1,5 +1,8 @@
 //! Several coordinator replicas against one database.
 
+use std::time::Duration;
+
+use axum::http::StatusCode;
 use serde_json::json;
 
 use crate::helpers::*;
@@ -58,5 +61,85 @@ async fn two_replicas_never_dispatch_the_same_attempt_twice() {
             .unwrap();
     assert_eq!(held, 0);
     a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_leased_by_a_killed_replica_finishes_on_another() {
+    let db = fresh_database().await;
+    let mut settings = test_settings();
+    settings.engine.lease = Duration::from_secs(1);
+    settings.engine.replica_id = "replica-a".into();
+    let worker = ManualWorker::spawn().await;
+
+    // Replica A alone: it claims the first task and dispatches it.
+    let a = IsolatedReplica::spawn(&db, settings.clone()).await;
+    // B serves the API for the test but runs no engine until A is dead.
+    let mut api_only = test_settings();
+    api_only.run_engine = false;
+    let api = spawn_app_on(&db, api_only).await;
+    api.register_fleet(&worker.url, 1).await;
+    let m = api
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let first = worker.dispatch(1).await;
+    let (owner,): (Option<String>,) =
+        sqlx::query_as("SELECT lease_owner FROM orchestration_tasks WHERE id = $1")
+            .bind(first.task_id)
+            .fetch_one(&api.pool)
+            .await
+            .unwrap();
+    assert_eq!(owner.as_deref(), Some("replica-a"));
+    assert!(a.url.starts_with("http://127.0.0.1:"));
+    a.kill();
+
+    // Replica B takes over: A's lease runs out, B reclaims and redispatches.
+    let mut b_settings = test_settings();
+    b_settings.engine.lease = Duration::from_secs(1);
+    b_settings.engine.replica_id = "replica-b".into();
+    let b = spawn_app_on(&db, b_settings).await;
+    let second = worker.dispatch(2).await;
+    assert_eq!(second.task_id, first.task_id);
+    let http = reqwest::Client::new();
+    let (s, _) = report(
+        &http,
+        &second,
+        &second.callback.token,
+        json!({"status": "succeeded"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    // A's attempt, should its worker still answer (through any live replica), is refused.
+    let late = http
+        .post(format!("{}/v1/attempts/{}/result", b.url, first.attempt_id))
+        .bearer_auth(&first.callback.token)
+        .json(&json!({"status": "succeeded"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status().as_u16(), 409);
+    for n in 3..=4 {
+        let d = worker.dispatch(n).await;
+        let (s, _) = report(&http, &d, &d.callback.token, json!({"status": "succeeded"})).await;
+        assert_eq!(s, StatusCode::OK);
+    }
+    let done = b.wait_for_status(id, &["completed"]).await;
+    assert_eq!(done["status"], "completed");
+    let rows: Vec<(i32, String, String)> = sqlx::query_as(
+        "SELECT attempt_number, status, dispatched_by FROM task_attempts WHERE task_id = $1 ORDER BY attempt_number",
+    )
+    .bind(first.task_id)
+    .fetch_all(&b.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            (1, "expired".to_owned(), "replica-a".to_owned()),
+            (2, "succeeded".to_owned(), "replica-b".to_owned())
+        ]
+    );
+    api.stop().await;
     b.stop().await;
 }
