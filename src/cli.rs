@@ -39,6 +39,8 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Run a self-contained demo: embedded database, service, simulated workers, one mission.
     Demo(DemoArgs),
+    /// Benchmark the engine end to end (throughput, dispatch latency, step overhead).
+    Bench(crate::bench::BenchArgs),
     /// Manage API tokens.
     Token {
         /// Token command.
@@ -144,11 +146,12 @@ impl PlanningArgs {
     }
 }
 
-/// `coordinator worker`.
+/// `coordinator worker`: `--simulate`, or `--llm-url URL --model NAME`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["simulate", "llm_url"])))]
 pub struct WorkerArgs {
-    /// Simulate work (the only mode so far; an LLM-backed mode comes next).
-    #[arg(long, required = true)]
+    /// Simulate work (deterministic latency and faults; see the simulation flags).
+    #[arg(long, conflicts_with = "llm_url")]
     pub simulate: bool,
     /// Address to listen on.
     #[arg(long, env = "WORKER_LISTEN", default_value = "127.0.0.1:8091")]
@@ -156,6 +159,9 @@ pub struct WorkerArgs {
     /// Simulation settings.
     #[command(flatten)]
     pub sim: SimulationConfig,
+    /// LLM settings: each task becomes a chat-completions call.
+    #[command(flatten)]
+    pub llm: Option<crate::worker::llm::LlmWorkerConfig>,
 }
 
 /// `coordinator token …`.
@@ -185,8 +191,8 @@ pub enum TokenCommand {
 pub async fn main() -> ExitCode {
     let cli = Cli::parse();
     let default = match cli.command {
-        // The demo prints its own progress; logs would drown it.
-        Command::Demo(_) => "warn",
+        // The demo and the benchmark print their own output; logs would drown it.
+        Command::Demo(_) | Command::Bench(_) => "warn",
         _ => "info",
     };
     init_logging(cli.log.as_deref().unwrap_or(default));
@@ -222,6 +228,24 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Worker(args) => {
+            if let Some(llm) = args.llm.clone().filter(|_| !args.simulate) {
+                let worker = crate::worker::llm::LlmWorker::spawn(args.listen, llm.clone()).await?;
+                eprintln!(
+                    "LLM worker listening on {} (model {} at {})",
+                    worker.url(),
+                    llm.model,
+                    llm.llm_url
+                );
+                tokio::select! {
+                    r = worker.wait() => r?,
+                    () = shutdown_signal() => {}
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            anyhow::ensure!(
+                args.simulate,
+                "choose a worker mode: --simulate, or --llm-url URL --model NAME"
+            );
             let worker = SimulatedWorker::spawn(args.listen, args.sim.clone()).await?;
             eprintln!(
                 "simulated worker listening on {} (latency {} ms, failure rate {})",
@@ -236,6 +260,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => demo::run(args).await,
+        Command::Bench(args) => crate::bench::run(args).await.map(|()| ExitCode::SUCCESS),
         Command::Token { command } => token(command).await.map(|()| ExitCode::SUCCESS),
     }
 }

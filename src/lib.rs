@@ -16,11 +16,12 @@
 //! - [`worker`]: the worker protocol and the simulated reference worker.
 //! - [`auth`]: bearer tokens and roles.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
-//! - [`cli`] and [`demo`]: the `coordinator` command.
+//! - [`cli`], [`demo`] and [`bench`]: the `coordinator` command.
 
 pub mod api;
 pub mod assignment;
 pub mod auth;
+pub mod bench;
 pub mod cli;
 pub mod db;
 pub mod demo;

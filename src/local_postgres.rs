@@ -93,6 +93,17 @@ impl LocalPostgres {
         Self::start_with(&dir, true).await
     }
 
+    /// Starts a fresh cluster in a new temporary directory with PostgreSQL's
+    /// default durability (fsync on), for benchmarks; removed when it stops.
+    pub async fn start_temporary() -> anyhow::Result<LocalPostgres> {
+        let dir = std::env::temp_dir().join(format!(
+            "coordinator-bench-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        Self::start_inner(&dir, true, false).await
+    }
+
     /// The connection URL of the coordinator database.
     pub fn url(&self) -> &str {
         &self.url
@@ -122,6 +133,15 @@ impl LocalPostgres {
     }
 
     async fn start_with(data_dir: &Path, throwaway: bool) -> anyhow::Result<LocalPostgres> {
+        Self::start_inner(data_dir, throwaway, throwaway).await
+    }
+
+    /// `cleanup`: remove the directory when the server stops; `fast`: no fsync.
+    async fn start_inner(
+        data_dir: &Path,
+        throwaway: bool,
+        fast: bool,
+    ) -> anyhow::Result<LocalPostgres> {
         let bin = find_binaries()?;
         fs::create_dir_all(data_dir)
             .with_context(|| format!("creating data directory {}", data_dir.display()))?;
@@ -204,7 +224,7 @@ impl LocalPostgres {
             "-c",
             "max_connections=300",
         ];
-        if throwaway {
+        if fast {
             args.extend([
                 "-c",
                 "fsync=off",

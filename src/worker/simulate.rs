@@ -99,6 +99,8 @@ pub struct WorkerStats {
 struct Shared {
     stats: WorkerStats,
     seen: HashMap<Uuid, u32>,
+    /// When each attempt's first dispatch arrived (for latency benchmarks).
+    arrivals: HashMap<Uuid, std::time::SystemTime>,
     cancelled: std::collections::HashSet<Uuid>,
 }
 
@@ -147,6 +149,11 @@ impl SimulatedWorker {
         lock(&self.shared).stats.clone()
     }
 
+    /// When each attempt's dispatch arrived, by attempt id.
+    pub fn arrivals(&self) -> HashMap<Uuid, std::time::SystemTime> {
+        lock(&self.shared).arrivals.clone()
+    }
+
     /// Waits until the server task ends (it runs until the process exits).
     pub async fn wait(mut self) -> anyhow::Result<()> {
         (&mut self.task).await?;
@@ -191,6 +198,10 @@ async fn accept_task(
     {
         let mut shared = lock(&state.shared);
         shared.stats.received += 1;
+        shared
+            .arrivals
+            .entry(req.attempt_id)
+            .or_insert_with(std::time::SystemTime::now);
         let seen = shared.seen.entry(req.attempt_id).or_insert(0);
         *seen += 1;
         if *seen > 1 {

@@ -105,3 +105,40 @@ async fn a_mission_planned_by_a_tiny_real_model_never_gets_stuck() {
     }
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_llm_worker_runs_a_mission_on_a_real_llama_cpp_server() {
+    use coordinator::worker::llm::{LlmWorker, LlmWorkerConfig};
+
+    let Some(url) = server() else { return };
+    let mut cfg = LlmWorkerConfig::new(url);
+    cfg.model = "smollm2".into();
+    cfg.max_tokens = 120;
+    cfg.heartbeat_secs = 1;
+    let worker = LlmWorker::spawn(std::net::SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
+        .await
+        .unwrap();
+    let app = spawn_app().await;
+    app.register_fleet(&worker.url(), 1).await;
+    let m = app
+        .create_mission(
+            json!({"goal": "Explain composting", "autonomy": "autonomous", "plan": chain_plan()}),
+        )
+        .await;
+    let done = app
+        .wait_for_status_within(
+            m["id"].as_str().unwrap(),
+            &["completed", "failed"],
+            Duration::from_secs(400),
+        )
+        .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    for t in done["tasks"].as_array().unwrap() {
+        // The model's text is the output; a real server reported token usage.
+        assert!(t["output"]["text"].is_string(), "{t}");
+    }
+    let stats = worker.stats();
+    assert_eq!(stats.calls, 3, "{stats:?}");
+    assert!(stats.completion_tokens > 0, "{stats:?}");
+    app.stop().await;
+}

@@ -1,0 +1,444 @@
+//! `coordinator bench`: the engine benchmark, end to end through HTTP.
+//!
+//! Against a private PostgreSQL with default durability (or `DATABASE_URL`,
+//! in a database of its own), with instant simulated workers, it measures:
+//! - throughput: missions of fan-out plans approved at once, for each replica
+//!   count (tasks/s from the first approval to the last completion);
+//! - dispatch latency: from a parent task's completion commit to its child's
+//!   request arriving at the worker (p50/p95/p99);
+//! - step overhead of one sequential mission (`--chain` steps).
+//!
+//! A baseline measured in the same run (one committed insert plus one HTTP
+//! round trip to the worker: the least one dispatch step can cost) turns the
+//! figures into ratios, so runs on different machines compare. The last line
+//! is space-separated `key=value` figures.
+
+use std::{
+    net::SocketAddr,
+    time::{Duration, Instant, SystemTime},
+};
+
+use anyhow::{Context, bail};
+use futures::{StreamExt, stream};
+use serde_json::{Value, json};
+use sqlx::{Connection, Executor, PgPool};
+use uuid::Uuid;
+
+use crate::{
+    api::{Application, Settings},
+    auth, db,
+    local_postgres::LocalPostgres,
+    worker::simulate::{SimulatedWorker, SimulationConfig},
+};
+
+/// `coordinator bench` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// PostgreSQL server to use (a new database is created on it); without it
+    /// a temporary private PostgreSQL with default durability is started.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Missions per throughput phase.
+    #[arg(long, default_value_t = 200)]
+    pub missions: usize,
+    /// Tasks per mission (fan-out: a root, parallel middle tasks, a sink; 3–20).
+    #[arg(long, default_value_t = 5)]
+    pub tasks: usize,
+    /// Steps of the sequential mission for step overhead (3–20).
+    #[arg(long, default_value_t = 20)]
+    pub chain: usize,
+    /// Replica counts to measure throughput for, e.g. `1,2`.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
+    pub replicas: Vec<usize>,
+    /// Agents registered (all at one instant worker).
+    #[arg(long, default_value_t = 8)]
+    pub agents: usize,
+    /// Concurrency cap of each agent.
+    #[arg(long, default_value_t = 32)]
+    pub agent_cap: i32,
+    /// Concurrent API calls used to create and approve missions.
+    #[arg(long, default_value_t = 8)]
+    pub client_concurrency: usize,
+}
+
+fn task(id: String, deps: Vec<String>) -> Value {
+    json!({"id": id, "title": "bench step", "task_type": "research", "required_skills": ["research"],
+           "depends_on": deps, "success_criteria": [{"description": "done", "must_pass": true}]})
+}
+
+/// Root → `n - 2` parallel tasks → sink.
+fn fanout_plan(n: usize) -> Value {
+    let middle: Vec<String> = (1..n - 1).map(|i| format!("m{i}")).collect();
+    let mut tasks = vec![task("root".into(), vec![])];
+    tasks.extend(middle.iter().map(|m| task(m.clone(), vec!["root".into()])));
+    tasks.push(task("sink".into(), middle));
+    json!({ "tasks": tasks })
+}
+
+/// `n` tasks in a line.
+fn chain_plan(n: usize) -> Value {
+    let tasks: Vec<Value> = (0..n)
+        .map(|i| {
+            let deps = if i == 0 {
+                vec![]
+            } else {
+                vec![format!("s{}", i - 1)]
+            };
+            task(format!("s{i}"), deps)
+        })
+        .collect();
+    json!({ "tasks": tasks })
+}
+
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await?;
+        let status = resp.status();
+        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("{path}: {status} {body}");
+        }
+        Ok(body)
+    }
+}
+
+/// Percentile (0–100) of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    percentile(&v, 50.0)
+}
+
+/// Milliseconds from each parent's completion to its child's arrival at the worker.
+async fn dispatch_latencies(
+    pool: &PgPool,
+    runs: &[Uuid],
+    arrivals: &std::collections::HashMap<Uuid, SystemTime>,
+) -> anyhow::Result<Vec<f64>> {
+    let rows: Vec<(Uuid, time::OffsetDateTime)> = sqlx::query_as(
+        "SELECT a.id, p.finished_at
+         FROM orchestration_task_dependencies d
+         JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
+         JOIN task_attempts a ON a.task_id = d.task_id AND a.attempt_number = 1
+         WHERE d.run_id = ANY($1) AND p.finished_at IS NOT NULL",
+    )
+    .bind(runs)
+    .fetch_all(pool)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (attempt, parent_done) in rows {
+        if let Some(arrived) = arrivals.get(&attempt) {
+            let arrived = time::OffsetDateTime::from(*arrived);
+            out.push((arrived - parent_done).as_seconds_f64() * 1000.0);
+        }
+    }
+    out.sort_by(f64::total_cmp);
+    Ok(out)
+}
+
+/// Waits until every mission's work is done (approve-mode missions stop at
+/// the review gate, which counts as done here).
+async fn wait_completed(pool: &PgPool, runs: &[Uuid], limit: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let (done, failed): (i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
+                    count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
+             FROM orchestration_runs WHERE id = ANY($1)",
+        )
+        .bind(runs)
+        .fetch_one(pool)
+        .await?;
+        if failed > 0 {
+            bail!("{failed} benchmark mission(s) failed");
+        }
+        if done as usize == runs.len() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "only {done} of {} missions completed within {limit:?}",
+                runs.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Runs the benchmark and prints its report.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    anyhow::ensure!((3..=20).contains(&args.tasks), "--tasks must be 3–20");
+    anyhow::ensure!((3..=20).contains(&args.chain), "--chain must be 3–20");
+    anyhow::ensure!(
+        !args.replicas.is_empty() && args.replicas.iter().all(|r| (1..=8).contains(r)),
+        "--replicas must be 1–8 each"
+    );
+
+    // A database of its own: never the user's data.
+    let (url, server) = match &args.database_url {
+        Some(base) => {
+            let name = format!("coordinator_bench_{}", Uuid::new_v4().simple());
+            let mut conn = sqlx::PgConnection::connect(base)
+                .await
+                .context("connecting to DATABASE_URL")?;
+            conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .await?;
+            let mut url = reqwest::Url::parse(base)?;
+            url.set_path(&format!("/{name}"));
+            (url.to_string(), None)
+        }
+        None => {
+            let pg = LocalPostgres::start_temporary().await?;
+            (pg.url().to_owned(), Some(pg))
+        }
+    };
+    let pool = db::connect(&url, 10).await?;
+    db::migrate(&pool).await?;
+    let token = auth::generate_token();
+    auth::ensure_bootstrap(&pool, Some(&token)).await?;
+
+    let worker = SimulatedWorker::spawn(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        SimulationConfig {
+            latency_ms: 0,
+            inline: true,
+            cost_per_task: 0.0,
+            ..SimulationConfig::default()
+        },
+    )
+    .await?;
+    let http = reqwest::Client::new();
+
+    eprintln!("measuring the baseline…");
+    // Baseline: one committed insert + one HTTP round trip to the worker.
+    let mut commits = Vec::new();
+    let mut rtts = Vec::new();
+    for i in 0..200 {
+        let t = Instant::now();
+        sqlx::query("INSERT INTO workspaces (id, name) VALUES ($1, $2)")
+            .bind(Uuid::now_v7())
+            .bind(format!("bench-baseline-{i}"))
+            .execute(&pool)
+            .await?;
+        commits.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        http.get(format!("{}/healthz", worker.url()))
+            .send()
+            .await?
+            .error_for_status()?;
+        rtts.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let commit_ms = median(commits);
+    let http_ms = median(rtts);
+    let baseline_ms = commit_ms + http_ms;
+
+    let mut throughput: Vec<(usize, f64, f64)> = Vec::new();
+    let mut latencies = Vec::new();
+    let mut registered = false;
+    for &replicas in &args.replicas {
+        let mut apps = Vec::new();
+        let mut stops = Vec::new();
+        for _ in 0..replicas {
+            let app_pool = db::connect(&url, 20).await?;
+            let app = Application::build(
+                app_pool,
+                Settings::new(SocketAddr::from(([127, 0, 0, 1], 0))),
+            )
+            .await?;
+            let base = app.url();
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            apps.push((
+                base,
+                tokio::spawn(app.run_until_stopped(async {
+                    let _ = rx.await;
+                })),
+            ));
+            stops.push(tx);
+        }
+        let api = Api {
+            http: http.clone(),
+            base: apps[0].0.clone(),
+            token: token.clone(),
+        };
+        if !registered {
+            for i in 0..args.agents {
+                api.post(
+                    "/v1/agents",
+                    json!({"agent_id": format!("bench-{i}"), "role": "bench", "skills": ["research"],
+                           "endpoint_url": worker.url(), "max_concurrency": args.agent_cap}),
+                )
+                .await?;
+            }
+            registered = true;
+        }
+        eprintln!(
+            "[{replicas} replica(s)] creating {} missions…",
+            args.missions
+        );
+        let plan = fanout_plan(args.tasks);
+        let ids: Vec<Uuid> = stream::iter(0..args.missions)
+            .map(|i| {
+                let (api, plan) = (&api, plan.clone());
+                async move {
+                    let m = api
+                        .post(
+                            "/v1/missions",
+                            json!({"goal": format!("bench mission {i}"), "plan": plan}),
+                        )
+                        .await?;
+                    m["id"]
+                        .as_str()
+                        .and_then(|s| s.parse::<Uuid>().ok())
+                        .context("mission id")
+                }
+            })
+            .buffer_unordered(args.client_concurrency)
+            .collect::<Vec<anyhow::Result<Uuid>>>()
+            .await
+            .into_iter()
+            .collect::<anyhow::Result<_>>()?;
+        eprintln!("[{replicas} replica(s)] approving and running them…");
+        let started = Instant::now();
+        let approvals: Vec<anyhow::Result<Value>> = stream::iter(ids.iter().enumerate())
+            .map(|(i, id)| {
+                // Spread approvals over the replicas like a load balancer would.
+                let base = apps[i % apps.len()].0.clone();
+                let api = Api {
+                    http: http.clone(),
+                    base,
+                    token: token.clone(),
+                };
+                async move {
+                    api.post(&format!("/v1/missions/{id}/approve"), json!({}))
+                        .await
+                }
+            })
+            .buffer_unordered(args.client_concurrency)
+            .collect()
+            .await;
+        for a in approvals {
+            a?;
+        }
+        wait_completed(&pool, &ids, Duration::from_secs(600)).await?;
+        let elapsed = started.elapsed().as_secs_f64();
+        throughput.push((replicas, (ids.len() * args.tasks) as f64 / elapsed, elapsed));
+        if replicas == args.replicas[0] {
+            latencies = dispatch_latencies(&pool, &ids, &worker.arrivals()).await?;
+        }
+        for s in stops {
+            let _ = s.send(());
+        }
+        for (_, handle) in apps {
+            let _ = handle.await;
+        }
+    }
+
+    eprintln!("running a {}-step sequential mission…", args.chain);
+    // Step overhead: one sequential mission on one replica.
+    let app = Application::build(
+        db::connect(&url, 10).await?,
+        Settings::new(SocketAddr::from(([127, 0, 0, 1], 0))),
+    )
+    .await?;
+    let api = Api {
+        http: http.clone(),
+        base: app.url(),
+        token: token.clone(),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(app.run_until_stopped(async {
+        let _ = rx.await;
+    }));
+    let m = api
+        .post("/v1/missions", json!({"goal": "bench chain", "autonomy": "autonomous", "plan": chain_plan(args.chain)}))
+        .await?;
+    let chain_id: Uuid = m["id"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .context("mission id")?;
+    wait_completed(&pool, &[chain_id], Duration::from_secs(120)).await?;
+    let (span_ms,): (f64,) = sqlx::query_as(
+        "SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 * 1000 FROM orchestration_tasks WHERE run_id = $1",
+    )
+    .bind(chain_id)
+    .fetch_one(&pool)
+    .await?;
+    let step_overhead_ms = span_ms / args.chain as f64;
+    let chain_latencies = dispatch_latencies(&pool, &[chain_id], &worker.arrivals()).await?;
+    let _ = tx.send(());
+    let _ = handle.await;
+
+    let p = |v: &[f64], q| percentile(v, q);
+    let (p50, p95, p99) = (
+        p(&latencies, 50.0),
+        p(&latencies, 95.0),
+        p(&latencies, 99.0),
+    );
+    println!(
+        "coordinator bench: {} missions × {} tasks per phase, {} agents × cap {}, instant workers",
+        args.missions, args.tasks, args.agents, args.agent_cap
+    );
+    println!(
+        "baseline: commit {commit_ms:.3} ms + worker HTTP round trip {http_ms:.3} ms = {baseline_ms:.3} ms"
+    );
+    for (r, tps, secs) in &throughput {
+        println!("throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s)");
+    }
+    println!(
+        "dispatch latency (parent commit → child at worker), {} edges: p50 {p50:.2} ms ({:.1}× baseline), p95 {p95:.2} ms, p99 {p99:.2} ms",
+        latencies.len(),
+        p50 / baseline_ms
+    );
+    println!(
+        "{}-step sequential mission: {step_overhead_ms:.2} ms per step ({:.1}× baseline); chain dispatch p50 {:.2} ms",
+        args.chain,
+        step_overhead_ms / baseline_ms,
+        p(&chain_latencies, 50.0)
+    );
+    let mut line = vec![format!(
+        "tasks_per_s={:.0}",
+        throughput.first().map(|t| t.1).unwrap_or(f64::NAN)
+    )];
+    for (r, tps, _) in &throughput {
+        line.push(format!("tasks_per_s_{r}r={tps:.0}"));
+    }
+    line.extend([
+        format!("dispatch_p50_ms={p50:.2}"),
+        format!("dispatch_p95_ms={p95:.2}"),
+        format!("dispatch_p99_ms={p99:.2}"),
+        format!("step_overhead_ms={step_overhead_ms:.2}"),
+        format!("baseline_ms={baseline_ms:.3}"),
+        format!("dispatch_p50_x_baseline={:.1}", p50 / baseline_ms),
+        format!(
+            "step_overhead_x_baseline={:.1}",
+            step_overhead_ms / baseline_ms
+        ),
+    ]);
+    println!("{}", line.join(" "));
+
+    drop(worker);
+    pool.close().await;
+    if let Some(pg) = server {
+        pg.stop().await?;
+    }
+    Ok(())
+}
