@@ -196,19 +196,17 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
             .await?;
         tasks::record(
             &mut tx,
-            Change {
-                task_id: task.id,
-                run_id: task.run_id,
-                workspace_id: task.workspace_id,
-                to: TaskStatus::Running,
-                kind: kind::TASK_DISPATCHED,
-                actor: &actor,
-                attempt_id: Some(attempt_id),
-                payload: json!({
+            Change::of(
+                task,
+                TaskStatus::Running,
+                kind::TASK_DISPATCHED,
+                &actor,
+                Some(attempt_id),
+                json!({
                     "key": task.task_key, "agent_id": agent.profile.agent_id,
                     "attempt": attempt_number, "score": score,
                 }),
-            },
+            ),
         )
         .await?;
         let base = cfg.public_url.trim_end_matches('/');

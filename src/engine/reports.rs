@@ -301,16 +301,7 @@ async fn succeed(
     }
     tasks::record(
         conn,
-        Change {
-            task_id: task.id,
-            run_id: task.run_id,
-            workspace_id: task.workspace_id,
-            to,
-            kind: kind::TASK_SUCCEEDED,
-            actor,
-            attempt_id: Some(attempt_id),
-            payload: json!({ "key": task.task_key, "attempt": task.attempt_count, "cost": cost, "tokens": report.tokens }),
-        },
+        Change::of(task, to, kind::TASK_SUCCEEDED, actor, Some(attempt_id), json!({ "key": task.task_key, "attempt": task.attempt_count, "cost": cost, "tokens": report.tokens })),
     )
     .await?;
     Ok(())
@@ -393,16 +384,7 @@ async fn retry(
     };
     tasks::record(
         conn,
-        Change {
-            task_id: task.id,
-            run_id: task.run_id,
-            workspace_id: task.workspace_id,
-            to,
-            kind: event,
-            actor,
-            attempt_id: Some(attempt_id),
-            payload,
-        },
+        Change::of(task, to, event, actor, Some(attempt_id), payload),
     )
     .await?;
     Ok(())
@@ -439,16 +421,7 @@ async fn fail(
     }
     tasks::record(
         conn,
-        Change {
-            task_id: task.id,
-            run_id: task.run_id,
-            workspace_id: task.workspace_id,
-            to,
-            kind: kind::TASK_FAILED,
-            actor,
-            attempt_id: Some(attempt_id),
-            payload: json!({ "key": task.task_key, "attempts": task.attempt_count, "failure_kind": failure_kind, "error": report.error }),
-        },
+        Change::of(task, to, kind::TASK_FAILED, actor, Some(attempt_id), json!({ "key": task.task_key, "attempts": task.attempt_count, "failure_kind": failure_kind, "error": report.error })),
     )
     .await?;
     Ok(())

@@ -330,6 +330,29 @@ pub struct Change<'a> {
     pub payload: Value,
 }
 
+impl<'a> Change<'a> {
+    /// A change of `task` (its ids taken from the row).
+    pub fn of(
+        task: &TaskRow,
+        to: TaskStatus,
+        kind: &'a str,
+        actor: &'a str,
+        attempt_id: Option<Uuid>,
+        payload: Value,
+    ) -> Change<'a> {
+        Change {
+            task_id: task.id,
+            run_id: task.run_id,
+            workspace_id: task.workspace_id,
+            to,
+            kind,
+            actor,
+            attempt_id,
+            payload,
+        }
+    }
+}
+
 /// Writes a task transition's event and moves its board card, in one go.
 pub async fn record(conn: &mut PgConnection, c: Change<'_>) -> sqlx::Result<()> {
     sqlx::query!(
