@@ -212,7 +212,9 @@ async fn resume(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<MissionView>> {
     who.require(WRITERS)?;
-    Ok(Json(missions::resume(&state.pool, &who, id).await?))
+    Ok(Json(
+        missions::resume(&state.pool, &state.http, &who, id).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]

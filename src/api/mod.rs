@@ -84,6 +84,14 @@ async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
+/// The client for calls to workers.
+fn http_client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()?)
+}
+
 /// How to run the service.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -125,13 +133,11 @@ impl Application {
         let listener = TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
         let mut engine = settings.engine;
+        engine.worker_http = http_client()?;
         engine.public_url = settings
             .public_url
             .unwrap_or_else(|| format!("http://{addr}"));
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()?;
+        let http = http_client()?;
         Ok(Application {
             listener,
             state: AppState {

@@ -48,6 +48,8 @@ pub struct EngineConfig {
     pub continuation_delay: Duration,
     /// Scoring weights.
     pub weights: ScoreWeights,
+    /// Client for calls to workers outside dispatch (cancel notices).
+    pub worker_http: reqwest::Client,
 }
 
 impl EngineConfig {
@@ -66,6 +68,7 @@ impl EngineConfig {
             max_continuations: 10,
             continuation_delay: reports::DEFAULT_CONTINUATION_DELAY,
             weights: ScoreWeights::default(),
+            worker_http: reqwest::Client::new(),
         }
     }
 }

@@ -95,6 +95,7 @@ pub async fn plan_one(
         // Cancelled meanwhile, or another replica took over after our lease ran out.
         return Ok(true);
     }
+    let mut cancelled = Vec::new();
     match result {
         Ok(planned) => {
             let validated = validate_plan(
@@ -196,9 +197,11 @@ pub async fn plan_one(
                     "planning failed",
                 )
                 .await?;
-                for a in attempts::cancel_live_for_mission(&mut tx, run.id).await? {
+                let live = attempts::cancel_live_for_mission(&mut tx, run.id).await?;
+                for a in &live {
                     agents::release_slot(&mut tx, run.workspace_id, &a.agent_id).await?;
                 }
+                cancelled = live;
                 missions::transition(&mut tx, &mut run, MissionEvent::Fail, &actor, Some(&reason))
                     .await
                     .map_err(|e| anyhow::anyhow!("failing mission after planning error: {e}"))?;
@@ -206,6 +209,7 @@ pub async fn plan_one(
         }
     }
     tx.commit().await?;
+    super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
     Ok(true)
 }
 

@@ -89,17 +89,19 @@ pub async fn sweep(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
         };
         let promoted =
             tasks::promote_ready(&mut tx, workspace_id, run_id, None, run.priority, &actor).await?;
-        match reports::finish_mission_if_done(&mut tx, &mut run, &actor).await {
-            Ok(()) => {}
+        let cancelled = match reports::finish_mission_if_done(&mut tx, &mut run, &actor).await {
+            Ok(cancelled) => cancelled,
             Err(ReportError::Db(e)) => return Err(e.into()),
             Err(e) => {
-                tracing::warn!(mission = %run_id, error = %e, "sweep could not finish mission")
+                tracing::warn!(mission = %run_id, error = %e, "sweep could not finish mission");
+                Vec::new()
             }
-        }
+        };
         if promoted > 0 {
             missions::notify_wake(&mut tx).await?;
         }
         tx.commit().await?;
+        super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
         touched += 1;
     }
     Ok(touched)

@@ -264,11 +264,14 @@ pub async fn apply_report(
             TaskStatus::Failed
         }
     };
-    if new_status.is_terminal() {
-        finish_mission_if_done(&mut tx, &mut run, &actor).await?;
-    }
+    let cancelled = if new_status.is_terminal() {
+        finish_mission_if_done(&mut tx, &mut run, &actor).await?
+    } else {
+        Vec::new()
+    };
     missions::notify_wake(&mut tx).await?;
     tx.commit().await?;
+    super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
     Ok(Applied::Applied(new_status))
 }
 
@@ -430,13 +433,14 @@ async fn fail(
 /// Moves an executing mission on once none of its tasks is open: a failed
 /// required task fails it (cancelling what is left), otherwise it completes
 /// (or waits for review in approve mode). Caller holds the mission lock.
+/// Returns the live attempts it cancelled: tell their workers after commit.
 pub async fn finish_mission_if_done(
     conn: &mut PgConnection,
     run: &mut MissionRow,
     actor: &str,
-) -> Result<(), ReportError> {
+) -> Result<Vec<attempts::Cancelled>, ReportError> {
     if run.status() != MissionStatus::Executing {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let (open, failed) = tasks::open_and_failed(conn, run.id).await?;
     if failed > 0 {
@@ -452,6 +456,7 @@ pub async fn finish_mission_if_done(
         missions::transition(conn, run, MissionEvent::Fail, actor, Some(&reason))
             .await
             .map_err(|_| ReportError::Race("mission"))?;
+        return Ok(live);
     } else if open == 0 {
         missions::transition(
             conn,
@@ -463,7 +468,7 @@ pub async fn finish_mission_if_done(
         .await
         .map_err(|_| ReportError::Race("mission"))?;
     }
-    Ok(())
+    Ok(Vec::new())
 }
 
 /// The continuation delay default.

@@ -412,7 +412,12 @@ pub async fn pause(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionVi
 
 /// Resumes a paused mission: ready tasks are dispatched again, and a mission
 /// whose work all finished while paused moves on.
-pub async fn resume(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionView, ApiError> {
+pub async fn resume(
+    pool: &PgPool,
+    http: &reqwest::Client,
+    who: &Principal,
+    id: Uuid,
+) -> Result<MissionView, ApiError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
@@ -420,10 +425,11 @@ pub async fn resume(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionV
         .await
         .map_err(transition_error)?;
     start_execution(&mut tx, &run, &actor).await?;
-    crate::engine::reports::finish_mission_if_done(&mut tx, &mut run, &actor)
+    let cancelled = crate::engine::reports::finish_mission_if_done(&mut tx, &mut run, &actor)
         .await
         .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
     tx.commit().await?;
+    crate::engine::dispatch::notify_cancelled(http, cancelled);
     view(pool, who.workspace_id, id).await
 }
 

@@ -309,3 +309,43 @@ async fn a_busy_worker_defers_the_task_without_counting_a_failure() {
     assert_eq!(s, StatusCode::OK);
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_a_mission_fails_the_workers_of_its_live_attempts_are_told_to_stop() {
+    let mut settings = test_settings();
+    settings.planning.max_attempts = 1;
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 2).await;
+    // Two independent roots run at once; one fails for good.
+    let mut plan = chain_plan();
+    plan["tasks"][1]["depends_on"] = json!([]);
+    plan["tasks"][2]["depends_on"] = json!(["a", "b"]);
+    let m = app
+        .create_mission(json!({"goal": "two roots", "autonomy": "autonomous", "plan": plan}))
+        .await;
+    let first = worker.dispatch(1).await;
+    let second = worker.dispatch(2).await;
+    let http = reqwest::Client::new();
+    let (s, _) = report(
+        &http,
+        &first,
+        &first.callback.token,
+        json!({"status": "failed", "error": "no"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    app.wait_for_status(m["id"].as_str().unwrap(), &["failed"])
+        .await;
+    // The other live attempt was cancelled and its worker told.
+    worker.wait_for_cancel(&second.attempt_id.to_string()).await;
+    let (s, _) = report(
+        &http,
+        &second,
+        &second.callback.token,
+        json!({"status": "succeeded"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    app.stop().await;
+}
