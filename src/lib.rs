@@ -14,7 +14,7 @@
 //! - [`engine`]: the tick — dispatch (claim, assign, send) and reconcile (leases, sweeps).
 //! - [`api`]: HTTP handlers (thin), extractors, [`api::Application`].
 //! - [`worker`]: the worker protocol and the simulated reference worker.
-//! - [`auth`]: bearer tokens and roles.
+//! - [`auth`]: bearer tokens and roles; [`retry_after`]: reading `Retry-After`.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
 //! - [`cli`], [`demo`] and [`bench`]: the `coordinator` command.
 
@@ -31,5 +31,6 @@ pub mod error;
 pub mod local_postgres;
 pub mod missions;
 pub mod planning;
+pub mod retry_after;
 pub mod store;
 pub mod worker;

@@ -329,14 +329,12 @@ pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &reqwest::Client, d: 
     }
 }
 
-/// A worker's `Retry-After` (seconds), defaulting to 1 s and capped at 60 s.
+/// A busy worker's `Retry-After`, defaulting to 1 s and kept within 1–60 s.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> std::time::Duration {
-    let secs = headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(1);
-    std::time::Duration::from_secs(secs.clamp(1, 60))
+    use std::time::Duration;
+    crate::retry_after::from_headers(headers)
+        .unwrap_or(Duration::from_secs(1))
+        .clamp(Duration::from_secs(1), Duration::from_secs(60))
 }
 
 fn transport_failure(error: String) -> WorkerReport {

@@ -656,12 +656,8 @@ impl LlmPlanner {
             }
             let mut response = builder.send().await.map_err(attempt_error)?;
             let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(|secs| Duration::from_secs(secs).min(MAX_RETRY_DELAY));
+            let retry_after = crate::retry_after::from_headers(response.headers())
+                .map(|wait| wait.min(MAX_RETRY_DELAY));
             let (bytes, complete) = read_capped(&mut response, MAX_RESPONSE_BYTES).await?;
             Ok((status, retry_after, bytes, complete))
         };

@@ -34,10 +34,8 @@ use axum::{
     response::IntoResponse,
     routing::{get, post},
 };
-use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde::Serialize;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 use tokio::{
     net::TcpListener,
     sync::{Semaphore, watch},
@@ -52,9 +50,6 @@ pub const MAX_RESPONSE_BYTES: usize = 2 << 20;
 
 /// Most bytes of one upstream task's output quoted to the model.
 pub const MAX_UPSTREAM_BYTES: usize = 4 * 1024;
-
-/// Longest `Retry-After` taken from a provider; longer values are capped.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// Most bytes of the success criteria, the inputs or the feedback quoted to the model.
 const MAX_FIELD_BYTES: usize = 16 * 1024;
@@ -707,7 +702,7 @@ async fn call_model(state: &WorkerState, req: &DispatchRequest) -> Result<Comple
         }
         let mut response = builder.send().await.map_err(|e| call_error(&e, limit))?;
         let status = response.status();
-        let retry_after = provider_retry_after(response.headers());
+        let retry_after = crate::retry_after::from_headers(response.headers());
         let (bytes, complete) = read_capped(&mut response, MAX_RESPONSE_BYTES, limit).await?;
         Ok::<_, CallError>((status, retry_after, bytes, complete))
     };
@@ -921,44 +916,6 @@ fn completions_url(base_url: &str) -> Result<reqwest::Url, LlmWorkerError> {
     Ok(url)
 }
 
-/// How long the provider asked to wait before the next call, from its
-/// `Retry-After` header: delta-seconds (fractions rounded up) or an HTTP date,
-/// capped at [`MAX_RETRY_AFTER`]; `None` when absent or unreadable.
-pub fn provider_retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
-    parse_retry_after(value, OffsetDateTime::now_utc())
-}
-
-fn parse_retry_after(value: &str, now: OffsetDateTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
-    }
-    if let Ok(secs) = value.parse::<f64>() {
-        // Not RFC 9110, but some providers send fractions; never wait less than asked.
-        if secs.is_finite() && secs >= 0.0 {
-            return Some(Duration::from_secs_f64(
-                secs.ceil().min(MAX_RETRY_AFTER.as_secs_f64()),
-            ));
-        }
-        return None;
-    }
-    let format = time::macros::format_description!(
-        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
-    );
-    let at = time::PrimitiveDateTime::parse(value, format)
-        .ok()?
-        .assume_utc();
-    let wait = at - now;
-    Some(if wait.is_negative() {
-        Duration::ZERO
-    } else {
-        Duration::try_from(wait)
-            .unwrap_or(MAX_RETRY_AFTER)
-            .min(MAX_RETRY_AFTER)
-    })
-}
-
 /// Reads at most `cap` bytes of the body; the flag says whether the body ended within the cap.
 async fn read_capped(
     response: &mut reqwest::Response,
@@ -1083,6 +1040,7 @@ mod tests {
     use super::*;
     use crate::worker::protocol::{Callback, TaskPayload, UpstreamOutput};
     use std::time::Instant;
+    use time::OffsetDateTime;
     use wiremock::{
         Mock, MockServer, Request, ResponseTemplate,
         matchers::{header, method, path},
@@ -1678,31 +1636,6 @@ mod tests {
                 .unwrap()
                 .as_str(),
             "http://h:1/v1/chat/completions"
-        );
-    }
-
-    #[test]
-    fn retry_after_reads_seconds_and_dates() {
-        let now = time::macros::datetime!(2024-05-01 12:00:00 UTC);
-        assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("1.2", now), Some(Duration::from_secs(2)));
-        assert_eq!(parse_retry_after("999999", now), Some(MAX_RETRY_AFTER));
-        assert_eq!(
-            parse_retry_after("Wed, 01 May 2024 12:00:30 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            parse_retry_after("Wed, 01 May 2024 11:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after("-3", now), None);
-        assert_eq!(parse_retry_after("soon", now), None);
-        let mut headers = HeaderMap::new();
-        assert_eq!(provider_retry_after(&headers), None);
-        headers.insert(RETRY_AFTER, "12".parse().unwrap());
-        assert_eq!(
-            provider_retry_after(&headers),
-            Some(Duration::from_secs(12))
         );
     }
 
