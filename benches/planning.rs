@@ -33,6 +33,7 @@ fn task(i: usize, deps: Vec<usize>) -> TaskSpec {
         success_criteria: vec![Criterion {
             description: "done".into(),
             must_pass: true,
+            check: None,
         }],
         estimated_cost: 0.01,
         optional: false,

@@ -1,18 +1,27 @@
 //! Deterministic agent choice: a pure function of (task, agents, loads).
 //!
-//! Hard filters first (the agent has every required skill and tool, case-
-//! insensitively, and a free slot), then a weighted score in `[0, 1]`:
+//! Hard filters first: the agent is online (the caller passes only online
+//! agents), has every required skill and tool (case-insensitively), a free
+//! slot, a model tier of at least the task's minimum, and has not been
+//! excluded from the task by the escalation ladder. Then a weighted score:
 //!
 //! ```text
-//! score = w_fit·fit + w_trust·trust + w_capacity·(1 − running/max) + w_cost·1/(1 + cost_per_task)
+//! score = w_fit·fit + w_trust·trust + w_capacity·(1 − running/max)
+//!       + w_cost·1/(1 + cost_per_task) + w_past·(s + 1)/(s + f + 2)
 //! fit   = |required skills| / |agent skills|   (1 when the task needs none or the agent lists none)
+//! s, f  = the agent's succeeded and failed attempts on this task type
 //! ```
 //!
 //! `fit` prefers specialists over generalists, so broad agents stay free for
-//! work only they can do. Ties break by `agent_id`, so the same inputs always
+//! work only they can do. Past success is Laplace-smoothed: an agent with no
+//! history scores 0.5, as trust does by default. The weights are
+//! configuration (`--score-weights`); the total is divided by their sum, so
+//! it stays in `[0, 1]`. Ties break by `agent_id`, so the same inputs always
 //! give the same choice, whatever order the agents come in.
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 /// What the scorer needs to know about an agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +40,10 @@ pub struct AgentProfile {
     pub max_concurrency: i32,
     /// Live attempts right now.
     pub running: i32,
+    /// Model tier (higher is more capable).
+    pub model_tier: i32,
+    /// Past attempts per task type: (succeeded, failed).
+    pub history: BTreeMap<String, (i64, i64)>,
 }
 
 /// What a task needs.
@@ -40,10 +53,29 @@ pub struct TaskNeeds<'a> {
     pub required_skills: &'a [String],
     /// Tools the agent must have.
     pub required_tools: &'a [String],
+    /// Kind of work (for past success).
+    pub task_type: &'a str,
+    /// Agents that may not take it (they failed it for good).
+    pub excluded: &'a [String],
+    /// Lowest model tier allowed.
+    pub min_tier: i32,
 }
 
-/// Weights of the score's parts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+impl<'a> TaskNeeds<'a> {
+    /// Needs of skills and tools only (no type, exclusions or tier).
+    pub fn of(required_skills: &'a [String], required_tools: &'a [String]) -> Self {
+        TaskNeeds {
+            required_skills,
+            required_tools,
+            task_type: "",
+            excluded: &[],
+            min_tier: 0,
+        }
+    }
+}
+
+/// Weights of the score's parts (non-negative, not all zero).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ScoreWeights {
     /// Specialisation.
     pub fit: f64,
@@ -53,16 +85,68 @@ pub struct ScoreWeights {
     pub capacity: f64,
     /// Cheapness.
     pub cost: f64,
+    /// Past success on the task type.
+    pub past: f64,
 }
 
 impl Default for ScoreWeights {
     fn default() -> Self {
         ScoreWeights {
-            fit: 0.4,
-            trust: 0.3,
-            capacity: 0.2,
+            fit: 0.35,
+            trust: 0.2,
+            capacity: 0.15,
             cost: 0.1,
+            past: 0.2,
         }
+    }
+}
+
+impl ScoreWeights {
+    /// The weights a mission uses once its budget warning fired: cheapness
+    /// counts three times as much, so cheaper agents (and tiers) win ties of
+    /// capability.
+    pub fn budget_saver(self) -> ScoreWeights {
+        ScoreWeights {
+            cost: self.cost * 3.0,
+            ..self
+        }
+    }
+
+    /// Parses `fit=0.35,trust=0.2,...`; unnamed parts keep their default.
+    pub fn parse(text: &str) -> Result<ScoreWeights, String> {
+        let mut w = ScoreWeights::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("'{part}' is not name=value"))?;
+            let value: f64 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{value}' is not a number"))?;
+            if !value.is_finite() || value < 0.0 {
+                return Err(format!("weight {name} must be a non-negative number"));
+            }
+            match name.trim() {
+                "fit" => w.fit = value,
+                "trust" => w.trust = value,
+                "capacity" => w.capacity = value,
+                "cost" => w.cost = value,
+                "past" => w.past = value,
+                other => {
+                    return Err(format!(
+                        "unknown weight '{other}' (expected fit, trust, capacity, cost, past)"
+                    ));
+                }
+            }
+        }
+        if w.sum() <= 0.0 {
+            return Err("at least one weight must be positive".into());
+        }
+        Ok(w)
+    }
+
+    fn sum(&self) -> f64 {
+        self.fit + self.trust + self.capacity + self.cost + self.past
     }
 }
 
@@ -79,6 +163,8 @@ pub struct Score {
     pub capacity: f64,
     /// Cheapness part.
     pub cost: f64,
+    /// Past-success part.
+    pub past: f64,
 }
 
 fn covers(have: &[String], need: &[String]) -> bool {
@@ -93,7 +179,11 @@ pub fn capable(task: TaskNeeds<'_>, agent_skills: &[String], agent_tools: &[Stri
 
 /// The score of one agent for one task, or `None` if a hard filter rules it out.
 pub fn score(task: TaskNeeds<'_>, agent: &AgentProfile, w: &ScoreWeights) -> Option<Score> {
-    if agent.running >= agent.max_concurrency || !capable(task, &agent.skills, &agent.tools) {
+    if agent.running >= agent.max_concurrency
+        || agent.model_tier < task.min_tier
+        || task.excluded.contains(&agent.agent_id)
+        || !capable(task, &agent.skills, &agent.tools)
+    {
         return None;
     }
     let fit = if task.required_skills.is_empty() || agent.skills.is_empty() {
@@ -104,13 +194,20 @@ pub fn score(task: TaskNeeds<'_>, agent: &AgentProfile, w: &ScoreWeights) -> Opt
     let trust = agent.trust.clamp(0.0, 1.0);
     let capacity = 1.0 - f64::from(agent.running) / f64::from(agent.max_concurrency.max(1));
     let cost = 1.0 / (1.0 + agent.cost_per_task.max(0.0));
-    let total = w.fit * fit + w.trust * trust + w.capacity * capacity + w.cost * cost;
+    let (s, f) = agent.history.get(task.task_type).copied().unwrap_or((0, 0));
+    let past = (s.max(0) as f64 + 1.0) / ((s.max(0) + f.max(0)) as f64 + 2.0);
+    let sum = w.sum();
+    let sum = if sum > 0.0 { sum } else { 1.0 };
+    let total =
+        (w.fit * fit + w.trust * trust + w.capacity * capacity + w.cost * cost + w.past * past)
+            / sum;
     Some(Score {
         total,
         fit,
         trust,
         capacity,
         cost,
+        past,
     })
 }
 
@@ -147,6 +244,8 @@ mod tests {
             cost_per_task: 0.0,
             max_concurrency: 2,
             running,
+            model_tier: 1,
+            history: BTreeMap::new(),
         }
     }
 
@@ -154,6 +253,9 @@ mod tests {
         TaskNeeds {
             required_skills: skills,
             required_tools: &[],
+            task_type: "research",
+            excluded: &[],
+            min_tier: 0,
         }
     }
 
@@ -166,10 +268,53 @@ mod tests {
         assert!(score(needs(&skills), &agent("a", &["research"], 2), &w).is_none());
         let tools = vec!["browser".to_string()];
         let t = TaskNeeds {
-            required_skills: &[],
             required_tools: &tools,
+            ..needs(&[])
         };
         assert!(score(t, &agent("a", &[], 0), &w).is_none());
+        let excluded = vec!["a".to_string()];
+        let t = TaskNeeds {
+            excluded: &excluded,
+            ..needs(&skills)
+        };
+        assert!(score(t, &agent("a", &["research"], 0), &w).is_none());
+        assert!(score(t, &agent("b", &["research"], 0), &w).is_some());
+        let t = TaskNeeds {
+            min_tier: 2,
+            ..needs(&skills)
+        };
+        assert!(score(t, &agent("a", &["research"], 0), &w).is_none());
+        let mut strong = agent("a", &["research"], 0);
+        strong.model_tier = 2;
+        assert!(score(t, &strong, &w).is_some());
+    }
+
+    #[test]
+    fn past_success_on_the_task_type_counts() {
+        let skills = vec!["research".to_string()];
+        let w = ScoreWeights::default();
+        let mut good = agent("z-good", &["research"], 0);
+        good.history.insert("research".into(), (9, 1));
+        let mut bad = agent("a-bad", &["research"], 0);
+        bad.history.insert("research".into(), (1, 9));
+        // History on another task type does not count.
+        bad.history.insert("writing".into(), (100, 0));
+        let agents = [bad, good];
+        assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 1);
+        let s = score(needs(&skills), &agents[1], &w).unwrap();
+        assert!((s.past - 10.0 / 12.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn weights_parse_and_refuse_nonsense() {
+        let w = ScoreWeights::parse("fit=1, past=0").unwrap();
+        assert_eq!(w.fit, 1.0);
+        assert_eq!(w.past, 0.0);
+        assert_eq!(w.trust, ScoreWeights::default().trust);
+        assert!(ScoreWeights::parse("speed=1").is_err());
+        assert!(ScoreWeights::parse("fit=-1").is_err());
+        assert!(ScoreWeights::parse("fit").is_err());
+        assert!(ScoreWeights::parse("fit=0,trust=0,capacity=0,cost=0,past=0").is_err());
     }
 
     #[test]
@@ -203,8 +348,8 @@ mod tests {
         a.trust = 0.8;
         a.cost_per_task = 1.0;
         let s = score(needs(&skills), &a, &ScoreWeights::default()).unwrap();
-        // 0.4·0.5 + 0.3·0.8 + 0.2·0.5 + 0.1·0.5 = 0.59
-        assert!((s.total - 0.59).abs() < 1e-12, "{}", s.total);
+        // 0.35·0.5 + 0.2·0.8 + 0.15·0.5 + 0.1·0.5 + 0.2·0.5 = 0.56 (weights sum to 1)
+        assert!((s.total - 0.56).abs() < 1e-12, "{}", s.total);
     }
 
     proptest! {

@@ -33,4 +33,5 @@ pub mod missions;
 pub mod planning;
 pub mod retry_after;
 pub mod store;
+pub mod verification;
 pub mod worker;

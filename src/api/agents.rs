@@ -1,6 +1,11 @@
 //! `/v1/agents`: the agent registry.
 
-use axum::{Router, extract::State, http::StatusCode, routing::get};
+use axum::{
+    Router,
+    extract::State,
+    http::StatusCode,
+    routing::{get, post},
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -19,6 +24,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/agents", get(list).post(register))
         .route("/v1/agents/{agent_id}", get(show))
+        .route("/v1/agents/{agent_id}/heartbeat", post(heartbeat))
 }
 
 /// `POST /v1/agents` body.
@@ -42,6 +48,9 @@ struct RegisterAgent {
     trust: Option<f64>,
     #[serde(default)]
     cost_per_task: Option<f64>,
+    /// Promise a heartbeat at least this often; silent longer, the agent goes offline.
+    #[serde(default)]
+    heartbeat_timeout_secs: Option<i32>,
 }
 
 fn one() -> i32 {
@@ -118,6 +127,14 @@ async fn register(
             "cost_per_task must be a non-negative number",
         ));
     }
+    if let Some(t) = req.heartbeat_timeout_secs
+        && !(1..=86_400).contains(&t)
+    {
+        return Err(ApiError::invalid(
+            "heartbeat_timeout_secs",
+            "heartbeat_timeout_secs must be between 1 and 86400",
+        ));
+    }
     let row = agents::insert(
         &state.pool,
         who.workspace_id,
@@ -132,6 +149,7 @@ async fn register(
             max_concurrency: req.max_concurrency,
             trust,
             cost_per_task: cost,
+            heartbeat_timeout_secs: req.heartbeat_timeout_secs,
         },
     )
     .await?
@@ -157,6 +175,27 @@ async fn show(
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("no agent '{agent_id}'")))
+}
+
+/// `POST /v1/agents/{agent_id}/heartbeat`: the agent is alive (an offline
+/// agent comes back). Agent tokens may only speak for their own agent.
+async fn heartbeat(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(agent_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    who.require(&[Role::Admin, Role::Operator, Role::Worker, Role::Agent])?;
+    if who.role == Role::Agent && who.agent_id.as_deref() != Some(agent_id.as_str()) {
+        return Err(ApiError::Forbidden(format!(
+            "this agent token acts as '{}', not '{agent_id}'",
+            who.agent_id.as_deref().unwrap_or("")
+        )));
+    }
+    if agents::heartbeat(&state.pool, who.workspace_id, &agent_id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!("no agent '{agent_id}'")))
+    }
 }
 
 #[cfg(test)]

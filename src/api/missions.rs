@@ -20,6 +20,7 @@ use crate::{
     error::{ApiError, ApiResult},
     missions::{
         self, ApproveRequest, CreateMission, MissionSummary, MissionView, ReviewRequest,
+        human::ResolveRequest,
         replan::{self, InstructionsRequest, RejectPlanRequest, SaveRoutineRequest},
     },
     store::{events, missions as store},
@@ -40,6 +41,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/missions/{id}/pause", post(pause))
         .route("/v1/missions/{id}/resume", post(resume))
         .route("/v1/missions/{id}/events", get(list_events))
+        .route("/v1/missions/{id}/tasks/{task}/resolve", post(resolve_task))
 }
 
 const WRITERS: &[Role] = &[Role::Admin, Role::Operator];
@@ -184,6 +186,18 @@ async fn review(
 ) -> ApiResult<Json<MissionView>> {
     who.require(APPROVERS)?;
     Ok(Json(missions::review(&state.pool, &who, id, req).await?))
+}
+
+async fn resolve_task(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((id, task)): Path<(Uuid, String)>,
+    Json(req): Json<ResolveRequest>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(APPROVERS)?;
+    Ok(Json(
+        missions::human::resolve(&state.pool, &state.http, &who, id, &task, req).await?,
+    ))
 }
 
 async fn cancel(

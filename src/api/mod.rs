@@ -134,6 +134,8 @@ impl Application {
         let addr = listener.local_addr()?;
         let mut engine = settings.engine;
         engine.worker_http = http_client()?;
+        // Replanning around a failed task needs a planner that can plan anew.
+        engine.escalation_replan = settings.planning.llm.is_some();
         engine.public_url = settings
             .public_url
             .unwrap_or_else(|| format!("http://{addr}"));

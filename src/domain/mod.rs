@@ -4,10 +4,13 @@
 //! that is unit-tested; SQL only persists what these functions allowed.
 
 pub mod attempt;
+pub mod budget;
+pub mod escalation;
 pub mod mission;
 pub mod task;
 
 pub use attempt::{AttemptStatus, FailureKind, ReportDecision, ReportStatus, decide_report};
+pub use escalation::{Escalation, LadderState, Rung, escalate};
 pub use mission::{Autonomy, MissionEvent, MissionStatus};
 pub use task::{BoardColumn, TaskEvent, TaskStatus};
 

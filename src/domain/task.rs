@@ -67,6 +67,10 @@ pub enum TaskEvent {
     Skip,
     /// Its mission (or a person) cancelled it.
     Cancel,
+    /// The escalation ladder replaced it by a replan, or dropped it as optional.
+    Supersede,
+    /// A reviewer rejected the mission's results naming it (or a task upstream).
+    Reopen,
 }
 
 impl TaskEvent {
@@ -82,6 +86,8 @@ impl TaskEvent {
             TaskEvent::CompleteByHuman => "complete",
             TaskEvent::Skip => "skip",
             TaskEvent::Cancel => "cancel",
+            TaskEvent::Supersede => "supersede",
+            TaskEvent::Reopen => "reopen",
         }
     }
 }
@@ -153,13 +159,19 @@ impl TaskStatus {
             (S::Queued | S::RetryWait, E::Claimed) => S::Running,
             (S::Running, E::Succeeded) => S::Succeeded,
             (S::Running, E::ScheduleRetry) => S::RetryWait,
-            (S::Running, E::FailedFinally) => S::Failed,
-            (S::Running, E::EscalateToHuman) => S::AwaitingHuman,
+            (S::Running | S::AwaitingHuman, E::FailedFinally) => S::Failed,
+            (S::Running, E::Supersede) => S::Skipped,
+            // The one way out of a terminal status: a person rejecting the
+            // results in review. The earlier result stays on its attempt.
+            (S::Succeeded, E::Reopen) => S::Pending,
+            // From the queue when admission refuses it (budget).
+            (S::Running | S::Queued | S::RetryWait, E::EscalateToHuman) => S::AwaitingHuman,
             (S::AwaitingHuman | S::AwaitingApproval, E::Requeue) => S::Queued,
             (S::AwaitingHuman, E::CompleteByHuman) => S::Succeeded,
-            (S::Pending | S::Queued | S::AwaitingHuman | S::AwaitingApproval, E::Skip) => {
-                S::Skipped
-            }
+            (
+                S::Pending | S::Queued | S::RetryWait | S::AwaitingHuman | S::AwaitingApproval,
+                E::Skip,
+            ) => S::Skipped,
             (s, E::Cancel) if !s.is_terminal() => S::Cancelled,
             _ => {
                 return Err(IllegalTransition {
@@ -177,7 +189,7 @@ impl TaskStatus {
 mod tests {
     use super::*;
 
-    const EVENTS: [TaskEvent; 10] = [
+    const EVENTS: [TaskEvent; 12] = [
         TaskEvent::DependenciesMet,
         TaskEvent::Claimed,
         TaskEvent::Succeeded,
@@ -188,6 +200,8 @@ mod tests {
         TaskEvent::CompleteByHuman,
         TaskEvent::Skip,
         TaskEvent::Cancel,
+        TaskEvent::Supersede,
+        TaskEvent::Reopen,
     ];
 
     #[test]
@@ -214,9 +228,17 @@ mod tests {
     fn terminal_tasks_are_immutable() {
         for s in TaskStatus::ALL.iter().filter(|s| s.is_terminal()) {
             for e in EVENTS {
+                if (*s, e) == (TaskStatus::Succeeded, TaskEvent::Reopen) {
+                    continue;
+                }
                 assert!(s.next(e).is_err(), "{s} accepted {e:?}");
             }
         }
+        assert_eq!(
+            TaskStatus::Succeeded.next(TaskEvent::Reopen).unwrap(),
+            TaskStatus::Pending
+        );
+        assert!(TaskStatus::Failed.next(TaskEvent::Reopen).is_err());
     }
 
     #[test]
@@ -225,6 +247,37 @@ mod tests {
             assert_eq!(
                 s.next(TaskEvent::Succeeded).is_ok(),
                 *s == TaskStatus::Running
+            );
+        }
+    }
+
+    #[test]
+    fn human_can_settle_an_escalated_task_every_way() {
+        let s = TaskStatus::Running
+            .next(TaskEvent::EscalateToHuman)
+            .unwrap();
+        assert_eq!(s, TaskStatus::AwaitingHuman);
+        assert_eq!(
+            s.next(TaskEvent::CompleteByHuman).unwrap(),
+            TaskStatus::Succeeded
+        );
+        assert_eq!(s.next(TaskEvent::Requeue).unwrap(), TaskStatus::Queued);
+        assert_eq!(s.next(TaskEvent::Skip).unwrap(), TaskStatus::Skipped);
+        assert_eq!(
+            s.next(TaskEvent::FailedFinally).unwrap(),
+            TaskStatus::Failed
+        );
+        // Only an escalated task can be completed by hand.
+        assert!(TaskStatus::Queued.next(TaskEvent::CompleteByHuman).is_err());
+    }
+
+    #[test]
+    fn only_a_running_task_is_superseded() {
+        for s in TaskStatus::ALL {
+            assert_eq!(
+                s.next(TaskEvent::Supersede).is_ok(),
+                *s == TaskStatus::Running,
+                "{s}"
             );
         }
     }

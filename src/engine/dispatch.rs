@@ -21,7 +21,7 @@ use super::{
 use crate::{
     assignment::{self, TaskNeeds},
     auth::{generate_token, hash_token},
-    domain::{FailureKind, ReportStatus, TaskEvent, TaskStatus},
+    domain::{FailureKind, ReportStatus, TaskEvent, TaskStatus, budget},
     store::{
         agents, attempts,
         events::kind,
@@ -63,12 +63,24 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     run_ids.sort();
     run_ids.dedup();
     let runs = sqlx::query!(
-        "SELECT id, workspace_id, goal, status FROM orchestration_runs
+        "SELECT id, workspace_id, goal, status, priority, budget_limit, budget_spent, budget_warned
+         FROM orchestration_runs
          WHERE id = ANY($1) ORDER BY id FOR UPDATE",
         &run_ids
     )
     .fetch_all(&mut *tx)
     .await?;
+    // Budget admission counts the estimates of attempts already in flight.
+    let mut in_flight: BTreeMap<Uuid, f64> = sqlx::query!(
+        r#"SELECT run_id, sum(estimated_cost) AS "cost!" FROM orchestration_tasks
+           WHERE run_id = ANY($1) AND status = 'running' GROUP BY run_id"#,
+        &run_ids
+    )
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|r| (r.run_id, r.cost))
+    .collect();
     let runs: BTreeMap<Uuid, _> = runs
         .into_iter()
         .filter(|r| r.status == "executing")
@@ -92,36 +104,88 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     workspaces.dedup();
     let mut candidates = agents::lock_candidates(&mut tx, &workspaces).await?;
 
-    // Pure choice, in queue order, with loads updated as we go.
+    // Pure choice, in queue order, with loads and in-flight spend updated as we go.
+    let verifier_skills = vec![cfg.verifier_skill.clone()];
     let mut chosen: Vec<(&tasks::TaskRow, usize, assignment::Score)> = Vec::new();
+    let mut refused: Vec<&tasks::TaskRow> = Vec::new();
     for task in ready {
         if chosen.len() == cfg.batch_size {
             break;
+        }
+        let Some(run) = runs.get(&task.run_id) else {
+            continue;
+        };
+        // Verification is cheap next to the work; admission judges the work.
+        let estimate = if task.verify_pending {
+            0.0
+        } else {
+            task.estimated_cost
+        };
+        let spend = budget::Spend {
+            spent: run.budget_spent,
+            in_flight: in_flight.get(&task.run_id).copied().unwrap_or(0.0),
+        };
+        if !budget::admit(run.budget_limit, spend, estimate) {
+            refused.push(task);
+            continue;
         }
         // A task pinned at approval runs only on its pinned agent.
         let pool_idx: Vec<usize> = (0..candidates.len())
             .filter(|i| candidates[*i].workspace_id == task.workspace_id)
             .filter(|i| {
-                task.pinned_agent_id
-                    .as_ref()
-                    .is_none_or(|pin| *pin == candidates[*i].profile.agent_id)
+                task.verify_pending
+                    || task
+                        .pinned_agent_id
+                        .as_ref()
+                        .is_none_or(|pin| *pin == candidates[*i].profile.agent_id)
             })
             .collect();
         let profiles: Vec<_> = pool_idx
             .iter()
             .map(|i| candidates[*i].profile.clone())
             .collect();
-        let needs = TaskNeeds {
-            required_skills: &task.required_skills,
-            required_tools: &task.required_tools,
+        let needs = if task.verify_pending {
+            TaskNeeds {
+                task_type: "verification",
+                ..TaskNeeds::of(&verifier_skills, &[])
+            }
+        } else {
+            TaskNeeds {
+                required_skills: &task.required_skills,
+                required_tools: &task.required_tools,
+                task_type: &task.task_type,
+                excluded: &task.excluded_agents,
+                min_tier: task.min_model_tier,
+            }
         };
-        if let Some((pick, score)) = assignment::choose(needs, &profiles, &cfg.weights) {
+        let weights = if run.budget_warned {
+            cfg.weights.budget_saver()
+        } else {
+            cfg.weights
+        };
+        if let Some((pick, score)) = assignment::choose(needs, &profiles, &weights) {
             let idx = pool_idx[pick];
             candidates[idx].profile.running += 1;
+            *in_flight.entry(task.run_id).or_default() += estimate;
             chosen.push((task, idx, score));
         }
     }
+    let actor = format!("engine:{}", cfg.replica_id);
+    for task in refused {
+        if let Some(run) = runs.get(&task.run_id) {
+            refuse_over_budget(
+                &mut tx,
+                task,
+                run.budget_limit,
+                run.budget_spent,
+                run.priority,
+                &actor,
+            )
+            .await?;
+        }
+    }
     if chosen.is_empty() {
+        tx.commit().await?;
         return Ok(Vec::new());
     }
 
@@ -140,7 +204,6 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         }
     }
 
-    let actor = format!("engine:{}", cfg.replica_id);
     let lease_secs = cfg.lease.as_secs_f64();
     let deadline = OffsetDateTime::now_utc() + cfg.lease;
     let mut dispatches = Vec::with_capacity(chosen.len());
@@ -163,6 +226,11 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                 worker_url: &agent.endpoint_url,
                 token_hash: &hash_token(&token),
                 dispatched_by: &cfg.replica_id,
+                purpose: if task.verify_pending {
+                    "verify"
+                } else {
+                    "work"
+                },
             },
         )
         .await?;
@@ -205,6 +273,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                 json!({
                     "key": task.task_key, "agent_id": agent.profile.agent_id,
                     "attempt": attempt_number, "score": score,
+                    "purpose": if task.verify_pending { "verify" } else { "work" },
                 }),
             ),
         )
@@ -222,15 +291,19 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                     .get(&task.run_id)
                     .map(|r| r.goal.clone())
                     .unwrap_or_default(),
-                task: TaskPayload {
-                    key: task.task_key.clone(),
-                    title: task.title.clone(),
-                    task_type: task.task_type.clone(),
-                    description: task.description.clone(),
-                    required_skills: task.required_skills.clone(),
-                    required_tools: task.required_tools.clone(),
-                    success_criteria: task.success_criteria.clone(),
-                    inputs: task.inputs.clone(),
+                task: if task.verify_pending {
+                    verification_payload(task, &cfg.verifier_skill)
+                } else {
+                    TaskPayload {
+                        key: task.task_key.clone(),
+                        title: task.title.clone(),
+                        task_type: task.task_type.clone(),
+                        description: task.description.clone(),
+                        required_skills: task.required_skills.clone(),
+                        required_tools: task.required_tools.clone(),
+                        success_criteria: task.success_criteria.clone(),
+                        inputs: task.inputs.clone(),
+                    }
                 },
                 upstream: upstream.get(&task.id).cloned().unwrap_or_default(),
                 feedback: task.feedback.clone(),
@@ -245,6 +318,104 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     }
     tx.commit().await?;
     Ok(dispatches)
+}
+
+/// What a verifier agent is asked: judge the candidate result against the
+/// criteria, answer `{"passed": bool, "reasons": [...]}`.
+fn verification_payload(task: &tasks::TaskRow, skill: &str) -> TaskPayload {
+    let criteria: Vec<String> = task
+        .criteria()
+        .iter()
+        .filter(|c| c.must_pass && c.check.is_none())
+        .map(|c| format!("- {}", c.description))
+        .collect();
+    TaskPayload {
+        key: task.task_key.clone(),
+        title: format!("Verify: {}", task.title),
+        task_type: "verification".into(),
+        description: format!(
+            "Judge whether the result in inputs.candidate_output meets every criterion below. \
+             Answer only with JSON: {{\"passed\": true or false, \"reasons\": [\"...\"]}}, \
+             giving a reason for every unmet criterion.\n\nThe task was: {}\n{}\n\nCriteria:\n{}",
+            task.title,
+            task.description,
+            criteria.join("\n")
+        ),
+        required_skills: vec![skill.to_owned()],
+        required_tools: Vec::new(),
+        success_criteria: task.success_criteria.clone(),
+        inputs: json!({ "candidate_output": task.candidate_output, "task_inputs": task.inputs }),
+    }
+}
+
+/// Admission refused a task: an optional one is skipped, a required one
+/// waits for a person (who may complete, skip or fail it).
+async fn refuse_over_budget(
+    conn: &mut sqlx::PgConnection,
+    task: &tasks::TaskRow,
+    limit: Option<f64>,
+    spent: f64,
+    priority: i32,
+    actor: &str,
+) -> anyhow::Result<()> {
+    let (event, to) = if task.optional {
+        (TaskEvent::Skip, "skipped")
+    } else {
+        (TaskEvent::EscalateToHuman, "awaiting_human")
+    };
+    let next = task.status().next(event)?;
+    let reason = format!(
+        "starting it (estimated {:.4}) would exceed the budget ({:.4} of {:.4} spent or committed)",
+        task.estimated_cost,
+        spent,
+        limit.unwrap_or(0.0)
+    );
+    let updated = sqlx::query!(
+        "UPDATE orchestration_tasks
+         SET status = $3, last_error = $4,
+             escalation_step = CASE WHEN $3 = 'awaiting_human' THEN 'human' ELSE escalation_step END,
+             finished_at = CASE WHEN $3 = 'skipped' THEN now() ELSE finished_at END,
+             version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2",
+        task.id,
+        task.version,
+        to,
+        reason
+    )
+    .execute(&mut *conn)
+    .await?;
+    anyhow::ensure!(
+        updated.rows_affected() == 1,
+        "task {} changed while claimed",
+        task.id
+    );
+    sqlx::query!("DELETE FROM task_queue WHERE task_id = $1", task.id)
+        .execute(&mut *conn)
+        .await?;
+    tasks::record(
+        conn,
+        Change::of(
+            task,
+            next,
+            kind::TASK_BUDGET_REFUSED,
+            actor,
+            None,
+            json!({ "key": task.task_key, "estimated_cost": task.estimated_cost, "limit": limit, "spent": spent, "then": to, "reason": reason }),
+        ),
+    )
+    .await?;
+    if next == TaskStatus::Skipped {
+        tasks::promote_ready(
+            conn,
+            task.workspace_id,
+            task.run_id,
+            Some(task.id),
+            priority,
+            actor,
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 async fn upstream_outputs(

@@ -7,6 +7,7 @@
 //! by another claim at once. Replicas share nothing but the database.
 
 pub mod dispatch;
+pub mod escalation;
 pub mod planning;
 pub mod reconcile;
 pub mod reports;
@@ -50,6 +51,12 @@ pub struct EngineConfig {
     pub weights: ScoreWeights,
     /// Client for calls to workers outside dispatch (cancel notices).
     pub worker_http: reqwest::Client,
+    /// Agents with this skill judge `must_pass` criteria that have no deterministic check.
+    pub verifier_skill: String,
+    /// The ladder may replan around a failed task (needs an LLM planner).
+    pub escalation_replan: bool,
+    /// Ladder replans per mission.
+    pub max_escalation_replans: i32,
 }
 
 impl EngineConfig {
@@ -69,6 +76,9 @@ impl EngineConfig {
             continuation_delay: reports::DEFAULT_CONTINUATION_DELAY,
             weights: ScoreWeights::default(),
             worker_http: reqwest::Client::new(),
+            verifier_skill: "verification".into(),
+            escalation_replan: false,
+            max_escalation_replans: 1,
         }
     }
 }
@@ -154,8 +164,14 @@ impl Engine {
             if let Err(e) = reconcile::reclaim_expired_leases(&self.pool, &self.cfg).await {
                 tracing::warn!(error = %e, "reconcile failed");
             }
+            if let Err(e) = reconcile::progress_checks(&self.pool, &self.cfg).await {
+                tracing::warn!(error = %e, "progress checks failed");
+            }
             if last_sweep.is_none_or(|t| t.elapsed() >= self.cfg.sweep_interval) {
                 last_sweep = Some(Instant::now());
+                if let Err(e) = reconcile::offline_agents(&self.pool, &self.cfg).await {
+                    tracing::warn!(error = %e, "offline-agent check failed");
+                }
                 if let Err(e) = reconcile::sweep(&self.pool, &self.cfg).await {
                     tracing::warn!(error = %e, "sweep failed");
                 }

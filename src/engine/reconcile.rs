@@ -11,7 +11,7 @@ use super::{
 };
 use crate::{
     domain::{FailureKind, ReportStatus},
-    store::{missions, tasks},
+    store::{agents, events, missions, tasks},
     worker::protocol::WorkerReport,
 };
 
@@ -105,4 +105,126 @@ pub async fn sweep(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
         touched += 1;
     }
     Ok(touched)
+}
+
+/// Asks attempts that have been silent for half the stall timeout (the
+/// lease) how they are doing: an `attempt.progress_check` event and a
+/// `POST {worker}/v1/tasks/{attempt}/progress` to the worker, once per
+/// silence (a heartbeat re-arms it). Returns how many were checked.
+pub async fn progress_checks(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
+    let half = cfg.lease.as_secs_f64() / 2.0;
+    let due = sqlx::query!(
+        r#"SELECT t.id, t.workspace_id, t.run_id, t.task_key, t.current_attempt_id AS "attempt!",
+                  a.worker_url, a.last_heartbeat_at, a.dispatched_at
+           FROM orchestration_tasks t
+           JOIN task_attempts a ON a.id = t.current_attempt_id
+           WHERE t.status = 'running' AND t.progress_checked_at IS NULL
+             AND t.lease_expires_at < now() + make_interval(secs => $1)
+             AND t.lease_expires_at >= now()
+           ORDER BY t.lease_expires_at
+           LIMIT 100"#,
+        half
+    )
+    .fetch_all(pool)
+    .await?;
+    let actor = format!("engine:{}", cfg.replica_id);
+    let mut checked = 0;
+    for row in due {
+        let mut tx = pool.begin().await?;
+        if missions::lock(&mut tx, row.workspace_id, row.run_id)
+            .await?
+            .is_none()
+        {
+            continue;
+        }
+        let marked = sqlx::query!(
+            "UPDATE orchestration_tasks SET progress_checked_at = now()
+             WHERE id = $1 AND current_attempt_id = $2 AND status = 'running'
+               AND progress_checked_at IS NULL",
+            row.id,
+            row.attempt
+        )
+        .execute(&mut *tx)
+        .await?;
+        if marked.rows_affected() != 1 {
+            // Another replica checked it, or it finished meanwhile.
+            continue;
+        }
+        let last_sign = row.last_heartbeat_at.unwrap_or(row.dispatched_at);
+        let silent = (time::OffsetDateTime::now_utc() - last_sign).as_seconds_f64();
+        events::append(
+            &mut tx,
+            row.workspace_id,
+            events::NewEvent {
+                run_id: row.run_id,
+                task_id: Some(row.id),
+                attempt_id: Some(row.attempt),
+                kind: events::kind::ATTEMPT_PROGRESS_CHECK,
+                actor: &actor,
+                payload: serde_json::json!({
+                    "key": row.task_key, "silent_secs": silent.round(),
+                    "stall_timeout_secs": cfg.lease.as_secs(),
+                }),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        checked += 1;
+        let http = cfg.worker_http.clone();
+        let url = format!(
+            "{}/v1/tasks/{}/progress",
+            row.worker_url.trim_end_matches('/'),
+            row.attempt
+        );
+        tokio::spawn(async move {
+            if let Err(e) = http
+                .post(&url)
+                .timeout(std::time::Duration::from_secs(5))
+                .send()
+                .await
+            {
+                tracing::debug!(%url, error = %e, "progress check not delivered");
+            }
+        });
+    }
+    Ok(checked)
+}
+
+/// Marks agents that promised heartbeats and went silent `offline`, and
+/// fails their live attempts as `infrastructure` so the tasks move on to
+/// other agents. Returns how many attempts were moved.
+pub async fn offline_agents(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
+    let gone = agents::mark_silent_offline(pool).await?;
+    let mut moved = 0;
+    for (workspace_id, agent_id) in gone {
+        tracing::warn!(%workspace_id, %agent_id, "agent stopped heartbeating; marked offline");
+        let live = sqlx::query_scalar!(
+            "SELECT id FROM task_attempts
+             WHERE workspace_id = $1 AND agent_id = $2 AND status IN ('dispatching', 'running')",
+            workspace_id,
+            agent_id
+        )
+        .fetch_all(pool)
+        .await?;
+        for attempt in live {
+            let report = WorkerReport {
+                status: ReportStatus::Failed,
+                output: None,
+                error: Some(format!(
+                    "agent {agent_id} went offline (no heartbeat within its timeout)"
+                )),
+                failure_kind: Some(FailureKind::Infrastructure),
+                cost: 0.0,
+                tokens: 0,
+            };
+            match reports::apply_report(pool, cfg, attempt, &report, Origin::AgentOffline).await {
+                Ok(_) => moved += 1,
+                Err(ReportError::Stale { .. }) => {}
+                Err(e) => {
+                    tracing::warn!(%attempt, error = %e, "could not move an offline agent's attempt")
+                }
+            }
+        }
+    }
+    Ok(moved)
 }

@@ -12,19 +12,22 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::EngineConfig;
+use serde_json::Value;
+
+use super::{EngineConfig, escalation};
 use crate::{
     auth::hash_token,
     domain::{
         AttemptStatus, FailureKind, MissionEvent, MissionStatus, ReportDecision, ReportStatus,
-        TaskEvent, TaskStatus, attempt::retry_delay, decide_report,
+        TaskEvent, TaskStatus, attempt::retry_delay, budget, decide_report,
     },
     store::{
         agents, attempts,
-        events::kind,
+        events::{self, kind},
         missions::{self, MissionRow},
         tasks::{self, Change},
     },
+    verification,
     worker::protocol::WorkerReport,
 };
 
@@ -42,6 +45,8 @@ pub enum Origin<'a> {
     DispatchFailed,
     /// Reconcile found the attempt's lease expired.
     LeaseExpired,
+    /// Reconcile found the attempt's agent offline (it stopped heartbeating).
+    AgentOffline,
     /// The worker answered the dispatch 429/503: requeue after `retry_after`,
     /// counting no failure.
     Busy {
@@ -133,7 +138,10 @@ pub async fn apply_report(
 
     let actor = match origin {
         Origin::Worker { .. } | Origin::Inline => format!("agent:{}", attempt.agent_id),
-        Origin::DispatchFailed | Origin::LeaseExpired | Origin::Busy { .. } => {
+        Origin::DispatchFailed
+        | Origin::LeaseExpired
+        | Origin::AgentOffline
+        | Origin::Busy { .. } => {
             format!("engine:{}", cfg.replica_id)
         }
     };
@@ -142,23 +150,20 @@ pub async fn apply_report(
     } else {
         0.0
     };
-    let busy = match origin {
-        Origin::Busy { retry_after } => Some(retry_after),
-        _ => None,
-    };
-    let (attempt_status, failure_kind) = match (report.status, origin) {
-        (_, Origin::Busy { .. }) => (AttemptStatus::Cancelled, None),
-        (ReportStatus::Succeeded, _) => (AttemptStatus::Succeeded, None),
-        (ReportStatus::Continue, _) => (AttemptStatus::Continued, None),
-        (ReportStatus::Failed, Origin::LeaseExpired) => {
-            (AttemptStatus::Expired, Some(FailureKind::Infrastructure))
-        }
-        (ReportStatus::Failed, Origin::DispatchFailed) => {
-            (AttemptStatus::Failed, Some(FailureKind::Infrastructure))
-        }
-        (ReportStatus::Failed, _) => (
-            AttemptStatus::Failed,
-            Some(report.failure_kind.unwrap_or(FailureKind::Quality)),
+    let verifying = attempt.purpose == "verify";
+    let next = judge(&mut tx, &task, verifying, report, origin, cfg).await?;
+    let (attempt_status, failure_kind, attempt_error) = match &next {
+        Next::Deferred { .. } => (AttemptStatus::Cancelled, None, report.error.clone()),
+        Next::Succeed { .. } | Next::Verify { .. } => (AttemptStatus::Succeeded, None, None),
+        Next::Continue => (AttemptStatus::Continued, None, None),
+        Next::Failure { kind, error, .. } => (
+            if matches!(origin, Origin::LeaseExpired | Origin::AgentOffline) {
+                AttemptStatus::Expired
+            } else {
+                AttemptStatus::Failed
+            },
+            Some(*kind),
+            Some(error.clone()),
         ),
     };
     let finished = attempts::finish(
@@ -168,7 +173,7 @@ pub async fn apply_report(
             status: attempt_status,
             failure_kind,
             report: Some(&report_json),
-            error: report.error.as_deref(),
+            error: attempt_error.as_deref(),
             cost,
             tokens: report.tokens.max(0),
         },
@@ -178,28 +183,49 @@ pub async fn apply_report(
         return Err(ReportError::Race("attempt"));
     }
     agents::release_slot(&mut tx, attempt.workspace_id, &attempt.agent_id).await?;
+    if !verifying {
+        let outcome = match &next {
+            Next::Succeed { .. } | Next::Verify { .. } => Some(true),
+            Next::Failure { .. } => Some(false),
+            _ => None,
+        };
+        if let Some(ok) = outcome {
+            agents::record_outcome(
+                &mut tx,
+                attempt.workspace_id,
+                &attempt.agent_id,
+                &task.task_type,
+                ok,
+            )
+            .await?;
+        }
+    }
+    let spent_before = run.budget_spent;
     missions::add_spend(&mut tx, run.id, cost).await?;
+    run.budget_spent += cost;
 
-    let new_status = match report.status {
-        _ if busy.is_some() => {
-            let due = OffsetDateTime::now_utc() + busy.unwrap_or_default();
-            retry(
+    let new_status = match next {
+        Next::Deferred { retry_after } => {
+            let due = OffsetDateTime::now_utc() + retry_after;
+            let r = Retry::new(RetryKind::Deferred, due, cost, report.error.clone());
+            retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
+            TaskStatus::RetryWait
+        }
+        Next::Succeed {
+            output,
+            verification,
+        } => {
+            succeed(
                 &mut tx,
                 &task,
-                &run,
                 attempt.id,
-                RetryKind::Deferred,
-                due,
+                output,
+                verification,
+                report.tokens,
                 cost,
-                report,
-                None,
                 &actor,
             )
             .await?;
-            TaskStatus::RetryWait
-        }
-        ReportStatus::Succeeded => {
-            succeed(&mut tx, &task, attempt.id, report, cost, &actor).await?;
             tasks::promote_ready(
                 &mut tx,
                 run.workspace_id,
@@ -211,59 +237,65 @@ pub async fn apply_report(
             .await?;
             TaskStatus::Succeeded
         }
-        ReportStatus::Continue if task.continuation_count < cfg.max_continuations => {
+        Next::Verify { output, unchecked } => {
+            let due = OffsetDateTime::now_utc();
+            let mut r = Retry::new(RetryKind::Verify, due, cost, None);
+            r.candidate = Some(output);
+            r.detail = json!({ "unchecked": unchecked });
+            retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
+            TaskStatus::RetryWait
+        }
+        Next::Continue => {
             let due = OffsetDateTime::now_utc() + cfg.continuation_delay;
-            retry(
-                &mut tx,
-                &task,
-                &run,
-                attempt.id,
-                RetryKind::Continuation,
-                due,
-                cost,
-                report,
-                failure_kind,
-                &actor,
-            )
-            .await?;
+            let r = Retry::new(RetryKind::Continuation, due, cost, None);
+            retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
             TaskStatus::RetryWait
         }
         // Only failures count against max_attempts: continuations and
         // deferrals by a busy worker do not.
-        _ if task.failure_count + 1 < task.max_attempts => {
+        Next::Failure {
+            kind,
+            error,
+            feedback,
+            verdict,
+        } if task.failure_count + 1 < task.max_attempts => {
+            if let Some(v) = &verdict {
+                record_verification_failure(&mut tx, &task, attempt.id, v, &actor).await?;
+            }
             let failures = (task.failure_count + 1) as u32;
             let jitter = (attempt.id.as_u128() % 1000) as f64 / 1000.0;
             let delay = retry_delay(failures, cfg.retry_base, cfg.retry_cap, jitter);
             let due = OffsetDateTime::now_utc() + delay;
-            retry(
-                &mut tx,
-                &task,
-                &run,
-                attempt.id,
-                RetryKind::Failure,
-                due,
-                cost,
-                report,
-                failure_kind,
-                &actor,
-            )
-            .await?;
+            let mut r = Retry::new(RetryKind::Failure, due, cost, Some(error));
+            r.failure_kind = Some(kind);
+            r.feedback = feedback;
+            retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
             TaskStatus::RetryWait
         }
-        _ => {
-            fail(
-                &mut tx,
-                &task,
-                attempt.id,
+        Next::Failure {
+            kind,
+            error,
+            feedback,
+            verdict,
+        } => {
+            if let Some(v) = &verdict {
+                record_verification_failure(&mut tx, &task, attempt.id, v, &actor).await?;
+            }
+            let failed = escalation::Failed {
+                attempt_id: attempt.id,
+                kind,
+                error,
+                feedback,
                 cost,
-                report,
-                failure_kind,
-                &actor,
-            )
-            .await?;
-            TaskStatus::Failed
+            };
+            escalation::escalate_task(&mut tx, cfg, &mut run, &task, failed, &actor).await?
         }
     };
+    if budget::crosses_warning(run.budget_limit, spent_before, run.budget_spent)
+        && !run.budget_warned
+    {
+        budget_warning(&mut tx, &mut run, &actor).await?;
+    }
     let cancelled = if new_status.is_terminal() {
         finish_mission_if_done(&mut tx, &mut run, &actor).await?
     } else {
@@ -275,11 +307,199 @@ pub async fn apply_report(
     Ok(Applied::Applied(new_status))
 }
 
+/// What a report means for its task.
+enum Next {
+    /// A busy worker: try again after its Retry-After, no failure counted.
+    Deferred { retry_after: Duration },
+    /// The task is done with this output.
+    Succeed {
+        output: Option<Value>,
+        verification: Value,
+    },
+    /// The result needs a verifier agent's verdict first.
+    Verify {
+        output: Value,
+        unchecked: Vec<String>,
+    },
+    /// Same agent again shortly, no failure counted.
+    Continue,
+    /// The attempt failed (or its result did not pass verification).
+    Failure {
+        kind: FailureKind,
+        error: String,
+        feedback: Option<String>,
+        verdict: Option<Value>,
+    },
+}
+
+/// Judges a report: deterministic `must_pass` checks on a result, a
+/// verifier's verdict, continuation limits.
+async fn judge(
+    conn: &mut PgConnection,
+    task: &tasks::TaskRow,
+    verifying: bool,
+    report: &WorkerReport,
+    origin: Origin<'_>,
+    cfg: &EngineConfig,
+) -> Result<Next, ReportError> {
+    if let Origin::Busy { retry_after } = origin {
+        return Ok(Next::Deferred { retry_after });
+    }
+    let failure = |kind, error: String| Next::Failure {
+        kind,
+        error,
+        feedback: None,
+        verdict: None,
+    };
+    let default_kind = match origin {
+        Origin::LeaseExpired | Origin::AgentOffline | Origin::DispatchFailed => {
+            FailureKind::Infrastructure
+        }
+        _ => report.failure_kind.unwrap_or(FailureKind::Quality),
+    };
+    Ok(match report.status {
+        ReportStatus::Succeeded if verifying => match verification::parse_verdict(
+            report.output.as_ref(),
+        ) {
+            Some((true, reasons)) => Next::Succeed {
+                output: task.candidate_output.clone(),
+                verification: json!({ "verifier": "agent", "passed": true, "reasons": reasons }),
+            },
+            Some((false, reasons)) => {
+                let v = verification::Verdict {
+                    failed: reasons,
+                    ..Default::default()
+                };
+                Next::Failure {
+                    kind: FailureKind::Quality,
+                    error: "the verifier rejected the result".into(),
+                    feedback: Some(v.feedback()),
+                    verdict: Some(json!({ "verifier": "agent", "failed": v.failed })),
+                }
+            }
+            None => failure(
+                FailureKind::Infrastructure,
+                "the verifier answered without a verdict ({\"passed\": bool, \"reasons\": [...]})"
+                    .into(),
+            ),
+        },
+        ReportStatus::Succeeded => {
+            let v = verification::verify(&task.criteria(), report.output.as_ref());
+            if !v.ok() {
+                Next::Failure {
+                    kind: FailureKind::Quality,
+                    error: format!("{} must_pass check(s) failed", v.failed.len()),
+                    feedback: Some(v.feedback()),
+                    verdict: Some(serde_json::to_value(&v).unwrap_or_default()),
+                }
+            } else if !v.unchecked.is_empty()
+                && agents::verifier_available(conn, task.workspace_id, &cfg.verifier_skill).await?
+            {
+                Next::Verify {
+                    output: report.output.clone().unwrap_or(Value::Null),
+                    unchecked: v.unchecked,
+                }
+            } else {
+                Next::Succeed {
+                    output: report.output.clone(),
+                    verification: serde_json::to_value(&v).unwrap_or_default(),
+                }
+            }
+        }
+        ReportStatus::Continue if task.continuation_count < cfg.max_continuations => Next::Continue,
+        ReportStatus::Continue => failure(
+            FailureKind::Quality,
+            format!(
+                "the worker asked to continue more than {} times",
+                cfg.max_continuations
+            ),
+        ),
+        ReportStatus::Failed => failure(
+            default_kind,
+            report
+                .error
+                .clone()
+                .unwrap_or_else(|| "the worker reported failure".into()),
+        ),
+    })
+}
+
+async fn record_verification_failure(
+    conn: &mut PgConnection,
+    task: &tasks::TaskRow,
+    attempt_id: Uuid,
+    verdict: &Value,
+    actor: &str,
+) -> Result<(), ReportError> {
+    events::append(
+        conn,
+        task.workspace_id,
+        events::NewEvent {
+            run_id: task.run_id,
+            task_id: Some(task.id),
+            attempt_id: Some(attempt_id),
+            kind: kind::TASK_VERIFICATION_FAILED,
+            actor,
+            payload: json!({ "key": task.task_key, "verdict": verdict }),
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Spend crossed 80 %: warn once, drop the optional work not started, and
+/// let dispatch prefer cheaper agents for the rest of the mission.
+async fn budget_warning(
+    conn: &mut PgConnection,
+    run: &mut MissionRow,
+    actor: &str,
+) -> Result<(), ReportError> {
+    sqlx::query!(
+        "UPDATE orchestration_runs SET budget_warned = true WHERE id = $1",
+        run.id
+    )
+    .execute(&mut *conn)
+    .await?;
+    run.budget_warned = true;
+    let dropped = tasks::skip_unstarted_optional(
+        conn,
+        run.workspace_id,
+        run.id,
+        actor,
+        "budget above 80 %: optional work dropped",
+    )
+    .await?;
+    events::append(
+        conn,
+        run.workspace_id,
+        events::NewEvent {
+            run_id: run.id,
+            task_id: None,
+            attempt_id: None,
+            kind: kind::MISSION_BUDGET_WARNING,
+            actor,
+            payload: json!({
+                "limit": run.budget_limit, "spent": run.budget_spent,
+                "share": budget::WARNING_SHARE, "optional_tasks_dropped": dropped,
+                "prefer": "cheaper agents",
+            }),
+        },
+    )
+    .await?;
+    if dropped > 0 {
+        tasks::promote_ready(conn, run.workspace_id, run.id, None, run.priority, actor).await?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn succeed(
     conn: &mut PgConnection,
     task: &tasks::TaskRow,
     attempt_id: Uuid,
-    report: &WorkerReport,
+    output: Option<Value>,
+    verification: Value,
+    tokens: i64,
     cost: f64,
     actor: &str,
 ) -> Result<(), ReportError> {
@@ -290,11 +510,12 @@ async fn succeed(
     let r = sqlx::query!(
         "UPDATE orchestration_tasks
          SET status = 'succeeded', output = $3, actual_cost = actual_cost + $4, lease_owner = NULL,
-             lease_expires_at = NULL, finished_at = now(), version = version + 1, updated_at = now()
+             lease_expires_at = NULL, verify_pending = false, candidate_output = NULL,
+             finished_at = now(), version = version + 1, updated_at = now()
          WHERE id = $1 AND version = $2",
         task.id,
         task.version,
-        report.output,
+        output,
         cost
     )
     .execute(&mut *conn)
@@ -304,59 +525,111 @@ async fn succeed(
     }
     tasks::record(
         conn,
-        Change::of(task, to, kind::TASK_SUCCEEDED, actor, Some(attempt_id), json!({ "key": task.task_key, "attempt": task.attempt_count, "cost": cost, "tokens": report.tokens })),
+        Change::of(
+            task,
+            to,
+            kind::TASK_SUCCEEDED,
+            actor,
+            Some(attempt_id),
+            json!({ "key": task.task_key, "attempt": task.attempt_count, "cost": cost, "tokens": tokens, "verification": verification }),
+        ),
     )
     .await?;
     Ok(())
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum RetryKind {
+/// Why a task goes back to wait for another attempt.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum RetryKind {
+    /// The worker asked to continue.
     Continuation,
+    /// A counted failure.
     Failure,
+    /// A busy worker.
     Deferred,
+    /// A verifier must judge the result.
+    Verify,
+    /// The escalation ladder: another agent or a higher tier.
+    Escalated,
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn retry(
+/// A retry to schedule.
+pub(crate) struct Retry {
+    pub why: RetryKind,
+    pub due: OffsetDateTime,
+    pub cost: f64,
+    pub error: Option<String>,
+    pub failure_kind: Option<FailureKind>,
+    /// Feedback for the next attempt (replaces the previous one when set).
+    pub feedback: Option<String>,
+    /// The result a verifier must judge.
+    pub candidate: Option<Value>,
+    /// Extra event details.
+    pub detail: Value,
+}
+
+impl Retry {
+    pub(crate) fn new(
+        why: RetryKind,
+        due: OffsetDateTime,
+        cost: f64,
+        error: Option<String>,
+    ) -> Self {
+        Retry {
+            why,
+            due,
+            cost,
+            error,
+            failure_kind: None,
+            feedback: None,
+            candidate: None,
+            detail: Value::Null,
+        }
+    }
+}
+
+/// Puts a running task back in the queue, due at `r.due`.
+pub(crate) async fn retry(
     conn: &mut PgConnection,
     task: &tasks::TaskRow,
     run: &MissionRow,
     attempt_id: Uuid,
-    why: RetryKind,
-    due: OffsetDateTime,
-    cost: f64,
-    report: &WorkerReport,
-    failure_kind: Option<FailureKind>,
+    r: Retry,
     actor: &str,
 ) -> Result<(), ReportError> {
     let to = task
         .status()
         .next(TaskEvent::ScheduleRetry)
         .map_err(|_| ReportError::Race("task status"))?;
-    let (failures, continuations) = match why {
+    let (failures, continuations) = match r.why {
         RetryKind::Continuation => (0, 1),
         RetryKind::Failure => (1, 0),
-        RetryKind::Deferred => (0, 0),
+        RetryKind::Deferred | RetryKind::Verify | RetryKind::Escalated => (0, 0),
     };
-    let r = sqlx::query!(
+    let verify_pending = r.why == RetryKind::Verify;
+    let updated = sqlx::query!(
         "UPDATE orchestration_tasks
          SET status = 'retry_wait', failure_count = failure_count + $3,
              continuation_count = continuation_count + $4, next_attempt_at = $5,
              last_error = COALESCE($6, last_error), actual_cost = actual_cost + $7,
+             feedback = COALESCE($8, feedback), verify_pending = $9,
+             candidate_output = CASE WHEN $9 THEN $10::jsonb ELSE NULL END,
              lease_owner = NULL, lease_expires_at = NULL, version = version + 1, updated_at = now()
          WHERE id = $1 AND version = $2",
         task.id,
         task.version,
         failures,
         continuations,
-        due,
-        report.error,
-        cost
+        r.due,
+        r.error,
+        r.cost,
+        r.feedback,
+        verify_pending,
+        r.candidate
     )
     .execute(&mut *conn)
     .await?;
-    if r.rows_affected() != 1 {
+    if updated.rows_affected() != 1 {
         return Err(ReportError::Race("task version"));
     }
     tasks::enqueue(
@@ -365,23 +638,29 @@ async fn retry(
         task.run_id,
         task.id,
         run.priority,
-        due,
+        r.due,
     )
     .await?;
-    let (event, payload) = match why {
+    let (event, payload) = match r.why {
         RetryKind::Continuation => (
             kind::TASK_CONTINUED,
-            json!({ "key": task.task_key, "turn": task.continuation_count + 1, "due": due.unix_timestamp() }),
+            json!({ "key": task.task_key, "turn": task.continuation_count + 1, "due": r.due.unix_timestamp() }),
         ),
         RetryKind::Deferred => (
             kind::TASK_DEFERRED,
-            json!({ "key": task.task_key, "attempt": task.attempt_count, "reason": report.error, "due": due.unix_timestamp() }),
+            json!({ "key": task.task_key, "attempt": task.attempt_count, "reason": r.error, "due": r.due.unix_timestamp() }),
         ),
+        RetryKind::Verify => (
+            kind::TASK_VERIFYING,
+            json!({ "key": task.task_key, "attempt": task.attempt_count, "detail": r.detail }),
+        ),
+        RetryKind::Escalated => (kind::TASK_ESCALATED, r.detail.clone()),
         RetryKind::Failure => (
             kind::TASK_RETRY_SCHEDULED,
             json!({
-                "key": task.task_key, "attempt": task.attempt_count, "max_attempts": task.max_attempts,
-                "failure_kind": failure_kind, "error": report.error, "due": due.unix_timestamp(),
+                "key": task.task_key, "attempt": task.attempt_count, "failures": task.failure_count + 1,
+                "max_attempts": task.max_attempts, "failure_kind": r.failure_kind, "error": r.error,
+                "feedback": r.feedback, "due": r.due.unix_timestamp(),
             }),
         ),
     };
@@ -393,12 +672,13 @@ async fn retry(
     Ok(())
 }
 
-async fn fail(
+/// Fails a task for good (the last rung of the ladder).
+pub(crate) async fn fail(
     conn: &mut PgConnection,
     task: &tasks::TaskRow,
-    attempt_id: Uuid,
+    attempt_id: Option<Uuid>,
     cost: f64,
-    report: &WorkerReport,
+    error: &str,
     failure_kind: Option<FailureKind>,
     actor: &str,
 ) -> Result<(), ReportError> {
@@ -406,16 +686,18 @@ async fn fail(
         .status()
         .next(TaskEvent::FailedFinally)
         .map_err(|_| ReportError::Race("task status"))?;
+    let counted = i32::from(task.status() == TaskStatus::Running);
     let r = sqlx::query!(
         "UPDATE orchestration_tasks
-         SET status = 'failed', failure_count = failure_count + 1, last_error = $3,
+         SET status = 'failed', failure_count = failure_count + $5, last_error = $3,
              actual_cost = actual_cost + $4, lease_owner = NULL, lease_expires_at = NULL,
              finished_at = now(), version = version + 1, updated_at = now()
          WHERE id = $1 AND version = $2",
         task.id,
         task.version,
-        report.error,
-        cost
+        error,
+        cost,
+        counted
     )
     .execute(&mut *conn)
     .await?;
@@ -424,7 +706,7 @@ async fn fail(
     }
     tasks::record(
         conn,
-        Change::of(task, to, kind::TASK_FAILED, actor, Some(attempt_id), json!({ "key": task.task_key, "attempts": task.attempt_count, "failure_kind": failure_kind, "error": report.error })),
+        Change::of(task, to, kind::TASK_FAILED, actor, attempt_id, json!({ "key": task.task_key, "attempts": task.attempt_count, "failure_kind": failure_kind, "error": error, "escalation": task.escalation_step })),
     )
     .await?;
     Ok(())
@@ -444,9 +726,8 @@ pub async fn finish_mission_if_done(
     }
     let (open, failed) = tasks::open_and_failed(conn, run.id).await?;
     if failed > 0 {
-        // The escalation ladder (other agent, higher tier, replan, human)
-        // comes with the engine; until then a task that fails for good fails
-        // its mission, and what is left is cancelled.
+        // Every rung of the escalation ladder was tried: the mission fails
+        // and what is left is cancelled.
         tasks::cancel_all_open(conn, run.workspace_id, run.id, actor, "mission failed").await?;
         let live = attempts::cancel_live_for_mission(conn, run.id).await?;
         for a in &live {

@@ -2,6 +2,7 @@
 //! review, replan, and the mission view. HTTP handlers call these and only
 //! translate.
 
+pub mod human;
 pub mod planner;
 pub mod replan;
 
@@ -124,6 +125,15 @@ pub async fn create(
         return Err(ApiError::invalid(
             "constraints",
             "constraints must be a JSON object",
+        ));
+    }
+    if constraints
+        .get("human_escalation")
+        .is_some_and(|v| !v.is_boolean())
+    {
+        return Err(ApiError::invalid(
+            "constraints.human_escalation",
+            "constraints.human_escalation must be true or false",
         ));
     }
     let autonomy = req.autonomy.unwrap_or(Autonomy::Approve);
@@ -351,10 +361,8 @@ async fn check_assignments(
         match agents::capability(tx, who.workspace_id, agent_id).await? {
             None => problems.push(format!("no agent '{agent_id}'")),
             Some((skills, tools)) => {
-                let needs = crate::assignment::TaskNeeds {
-                    required_skills: &task.required_skills,
-                    required_tools: &task.required_tools,
-                };
+                let needs =
+                    crate::assignment::TaskNeeds::of(&task.required_skills, &task.required_tools);
                 if !crate::assignment::capable(needs, &skills, &tools) {
                     problems.push(format!(
                         "agent '{agent_id}' lacks the skills or tools task '{key}' needs"
@@ -439,9 +447,12 @@ pub async fn resume(
 pub struct ReviewRequest {
     /// `accept` or `reject`.
     pub decision: String,
-    /// Why (kept on the event).
+    /// Why (kept on the event; required to reject).
     #[serde(default)]
     pub feedback: Option<String>,
+    /// With `reject`: the tasks to redo, by key or id (their dependents are redone too).
+    #[serde(default)]
+    pub tasks: Vec<String>,
 }
 
 /// Accepts the results of a mission in `awaiting_review` (approve mode).
@@ -452,13 +463,16 @@ pub async fn review(
     req: ReviewRequest,
 ) -> Result<MissionView, ApiError> {
     let event = match req.decision.as_str() {
+        "accept" if !req.tasks.is_empty() => {
+            return Err(ApiError::invalid(
+                "tasks",
+                "tasks is only taken with decision 'reject'",
+            ));
+        }
         "accept" => MissionEvent::AcceptResults,
         "reject" => {
-            return Err(ApiError::Unprocessable {
-                code: "not_supported",
-                message: "rejecting results (reopening tasks with feedback) is not supported yet; accept the results or cancel the mission".into(),
-                details: Value::Null,
-            });
+            let feedback = req.feedback.as_deref().unwrap_or("");
+            return human::reject_results(pool, who, id, feedback, &req.tasks).await;
         }
         other => {
             return Err(ApiError::invalid(

@@ -189,6 +189,38 @@ pub async fn instructions(
     .await
 }
 
+/// Replans a running mission around a task the escalation ladder gave up
+/// on: the work not started is dropped and the LLM planner asked for a new
+/// plan around what is kept, with `feedback` saying why. Runs in the
+/// caller's transaction, under the mission lock.
+pub(crate) async fn replan_around(
+    conn: &mut PgConnection,
+    run: &mut MissionRow,
+    feedback: &str,
+    actor: &str,
+) -> Result<(), ApiError> {
+    let kept = kept_specs(conn, run.id).await?.len();
+    missions::transition(conn, run, MissionEvent::Replan, actor, Some(feedback))
+        .await
+        .map_err(transition_error)?;
+    let removed = tasks::remove_unstarted(conn, run.id).await?;
+    events::append(
+        conn,
+        run.workspace_id,
+        NewEvent {
+            run_id: run.id,
+            task_id: None,
+            attempt_id: None,
+            kind: kind::PLAN_REPLACED,
+            actor,
+            payload: json!({ "escalation": feedback, "previous_plan_version": run.plan_version, "tasks_removed": removed, "tasks_kept": kept }),
+        },
+    )
+    .await?;
+    let no_match = crate::planning::MatchOutcome::from_scores(Vec::new(), Vec::new(), 1.0);
+    request_llm_plan(conn, run, &no_match, Some(feedback), actor).await
+}
+
 async fn replace_plan(
     pool: &PgPool,
     cfg: &PlanningConfig,

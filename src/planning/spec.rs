@@ -58,6 +58,10 @@ pub struct Criterion {
     /// Whether failing this criterion fails the task (otherwise it is advisory).
     #[serde(default)]
     pub must_pass: bool,
+    /// A deterministic check of the output; without one a `must_pass`
+    /// criterion is judged by a verifier agent, if the workspace has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<crate::verification::Check>,
 }
 
 /// Default for `TaskSpec::inputs`: an empty object, so omitted inputs are still valid.
@@ -122,6 +126,7 @@ mod tests {
                 success_criteria: vec![Criterion {
                     description: "compiles".into(),
                     must_pass: true,
+                    check: None,
                 }],
                 estimated_cost: 0.1,
                 optional: true,

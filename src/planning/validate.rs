@@ -578,6 +578,7 @@ mod tests {
             success_criteria: vec![Criterion {
                 description: "done".to_owned(),
                 must_pass: true,
+                check: None,
             }],
             estimated_cost: 0.01,
             optional: false,

@@ -4,6 +4,8 @@
 //! ends, in the same transaction, guarded by `max_concurrency`, so no agent
 //! ever holds more live attempts than its cap, whatever the replica count.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
@@ -40,6 +42,8 @@ pub struct AgentRow {
     pub cost_per_task: f64,
     /// `idle`, `working`, `blocked`, `done` or `offline`.
     pub status: String,
+    /// Heartbeat promise in seconds (`None`: not monitored).
+    pub heartbeat_timeout_secs: Option<i32>,
     /// Last heartbeat.
     #[serde(with = "time::serde::rfc3339::option")]
     pub last_seen_at: Option<OffsetDateTime>,
@@ -70,6 +74,8 @@ pub struct NewAgent<'a> {
     pub trust: f64,
     /// Cost.
     pub cost_per_task: f64,
+    /// Heartbeat promise in seconds.
+    pub heartbeat_timeout_secs: Option<i32>,
 }
 
 /// Registers an agent; `None` if the id is taken (the caller answers 409).
@@ -81,11 +87,13 @@ pub async fn insert(
     sqlx::query_as!(
         AgentRow,
         r#"INSERT INTO agents (workspace_id, agent_id, role, skills, tools, model, model_tier,
-                               endpoint_url, max_concurrency, trust, cost_per_task, last_seen_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
+                               endpoint_url, max_concurrency, trust, cost_per_task, last_seen_at,
+                               heartbeat_timeout_secs)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), $12)
            ON CONFLICT (workspace_id, agent_id) DO NOTHING
            RETURNING agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
-                     max_concurrency, running_count, trust, cost_per_task, status, last_seen_at, created_at"#,
+                     max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
+                  last_seen_at, created_at"#,
         workspace_id,
         a.agent_id,
         a.role,
@@ -96,7 +104,8 @@ pub async fn insert(
         a.endpoint_url,
         a.max_concurrency,
         a.trust,
-        a.cost_per_task
+        a.cost_per_task,
+        a.heartbeat_timeout_secs
     )
     .fetch_optional(pool)
     .await
@@ -107,7 +116,8 @@ pub async fn list(pool: &PgPool, workspace_id: Uuid) -> sqlx::Result<Vec<AgentRo
     sqlx::query_as!(
         AgentRow,
         r#"SELECT agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
-                  max_concurrency, running_count, trust, cost_per_task, status, last_seen_at, created_at
+                  max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
+                  last_seen_at, created_at
            FROM agents WHERE workspace_id = $1 ORDER BY agent_id"#,
         workspace_id
     )
@@ -124,7 +134,8 @@ pub async fn get(
     sqlx::query_as!(
         AgentRow,
         r#"SELECT agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
-                  max_concurrency, running_count, trust, cost_per_task, status, last_seen_at, created_at
+                  max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
+                  last_seen_at, created_at
            FROM agents WHERE workspace_id = $1 AND agent_id = $2"#,
         workspace_id,
         agent_id
@@ -152,7 +163,7 @@ pub async fn lock_candidates(
 ) -> sqlx::Result<Vec<Candidate>> {
     let rows = sqlx::query!(
         "SELECT workspace_id, agent_id, skills, tools, trust, cost_per_task, max_concurrency,
-                running_count, endpoint_url
+                running_count, endpoint_url, model_tier
          FROM agents
          WHERE workspace_id = ANY($1) AND kind = 'roster' AND status <> 'offline'
            AND running_count < max_concurrency
@@ -160,14 +171,33 @@ pub async fn lock_candidates(
          FOR UPDATE",
         workspaces
     )
-    .fetch_all(conn)
+    .fetch_all(&mut *conn)
     .await?;
+    let mut history: BTreeMap<(Uuid, String), BTreeMap<String, (i64, i64)>> = BTreeMap::new();
+    if !rows.is_empty() {
+        let stats = sqlx::query!(
+            "SELECT workspace_id, agent_id, task_type, succeeded, failed FROM agent_task_stats
+             WHERE workspace_id = ANY($1)",
+            workspaces
+        )
+        .fetch_all(&mut *conn)
+        .await?;
+        for s in stats {
+            history
+                .entry((s.workspace_id, s.agent_id))
+                .or_default()
+                .insert(s.task_type, (s.succeeded, s.failed));
+        }
+    }
     Ok(rows
         .into_iter()
         .map(|r| Candidate {
             workspace_id: r.workspace_id,
             endpoint_url: r.endpoint_url,
             profile: AgentProfile {
+                history: history
+                    .remove(&(r.workspace_id, r.agent_id.clone()))
+                    .unwrap_or_default(),
                 agent_id: r.agent_id,
                 skills: r.skills,
                 tools: r.tools,
@@ -175,8 +205,113 @@ pub async fn lock_candidates(
                 cost_per_task: r.cost_per_task,
                 max_concurrency: r.max_concurrency,
                 running: r.running_count,
+                model_tier: r.model_tier,
             },
         })
+        .collect())
+}
+
+/// Counts an attempt's outcome for the agent on the task type (past success).
+pub async fn record_outcome(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    task_type: &str,
+    succeeded: bool,
+) -> sqlx::Result<()> {
+    let (s, f) = if succeeded { (1i64, 0i64) } else { (0, 1) };
+    sqlx::query!(
+        "INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (workspace_id, agent_id, task_type)
+         DO UPDATE SET succeeded = agent_task_stats.succeeded + $4, failed = agent_task_stats.failed + $5",
+        workspace_id,
+        agent_id,
+        task_type,
+        s,
+        f
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// True if an online agent of the workspace has the verifier skill.
+pub async fn verifier_available(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    skill: &str,
+) -> sqlx::Result<bool> {
+    let found = sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+             SELECT 1 FROM agents
+             WHERE workspace_id = $1 AND kind = 'roster' AND status <> 'offline'
+               AND EXISTS (SELECT 1 FROM unnest(skills) s WHERE lower(s) = lower($2))
+           ) AS "found!""#,
+        workspace_id,
+        skill
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(found)
+}
+
+/// An online agent as the escalation ladder sees it.
+#[derive(Debug, Clone)]
+pub struct LadderAgent {
+    /// Id.
+    pub agent_id: String,
+    /// Skills.
+    pub skills: Vec<String>,
+    /// Tools.
+    pub tools: Vec<String>,
+    /// Model tier.
+    pub model_tier: i32,
+}
+
+/// Every online roster agent of a workspace (whatever its load).
+pub async fn online(conn: &mut PgConnection, workspace_id: Uuid) -> sqlx::Result<Vec<LadderAgent>> {
+    sqlx::query_as!(
+        LadderAgent,
+        "SELECT agent_id, skills, tools, model_tier FROM agents
+         WHERE workspace_id = $1 AND kind = 'roster' AND status <> 'offline'
+         ORDER BY agent_id",
+        workspace_id
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Records an agent's heartbeat; an offline agent comes back `idle`.
+/// False if there is no such agent.
+pub async fn heartbeat(pool: &PgPool, workspace_id: Uuid, agent_id: &str) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE agents SET last_seen_at = now(),
+                status = CASE WHEN status = 'offline' THEN
+                              CASE WHEN running_count > 0 THEN 'working' ELSE 'idle' END
+                         ELSE status END
+         WHERE workspace_id = $1 AND agent_id = $2",
+        workspace_id,
+        agent_id
+    )
+    .execute(pool)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Marks monitored agents that stopped heartbeating `offline`; returns them.
+pub async fn mark_silent_offline(pool: &PgPool) -> sqlx::Result<Vec<(Uuid, String)>> {
+    let rows = sqlx::query!(
+        "UPDATE agents SET status = 'offline', version = version + 1, updated_at = now()
+         WHERE heartbeat_timeout_secs IS NOT NULL AND status <> 'offline'
+           AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_secs)
+         RETURNING workspace_id, agent_id"
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.workspace_id, r.agent_id))
         .collect())
 }
 

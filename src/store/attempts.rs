@@ -32,6 +32,8 @@ pub struct AttemptRow {
     pub status: String,
     /// The report that ended it, if any.
     pub report: Option<Value>,
+    /// `work`, or `verify` for a verifier judging another attempt's result.
+    pub purpose: String,
 }
 
 impl AttemptRow {
@@ -61,14 +63,16 @@ pub struct NewAttempt<'a> {
     pub token_hash: &'a [u8],
     /// Replica that dispatched it.
     pub dispatched_by: &'a str,
+    /// `work` or `verify`.
+    pub purpose: &'a str,
 }
 
 /// Inserts a live (`dispatching`) attempt.
 pub async fn insert(conn: &mut PgConnection, a: NewAttempt<'_>) -> sqlx::Result<()> {
     sqlx::query!(
         "INSERT INTO task_attempts (id, workspace_id, run_id, task_id, attempt_number, agent_id,
-                                    worker_url, token_hash, status, dispatched_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'dispatching', $9)",
+                                    worker_url, token_hash, status, dispatched_by, purpose)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'dispatching', $9, $10)",
         a.id,
         a.workspace_id,
         a.run_id,
@@ -77,7 +81,8 @@ pub async fn insert(conn: &mut PgConnection, a: NewAttempt<'_>) -> sqlx::Result<
         a.agent_id,
         a.worker_url,
         a.token_hash,
-        a.dispatched_by
+        a.dispatched_by,
+        a.purpose
     )
     .execute(conn)
     .await?;
@@ -88,7 +93,7 @@ pub async fn insert(conn: &mut PgConnection, a: NewAttempt<'_>) -> sqlx::Result<
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<AttemptRow>> {
     sqlx::query_as!(
         AttemptRow,
-        "SELECT id, workspace_id, run_id, task_id, attempt_number, agent_id, worker_url, token_hash, status, report
+        "SELECT id, workspace_id, run_id, task_id, attempt_number, agent_id, worker_url, token_hash, status, report, purpose
          FROM task_attempts WHERE id = $1",
         id
     )
@@ -155,7 +160,8 @@ pub async fn heartbeat(pool: &PgPool, id: Uuid, lease_secs: f64) -> sqlx::Result
     .await?;
     let Some(task) = task else { return Ok(false) };
     sqlx::query!(
-        "UPDATE orchestration_tasks SET lease_expires_at = now() + make_interval(secs => $3)
+        "UPDATE orchestration_tasks SET lease_expires_at = now() + make_interval(secs => $3),
+                progress_checked_at = NULL
          WHERE id = $1 AND current_attempt_id = $2 AND status = 'running'",
         task,
         id,

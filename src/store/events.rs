@@ -45,6 +45,26 @@ pub mod kind {
     pub const TASK_FAILED: &str = "task.failed";
     /// A task was cancelled.
     pub const TASK_CANCELLED: &str = "task.cancelled";
+    /// A result failed a `must_pass` check (or the verifier's verdict); the payload has the reasons.
+    pub const TASK_VERIFICATION_FAILED: &str = "task.verification_failed";
+    /// A result waits for a verifier agent's verdict.
+    pub const TASK_VERIFYING: &str = "task.verifying";
+    /// A task that failed every attempt climbed a rung of the escalation ladder.
+    pub const TASK_ESCALATED: &str = "task.escalated";
+    /// A task waits for a person to complete, retry, skip or fail it.
+    pub const TASK_AWAITING_HUMAN: &str = "task.awaiting_human";
+    /// A reviewer's rejection reopened a succeeded task (named, or downstream of one).
+    pub const TASK_REOPENED: &str = "task.reopened";
+    /// A person settled an escalated task.
+    pub const TASK_RESOLVED: &str = "task.resolved";
+    /// A task was skipped (by a person, the ladder, or the budget).
+    pub const TASK_SKIPPED: &str = "task.skipped";
+    /// Admission refused to start a task that would exceed the budget.
+    pub const TASK_BUDGET_REFUSED: &str = "task.budget_refused";
+    /// A silent attempt was asked for progress (half the stall timeout).
+    pub const ATTEMPT_PROGRESS_CHECK: &str = "attempt.progress_check";
+    /// Spend crossed 80 % of the budget: optional work is dropped, cheaper agents preferred.
+    pub const MISSION_BUDGET_WARNING: &str = "mission.budget_warning";
 }
 
 /// An event about to be written.

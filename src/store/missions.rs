@@ -52,6 +52,10 @@ pub struct MissionRow {
     pub started_at: Option<OffsetDateTime>,
     /// Reached a terminal status.
     pub finished_at: Option<OffsetDateTime>,
+    /// Replans the escalation ladder triggered.
+    pub escalation_replans: i32,
+    /// The 80 % budget warning fired.
+    pub budget_warned: bool,
 }
 
 impl MissionRow {
@@ -129,7 +133,7 @@ pub async fn lock(
         MissionRow,
         "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
                 budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
-                started_at, finished_at
+                started_at, finished_at, escalation_replans, budget_warned
          FROM orchestration_runs WHERE id = $1 AND workspace_id = $2 FOR UPDATE",
         id,
         workspace_id
@@ -144,7 +148,7 @@ pub async fn get(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<Op
         MissionRow,
         "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
                 budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
-                started_at, finished_at
+                started_at, finished_at, escalation_replans, budget_warned
          FROM orchestration_runs WHERE id = $1 AND workspace_id = $2",
         id,
         workspace_id
@@ -165,7 +169,7 @@ pub async fn list(
         MissionRow,
         "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
                 budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
-                started_at, finished_at
+                started_at, finished_at, escalation_replans, budget_warned
          FROM orchestration_runs
          WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2)
            AND ($3::uuid IS NULL OR id < $3)

@@ -84,12 +84,32 @@ pub struct TaskRow {
     pub started_at: Option<OffsetDateTime>,
     /// When it ended.
     pub finished_at: Option<OffsetDateTime>,
+    /// Last rung of the escalation ladder reached (see [`crate::domain::Rung`]).
+    pub escalation_step: Option<String>,
+    /// Agents that may not take it any more.
+    pub excluded_agents: Vec<String>,
+    /// Lowest model tier allowed.
+    pub min_model_tier: i32,
+    /// A result waits for a verifier's verdict.
+    pub verify_pending: bool,
+    /// The result being verified.
+    pub candidate_output: Option<Value>,
 }
 
 impl TaskRow {
     /// The parsed status.
     pub fn status(&self) -> TaskStatus {
         self.status.parse().unwrap_or(TaskStatus::Failed)
+    }
+
+    /// The parsed escalation rung.
+    pub fn rung(&self) -> Option<crate::domain::Rung> {
+        self.escalation_step.as_deref().and_then(|s| s.parse().ok())
+    }
+
+    /// The parsed success criteria (invalid ones are ignored: plans were validated).
+    pub fn criteria(&self) -> Vec<crate::planning::Criterion> {
+        serde_json::from_value(self.success_criteria.clone()).unwrap_or_default()
     }
 }
 
@@ -102,7 +122,8 @@ pub async fn get(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<TaskRow
                   assigned_agent_id, pinned_agent_id, assignment_score, attempt_count, failure_count,
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
-                  version, started_at, finished_at
+                  version, started_at, finished_at, escalation_step, excluded_agents,
+                  min_model_tier, verify_pending, candidate_output
            FROM orchestration_tasks WHERE id = $1"#,
         task_id
     )
@@ -119,7 +140,8 @@ pub async fn get_many(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<Vec
                   assigned_agent_id, pinned_agent_id, assignment_score, attempt_count, failure_count,
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
-                  version, started_at, finished_at
+                  version, started_at, finished_at, escalation_step, excluded_agents,
+                  min_model_tier, verify_pending, candidate_output
            FROM orchestration_tasks WHERE id = ANY($1) ORDER BY id"#,
         ids
     )
@@ -136,7 +158,8 @@ pub async fn list_for_mission(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Re
                   assigned_agent_id, pinned_agent_id, assignment_score, attempt_count, failure_count,
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
-                  version, started_at, finished_at
+                  version, started_at, finished_at, escalation_step, excluded_agents,
+                  min_model_tier, verify_pending, candidate_output
            FROM orchestration_tasks WHERE run_id = $1 ORDER BY task_order"#,
         run_id
     )
@@ -354,7 +377,11 @@ impl<'a> Change<'a> {
 }
 
 /// Writes a task transition's event and moves its board card, in one go.
-pub async fn record(conn: &mut PgConnection, c: Change<'_>) -> sqlx::Result<()> {
+/// The payload gets the new status as `status`, so the log replays exactly.
+pub async fn record(conn: &mut PgConnection, mut c: Change<'_>) -> sqlx::Result<()> {
+    if let Value::Object(m) = &mut c.payload {
+        m.insert("status".into(), Value::String(c.to.as_str().into()));
+    }
     sqlx::query!(
         "UPDATE board_tasks b SET column_name = $2, assignee = t.assigned_agent_id,
                 attempt_number = t.attempt_count, cost = t.actual_cost,
@@ -509,4 +536,45 @@ pub async fn open_and_failed(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Res
     .fetch_one(conn)
     .await?;
     Ok((r.open, r.failed))
+}
+
+/// Skips the optional tasks of a mission that have not started (budget
+/// warning), records each, and returns how many.
+pub async fn skip_unstarted_optional(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    run_id: Uuid,
+    actor: &str,
+    reason: &str,
+) -> sqlx::Result<usize> {
+    debug_assert!(TaskStatus::Queued.next(TaskEvent::Skip).is_ok());
+    let skipped = sqlx::query!(
+        "UPDATE orchestration_tasks
+         SET status = 'skipped', finished_at = now(), version = version + 1, updated_at = now()
+         WHERE run_id = $1 AND optional AND attempt_count = 0 AND status IN ('pending', 'queued')
+         RETURNING id, task_key",
+        run_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for t in &skipped {
+        sqlx::query!("DELETE FROM task_queue WHERE task_id = $1", t.id)
+            .execute(&mut *conn)
+            .await?;
+        record(
+            conn,
+            Change {
+                task_id: t.id,
+                run_id,
+                workspace_id,
+                to: TaskStatus::Skipped,
+                kind: kind::TASK_SKIPPED,
+                actor,
+                attempt_id: None,
+                payload: json!({ "key": t.task_key, "reason": reason }),
+            },
+        )
+        .await?;
+    }
+    Ok(skipped.len())
 }

@@ -199,7 +199,10 @@ async fn a_task_that_keeps_failing_fails_the_mission() {
     let worker = ManualWorker::spawn().await;
     app.register_fleet(&worker.url, 1).await;
     let m = app
-        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .create_mission(
+            json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan(),
+                       "constraints": {"human_escalation": false}}),
+        )
         .await;
     let http = reqwest::Client::new();
     for n in 1..=2 {
@@ -322,7 +325,10 @@ async fn when_a_mission_fails_the_workers_of_its_live_attempts_are_told_to_stop(
     plan["tasks"][1]["depends_on"] = json!([]);
     plan["tasks"][2]["depends_on"] = json!(["a", "b"]);
     let m = app
-        .create_mission(json!({"goal": "two roots", "autonomy": "autonomous", "plan": plan}))
+        .create_mission(
+            json!({"goal": "two roots", "autonomy": "autonomous", "plan": plan,
+                               "constraints": {"human_escalation": false}}),
+        )
         .await;
     let first = worker.dispatch(1).await;
     let second = worker.dispatch(2).await;

@@ -271,6 +271,7 @@ pub struct ManualWorker {
     pub url: String,
     received: Arc<Mutex<Vec<DispatchRequest>>>,
     cancels: Arc<Mutex<Vec<String>>>,
+    progress: Arc<Mutex<Vec<String>>>,
 }
 
 impl ManualWorker {
@@ -280,6 +281,8 @@ impl ManualWorker {
         let cancels: Arc<Mutex<Vec<String>>> = Arc::default();
         let store = received.clone();
         let cancel_store = cancels.clone();
+        let progress: Arc<Mutex<Vec<String>>> = Arc::default();
+        let progress_store = progress.clone();
         let app = Router::new()
             .route(
                 "/v1/tasks",
@@ -302,6 +305,18 @@ impl ManualWorker {
                         }
                     },
                 ),
+            )
+            .route(
+                "/v1/tasks/{attempt}/progress",
+                post(
+                    move |axum::extract::Path(attempt): axum::extract::Path<String>| {
+                        let store = progress_store.clone();
+                        async move {
+                            store.lock().expect("lock").push(attempt);
+                            StatusCode::OK
+                        }
+                    },
+                ),
             );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -312,6 +327,7 @@ impl ManualWorker {
             url,
             received,
             cancels,
+            progress,
         }
     }
 
@@ -326,6 +342,24 @@ impl ManualWorker {
                 .then_some(())
         })
         .await
+    }
+
+    /// Waits until the worker was asked how `attempt` is progressing.
+    pub async fn wait_for_progress_check(&self, attempt: &str) {
+        wait_until(&format!("progress check of {attempt}"), || async {
+            self.progress
+                .lock()
+                .expect("lock")
+                .iter()
+                .any(|a| a == attempt)
+                .then_some(())
+        })
+        .await
+    }
+
+    /// Progress checks received so far.
+    pub fn progress_checks(&self) -> usize {
+        self.progress.lock().expect("lock").len()
     }
 
     /// Waits for the `n`-th dispatch (1-based) and returns it.

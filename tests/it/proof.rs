@@ -100,7 +100,11 @@ async fn three_replicas_with_faulty_workers_keep_every_invariant() {
     for i in 0..16 {
         let app = &replicas[i % 3];
         let m = app
-            .create_mission(json!({"goal": goals[i % goals.len()], "autonomy": "autonomous"}))
+            // No person watches this run: the ladder ends in mission failure.
+            .create_mission(
+                json!({"goal": goals[i % goals.len()], "autonomy": "autonomous",
+                                   "constraints": {"human_escalation": false}}),
+            )
             .await;
         ids.push(m["id"].as_str().unwrap().to_owned());
     }
@@ -175,13 +179,19 @@ async fn three_replicas_with_faulty_workers_keep_every_invariant() {
         .await
         .unwrap();
         let mut mission = "planning".to_owned();
-        let mut tasks: BTreeMap<uuid::Uuid, &'static str> = BTreeMap::new();
+        let mut tasks: BTreeMap<uuid::Uuid, String> = BTreeMap::new();
         for (task, kind, payload) in &events {
             if kind == "mission.status_changed" {
                 mission = payload["to"].as_str().unwrap_or("").to_owned();
             }
-            if let (Some(task), Some(s)) = (task, replayed_task_status(kind)) {
-                tasks.insert(*task, s);
+            // Every task transition names its new status; the kind mapping
+            // double-checks the common ones.
+            let named = payload["status"].as_str();
+            if let (Some(n), Some(k)) = (named, replayed_task_status(kind)) {
+                assert_eq!(n, k, "event {kind} names status {n}");
+            }
+            if let (Some(task), Some(s)) = (task, named.or(replayed_task_status(kind))) {
+                tasks.insert(*task, s.to_owned());
             }
         }
         if &mission != status {
@@ -194,7 +204,7 @@ async fn three_replicas_with_faulty_workers_keep_every_invariant() {
                 .await
                 .unwrap();
         for (task, status) in actual {
-            let replayed = tasks.get(&task).copied().unwrap_or("pending");
+            let replayed = tasks.get(&task).map(String::as_str).unwrap_or("pending");
             if replayed != status {
                 mismatches.push(format!("task {task}: replay {replayed}, table {status}"));
             }

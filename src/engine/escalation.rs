@@ -1,0 +1,270 @@
+//! The escalation ladder, applied: what the engine does when a task has
+//! failed every allowed attempt (see [`crate::domain::escalation`] for the
+//! pure rule). Runs inside the report's transaction, under the mission lock.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+use sqlx::PgConnection;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{
+    EngineConfig,
+    reports::{self, ReportError, Retry, RetryKind},
+};
+use crate::{
+    assignment::{TaskNeeds, capable},
+    domain::{
+        Escalation, FailureKind, LadderState, MissionStatus, Rung, TaskEvent, TaskStatus, escalate,
+    },
+    store::{
+        agents,
+        events::kind,
+        missions::MissionRow,
+        tasks::{self, Change, TaskRow},
+    },
+};
+
+/// The failure that exhausted the task's attempts.
+pub struct Failed {
+    /// The attempt that failed last.
+    pub attempt_id: Uuid,
+    /// Its class.
+    pub kind: FailureKind,
+    /// What went wrong.
+    pub error: String,
+    /// Feedback for a next attempt (verification reasons).
+    pub feedback: Option<String>,
+    /// What the attempt cost.
+    pub cost: f64,
+}
+
+/// Takes the next rung of the ladder for `task` and returns its new status.
+pub async fn escalate_task(
+    conn: &mut PgConnection,
+    cfg: &EngineConfig,
+    run: &mut MissionRow,
+    task: &TaskRow,
+    f: Failed,
+    actor: &str,
+) -> Result<TaskStatus, ReportError> {
+    let tried = sqlx::query!(
+        r#"SELECT DISTINCT a.agent_id, COALESCE(g.model_tier, 0) AS "tier!"
+           FROM task_attempts a
+           LEFT JOIN agents g ON g.workspace_id = a.workspace_id AND g.agent_id = a.agent_id
+           WHERE a.task_id = $1 AND a.purpose = 'work' AND a.status IN ('failed', 'expired')"#,
+        task.id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let online = agents::online(conn, task.workspace_id).await?;
+    let needs = TaskNeeds::of(&task.required_skills, &task.required_tools);
+    let able: Vec<_> = online
+        .iter()
+        .filter(|a| capable(needs, &a.skills, &a.tools))
+        .collect();
+    let mut excluded: BTreeSet<String> = task.excluded_agents.iter().cloned().collect();
+    excluded.extend(tried.iter().map(|t| t.agent_id.clone()));
+    let top_tried = tried.iter().map(|t| t.tier).max().unwrap_or(0);
+    let state = LadderState {
+        reached: task.rung(),
+        optional: task.optional,
+        other_agent: able
+            .iter()
+            .any(|a| !excluded.contains(&a.agent_id) && a.model_tier >= task.min_model_tier),
+        higher_tier: able.iter().any(|a| a.model_tier > top_tried),
+        replan: cfg.escalation_replan
+            && run.escalation_replans < cfg.max_escalation_replans
+            && run.status() == MissionStatus::Executing,
+        human: run
+            .constraints
+            .get("human_escalation")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true),
+    };
+    let excluded: Vec<String> = excluded.into_iter().collect();
+    match escalate(&state) {
+        Escalation::Climb(rung @ (Rung::OtherAgent | Rung::HigherTier)) => {
+            let min_tier = if rung == Rung::HigherTier {
+                top_tried + 1
+            } else {
+                task.min_model_tier
+            };
+            let mut r = Retry::new(
+                RetryKind::Escalated,
+                OffsetDateTime::now_utc(),
+                f.cost,
+                Some(f.error.clone()),
+            );
+            r.feedback = f.feedback;
+            r.detail = json!({
+                "key": task.task_key, "rung": rung, "excluded_agents": excluded,
+                "min_model_tier": min_tier, "error": f.error, "failure_kind": f.kind,
+            });
+            reports::retry(conn, task, run, f.attempt_id, r, actor).await?;
+            // A fresh set of attempts on the new rung; a pin to the agent
+            // that failed would defeat it.
+            sqlx::query!(
+                "UPDATE orchestration_tasks
+                 SET escalation_step = $2, excluded_agents = $3, min_model_tier = $4,
+                     failure_count = 0, pinned_agent_id = NULL
+                 WHERE id = $1",
+                task.id,
+                rung.as_str(),
+                &excluded,
+                min_tier
+            )
+            .execute(&mut *conn)
+            .await?;
+            Ok(TaskStatus::RetryWait)
+        }
+        Escalation::DropOptional => {
+            supersede(conn, task, &f, None, actor, kind::TASK_SKIPPED, json!({
+                "key": task.task_key, "reason": "optional task failed on every rung that could help; dropped",
+                "error": f.error,
+            }))
+            .await?;
+            tasks::promote_ready(
+                conn,
+                run.workspace_id,
+                run.id,
+                Some(task.id),
+                run.priority,
+                actor,
+            )
+            .await?;
+            Ok(TaskStatus::Skipped)
+        }
+        Escalation::Climb(Rung::Replan) => {
+            supersede(conn, task, &f, Some(Rung::Replan), actor, kind::TASK_ESCALATED, json!({
+                "key": task.task_key, "rung": Rung::Replan, "error": f.error, "failure_kind": f.kind,
+            }))
+            .await?;
+            let feedback = format!(
+                "Task '{}' ({}) failed after every attempt, on other agents and higher tiers too. Last error: {}. \
+                 Replan the remaining work around it: do not depend on '{}'; if its purpose is still needed, \
+                 reach it with different tasks.",
+                task.task_key, task.title, f.error, task.task_key
+            );
+            sqlx::query!(
+                "UPDATE orchestration_runs SET escalation_replans = escalation_replans + 1 WHERE id = $1",
+                run.id
+            )
+            .execute(&mut *conn)
+            .await?;
+            run.escalation_replans += 1;
+            crate::missions::replan::replan_around(conn, run, &feedback, actor)
+                .await
+                .map_err(|_| ReportError::Race("replan"))?;
+            Ok(TaskStatus::Skipped)
+        }
+        Escalation::Climb(Rung::Human) => {
+            to_human(conn, task, &f, &excluded, actor).await?;
+            Ok(TaskStatus::AwaitingHuman)
+        }
+        Escalation::Fail => {
+            reports::fail(
+                conn,
+                task,
+                Some(f.attempt_id),
+                f.cost,
+                &f.error,
+                Some(f.kind),
+                actor,
+            )
+            .await?;
+            Ok(TaskStatus::Failed)
+        }
+    }
+}
+
+/// Running → skipped, because the ladder replaced or dropped the task.
+async fn supersede(
+    conn: &mut PgConnection,
+    task: &TaskRow,
+    f: &Failed,
+    rung: Option<Rung>,
+    actor: &str,
+    event: &str,
+    payload: serde_json::Value,
+) -> Result<(), ReportError> {
+    let to = task
+        .status()
+        .next(TaskEvent::Supersede)
+        .map_err(|_| ReportError::Race("task status"))?;
+    let r = sqlx::query!(
+        "UPDATE orchestration_tasks
+         SET status = 'skipped', escalation_step = COALESCE($3, escalation_step),
+             failure_count = failure_count + 1, last_error = $4, actual_cost = actual_cost + $5,
+             lease_owner = NULL, lease_expires_at = NULL, finished_at = now(),
+             version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2",
+        task.id,
+        task.version,
+        rung.map(|r| r.as_str()),
+        f.error,
+        f.cost
+    )
+    .execute(&mut *conn)
+    .await?;
+    if r.rows_affected() != 1 {
+        return Err(ReportError::Race("task version"));
+    }
+    tasks::record(
+        conn,
+        Change::of(task, to, event, actor, Some(f.attempt_id), payload),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Running → awaiting_human: a person completes, retries, skips or fails it.
+async fn to_human(
+    conn: &mut PgConnection,
+    task: &TaskRow,
+    f: &Failed,
+    excluded: &[String],
+    actor: &str,
+) -> Result<(), ReportError> {
+    let to = task
+        .status()
+        .next(TaskEvent::EscalateToHuman)
+        .map_err(|_| ReportError::Race("task status"))?;
+    let r = sqlx::query!(
+        "UPDATE orchestration_tasks
+         SET status = 'awaiting_human', escalation_step = 'human', excluded_agents = $3,
+             failure_count = failure_count + 1, last_error = $4, actual_cost = actual_cost + $5,
+             feedback = COALESCE($6, feedback), lease_owner = NULL, lease_expires_at = NULL,
+             version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2",
+        task.id,
+        task.version,
+        excluded,
+        f.error,
+        f.cost,
+        f.feedback
+    )
+    .execute(&mut *conn)
+    .await?;
+    if r.rows_affected() != 1 {
+        return Err(ReportError::Race("task version"));
+    }
+    tasks::record(
+        conn,
+        Change::of(
+            task,
+            to,
+            kind::TASK_AWAITING_HUMAN,
+            actor,
+            Some(f.attempt_id),
+            json!({
+                "key": task.task_key, "rung": Rung::Human, "error": f.error, "failure_kind": f.kind,
+                "attempts": task.attempt_count, "excluded_agents": excluded,
+                "actions": ["complete", "retry", "skip", "fail"],
+            }),
+        ),
+    )
+    .await?;
+    Ok(())
+}
