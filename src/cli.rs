@@ -73,12 +73,68 @@ pub struct ServeArgs {
     /// Serve the API only; do not run the tick loop.
     #[arg(long)]
     pub no_engine: bool,
+    /// Engine settings.
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// Planning settings.
     #[command(flatten)]
     pub planning: PlanningArgs,
     /// Database.
     #[command(flatten)]
     pub db: DatabaseArgs,
+}
+
+/// Engine settings of `serve` (retries, scoring, verification).
+#[derive(Debug, Clone, clap::Args)]
+pub struct EngineArgs {
+    /// First retry delay after a failure, in milliseconds (doubles per failure, with jitter).
+    #[arg(long, env = "COORDINATOR_RETRY_BASE_MS", default_value_t = 1000)]
+    pub retry_base_ms: u64,
+    /// Longest retry delay, in milliseconds.
+    #[arg(long, env = "COORDINATOR_RETRY_CAP_MS", default_value_t = 60_000)]
+    pub retry_cap_ms: u64,
+    /// Continuations a task may ask for before `continue` counts as a failure.
+    #[arg(long, env = "COORDINATOR_MAX_CONTINUATIONS", default_value_t = 10)]
+    pub max_continuations: i32,
+    /// Tasks claimed per transaction.
+    #[arg(long, env = "COORDINATOR_BATCH_SIZE", default_value_t = 32)]
+    pub batch_size: usize,
+    /// Scorer weights, e.g. `fit=0.35,trust=0.2,capacity=0.15,cost=0.1,past=0.2` (unnamed parts keep their default).
+    #[arg(long, env = "COORDINATOR_SCORE_WEIGHTS", default_value = "")]
+    pub score_weights: String,
+    /// Agents with this skill verify `must_pass` criteria that have no deterministic check.
+    #[arg(
+        long,
+        env = "COORDINATOR_VERIFIER_SKILL",
+        default_value = "verification"
+    )]
+    pub verifier_skill: String,
+}
+
+impl EngineArgs {
+    /// Applies these settings to `cfg`.
+    pub fn apply(&self, cfg: &mut crate::engine::EngineConfig) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.retry_base_ms >= 1 && self.retry_base_ms <= self.retry_cap_ms,
+            "--retry-base-ms must be at least 1 and at most --retry-cap-ms"
+        );
+        anyhow::ensure!(
+            (1..=1000).contains(&self.batch_size),
+            "--batch-size must be between 1 and 1000"
+        );
+        anyhow::ensure!(
+            !self.verifier_skill.trim().is_empty(),
+            "--verifier-skill must not be empty"
+        );
+        cfg.retry_base = Duration::from_millis(self.retry_base_ms);
+        cfg.retry_cap = Duration::from_millis(self.retry_cap_ms);
+        cfg.max_continuations = self.max_continuations.max(0);
+        cfg.batch_size = self.batch_size;
+        cfg.weights = crate::assignment::ScoreWeights::parse(&self.score_weights)
+            .map_err(|e| anyhow::anyhow!("--score-weights: {e}"))?;
+        cfg.verifier_skill = self.verifier_skill.trim().to_owned();
+        Ok(())
+    }
 }
 
 /// Planning settings of `serve`.
@@ -284,6 +340,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.engine.tick_interval = Duration::from_millis(args.tick_ms.max(10));
     settings.engine.lease = Duration::from_secs(args.lease_secs.max(1));
     settings.planning.max_attempts = args.max_attempts.max(1);
+    args.engine.apply(&mut settings.engine)?;
     args.planning.apply(&mut settings.planning)?;
     if let Some(url) = &args.planning.llm_base_url {
         eprintln!("LLM planner: {url} (model {})", args.planning.llm_model);

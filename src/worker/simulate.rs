@@ -309,14 +309,20 @@ fn simulated_report(config: &SimulationConfig, req: &DispatchRequest, roll: &Rol
             tokens: 100,
         };
     }
+    let mut output = json!({
+        "summary": format!("Simulated result of '{}' by {}", req.task.title, req.agent_id),
+        "task": req.task.key,
+        "used_upstream": req.upstream.iter().map(|u| u.key.clone()).collect::<Vec<_>>(),
+        "attempt": req.attempt_number,
+    });
+    // Asked to verify another result: a simulated verifier approves it.
+    if req.task.task_type == "verification" {
+        output["passed"] = json!(true);
+        output["reasons"] = json!([]);
+    }
     WorkerReport {
         status: ReportStatus::Succeeded,
-        output: Some(json!({
-            "summary": format!("Simulated result of '{}' by {}", req.task.title, req.agent_id),
-            "task": req.task.key,
-            "used_upstream": req.upstream.iter().map(|u| u.key.clone()).collect::<Vec<_>>(),
-            "attempt": req.attempt_number,
-        })),
+        output: Some(output),
         error: None,
         failure_kind: None,
         cost: config.cost_per_task,

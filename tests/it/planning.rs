@@ -443,3 +443,73 @@ async fn a_completed_mission_saved_as_a_routine_plans_the_next_similar_goal() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ladder_replans_around_a_task_that_failed_everywhere() {
+    let server = MockServer::start().await;
+    let task = |id: &str, deps: &[&str]| {
+        json!({"id": id, "title": id, "task_type": "research",
+        "required_skills": ["research"], "depends_on": deps,
+        "success_criteria": [{"description": "ok", "must_pass": true}]})
+    };
+    let new_plan = json!({"tasks": [task("alt_source", &[]), task("b2", &["alt_source"]), task("c2", &["b2"])]});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_string_contains("failed after every attempt"))
+        .respond_with(completion(&new_plan))
+        .expect(1..)
+        .mount(&server)
+        .await;
+    let app = app_with_llm(&server, |_| {}).await;
+    let worker = ManualWorker::spawn().await;
+    // One capable agent: no other agent or tier to try, so the ladder replans.
+    app.register_fleet(&worker.url, 1).await;
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    for n in 1..=3 {
+        let d = worker.dispatch(n).await;
+        assert_eq!(d.task.key, "a");
+        let (s, _) = report(
+            &http,
+            &d,
+            &d.callback.token,
+            json!({"status": "failed", "error": "source is down"}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+    }
+    let next = worker.dispatch(4).await;
+    assert_eq!(next.task.key, "alt_source");
+    let (_, mission) = app.get(&format!("/v1/missions/{id}")).await;
+    assert_eq!(mission["status"], "executing");
+    assert_eq!(mission["plan_version"], 2);
+    let keys: Vec<(&str, &str)> = mission["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["key"].as_str().unwrap(), t["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("a", "skipped"),
+            ("alt_source", "running"),
+            ("b2", "pending"),
+            ("c2", "pending")
+        ]
+    );
+    let escalated = events_of(&app, id, "task.escalated").await;
+    assert_eq!(escalated.len(), 1);
+    assert_eq!(escalated[0]["payload"]["rung"], "replan");
+    let replaced = events_of(&app, id, "plan.replaced").await;
+    assert!(
+        replaced[0]["payload"]["escalation"]
+            .as_str()
+            .unwrap()
+            .contains("source is down")
+    );
+    app.stop().await;
+}
