@@ -109,6 +109,15 @@ pub struct EngineArgs {
         default_value = "verification"
     )]
     pub verifier_skill: String,
+    /// Worker URL that runs contractors: mission-scoped agents hired for tasks no roster agent can take.
+    #[arg(long, env = "COORDINATOR_CONTRACTOR_URL")]
+    pub contractor_url: Option<String>,
+    /// Also hire a contractor when the best roster agent's score is below this (0–1).
+    #[arg(long, env = "COORDINATOR_CONTRACTOR_THRESHOLD", default_value_t = 0.0)]
+    pub contractor_threshold: f64,
+    /// Concurrency cap of each contractor.
+    #[arg(long, env = "COORDINATOR_CONTRACTOR_CONCURRENCY", default_value_t = 4)]
+    pub contractor_concurrency: i32,
 }
 
 impl EngineArgs {
@@ -133,6 +142,25 @@ impl EngineArgs {
         cfg.weights = crate::assignment::ScoreWeights::parse(&self.score_weights)
             .map_err(|e| anyhow::anyhow!("--score-weights: {e}"))?;
         cfg.verifier_skill = self.verifier_skill.trim().to_owned();
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&self.contractor_threshold),
+            "--contractor-threshold must be between 0 and 1"
+        );
+        anyhow::ensure!(
+            (1..=10_000).contains(&self.contractor_concurrency),
+            "--contractor-concurrency must be between 1 and 10000"
+        );
+        if let Some(url) = &self.contractor_url {
+            let parsed = reqwest::Url::parse(url)
+                .map_err(|e| anyhow::anyhow!("--contractor-url is not a URL: {e}"))?;
+            anyhow::ensure!(
+                matches!(parsed.scheme(), "http" | "https"),
+                "--contractor-url must be an http(s) URL"
+            );
+            cfg.contractor_url = Some(url.trim_end_matches('/').to_owned());
+        }
+        cfg.contractor_threshold = self.contractor_threshold;
+        cfg.contractor_concurrency = self.contractor_concurrency;
         Ok(())
     }
 }

@@ -136,6 +136,9 @@ impl Application {
         engine.worker_http = http_client()?;
         // Replanning around a failed task needs a planner that can plan anew.
         engine.escalation_replan = settings.planning.llm.is_some();
+        let mut planning = settings.planning;
+        // Plans may include tasks nobody on the roster can do when contractors can be hired.
+        planning.contractors = engine.contractor_url.is_some();
         engine.public_url = settings
             .public_url
             .unwrap_or_else(|| format!("http://{addr}"));
@@ -145,7 +148,7 @@ impl Application {
             state: AppState {
                 pool,
                 engine: Arc::new(engine),
-                planning: Arc::new(settings.planning),
+                planning: Arc::new(planning),
                 http,
             },
             run_engine: settings.run_engine,

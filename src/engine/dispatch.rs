@@ -24,7 +24,7 @@ use crate::{
     domain::{FailureKind, ReportStatus, TaskEvent, TaskStatus, budget},
     store::{
         agents, attempts,
-        events::kind,
+        events::{self, kind},
         tasks::{self, Change},
     },
     worker::protocol::{Callback, DispatchRequest, TaskPayload, UpstreamOutput, WorkerReport},
@@ -102,7 +102,9 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     let mut workspaces: Vec<Uuid> = ready.iter().map(|t| t.workspace_id).collect();
     workspaces.sort();
     workspaces.dedup();
-    let mut candidates = agents::lock_candidates(&mut tx, &workspaces).await?;
+    let live_runs: Vec<Uuid> = runs.keys().copied().collect();
+    let mut candidates = agents::lock_candidates(&mut tx, &workspaces, &live_runs).await?;
+    let actor = format!("engine:{}", cfg.replica_id);
 
     // Pure choice, in queue order, with loads and in-flight spend updated as we go.
     let verifier_skills = vec![cfg.verifier_skill.clone()];
@@ -132,6 +134,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         // A task pinned at approval runs only on its pinned agent.
         let pool_idx: Vec<usize> = (0..candidates.len())
             .filter(|i| candidates[*i].workspace_id == task.workspace_id)
+            .filter(|i| candidates[*i].mission_id.is_none_or(|m| m == task.run_id))
             .filter(|i| {
                 task.verify_pending
                     || task
@@ -163,14 +166,61 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         } else {
             cfg.weights
         };
-        if let Some((pick, score)) = assignment::choose(needs, &profiles, &weights) {
-            let idx = pool_idx[pick];
+        let mut picked = assignment::choose(needs, &profiles, &weights)
+            .map(|(pick, score)| (pool_idx[pick], score));
+        // Hire only when nobody (roster or this mission's contractors) could
+        // do it even when idle, or the roster's best is below the threshold.
+        let weak_pick = match picked {
+            None => true,
+            Some((idx, s)) => {
+                candidates[idx].mission_id.is_none() && s.total < cfg.contractor_threshold
+            }
+        };
+        if let Some(url) = &cfg.contractor_url
+            && task.pinned_agent_id.is_none()
+            && weak_pick
+            && roster_falls_short(&mut tx, cfg, needs, task, &weights).await?
+        {
+            let hired = agents::hire_contractor(
+                &mut tx,
+                agents::Hire {
+                    workspace_id: task.workspace_id,
+                    mission_id: task.run_id,
+                    skills: needs.required_skills,
+                    tools: needs.required_tools,
+                    endpoint_url: url,
+                    max_concurrency: cfg.contractor_concurrency,
+                    model_tier: task.min_model_tier.max(1),
+                },
+            )
+            .await?;
+            events::append(
+                &mut tx,
+                task.workspace_id,
+                events::NewEvent {
+                    run_id: task.run_id,
+                    task_id: Some(task.id),
+                    attempt_id: None,
+                    kind: kind::CONTRACTOR_HIRED,
+                    actor: &actor,
+                    payload: json!({
+                        "key": task.task_key, "agent_id": hired.profile.agent_id,
+                        "skills": hired.profile.skills, "tools": hired.profile.tools,
+                        "threshold": cfg.contractor_threshold,
+                    }),
+                },
+            )
+            .await?;
+            candidates.push(hired);
+            let idx = candidates.len() - 1;
+            picked = assignment::score(needs, &candidates[idx].profile, &weights).map(|s| (idx, s));
+        }
+        if let Some((idx, score)) = picked {
             candidates[idx].profile.running += 1;
             *in_flight.entry(task.run_id).or_default() += estimate;
             chosen.push((task, idx, score));
         }
     }
-    let actor = format!("engine:{}", cfg.replica_id);
     for task in refused {
         if let Some(run) = runs.get(&task.run_id) {
             refuse_over_budget(
@@ -318,6 +368,32 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     }
     tx.commit().await?;
     Ok(dispatches)
+}
+
+/// True if no online roster agent could take the task even when idle, or the
+/// best one would score below the contractor threshold.
+async fn roster_falls_short(
+    conn: &mut sqlx::PgConnection,
+    cfg: &EngineConfig,
+    needs: TaskNeeds<'_>,
+    task: &tasks::TaskRow,
+    weights: &assignment::ScoreWeights,
+) -> anyhow::Result<bool> {
+    let (contractors, roster): (Vec<_>, Vec<_>) =
+        agents::roster_profiles(conn, task.workspace_id, task.run_id)
+            .await?
+            .into_iter()
+            .partition(|(_, contractor)| *contractor);
+    // A contractor of this mission that can do it (busy now) will be free soon.
+    let contractors: Vec<_> = contractors.into_iter().map(|(p, _)| p).collect();
+    if assignment::choose(needs, &contractors, weights).is_some() {
+        return Ok(false);
+    }
+    let roster: Vec<_> = roster.into_iter().map(|(p, _)| p).collect();
+    Ok(match assignment::choose(needs, &roster, weights) {
+        None => true,
+        Some((_, best)) => best.total < cfg.contractor_threshold,
+    })
 }
 
 /// What a verifier agent is asked: judge the candidate result against the

@@ -57,6 +57,13 @@ pub struct EngineConfig {
     pub escalation_replan: bool,
     /// Ladder replans per mission.
     pub max_escalation_replans: i32,
+    /// Worker that runs contractors; `None`: no contractors are hired.
+    pub contractor_url: Option<String>,
+    /// A contractor is hired when the best roster agent's score (at zero
+    /// load) is below this, or no roster agent can take the task at all.
+    pub contractor_threshold: f64,
+    /// Concurrency cap of each contractor.
+    pub contractor_concurrency: i32,
 }
 
 impl EngineConfig {
@@ -79,6 +86,9 @@ impl EngineConfig {
             verifier_skill: "verification".into(),
             escalation_replan: false,
             max_escalation_replans: 1,
+            contractor_url: None,
+            contractor_threshold: 0.0,
+            contractor_concurrency: 4,
         }
     }
 }

@@ -17,7 +17,8 @@ use crate::{
     error::ApiError,
     missions::{PlanningConfig, install_plan, plan_ready, planner, replan},
     planning::{
-        PlanProvenance, PlanSpec, ValidationContext, llm::LlmError, llm::PlanRequest, validate_plan,
+        AgentCapability, PlanProvenance, PlanSpec, ValidationContext, llm::LlmError,
+        llm::PlanRequest, validate_plan,
     },
     store::{
         agents, attempts,
@@ -48,10 +49,11 @@ pub async fn plan_one(
         return Ok(false);
     };
     let actor = format!("engine:{}", cfg.replica_id);
-    let agents = planner::capabilities(pool, claim.workspace_id).await?;
+    let agents = planner::capabilities(pool, planning, claim.workspace_id).await?;
     let mut skills: Vec<String> = agents
         .iter()
         .flat_map(|a| a.skills.iter().cloned())
+        .filter(|s| s != AgentCapability::ANY)
         .collect();
     skills.sort();
     skills.dedup();

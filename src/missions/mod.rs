@@ -48,6 +48,8 @@ pub struct PlanningConfig {
     pub llm: Option<std::sync::Arc<LlmPlanner>>,
     /// Planning attempts (LLM calls that fail on transport) before the mission fails.
     pub max_planning_attempts: i32,
+    /// Contractors can be hired for tasks no roster agent can take (set from the engine).
+    pub contractors: bool,
 }
 
 impl Default for PlanningConfig {
@@ -59,6 +61,7 @@ impl Default for PlanningConfig {
             max_attempts: 3,
             llm: None,
             max_planning_attempts: 3,
+            contractors: false,
         }
     }
 }

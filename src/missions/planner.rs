@@ -54,16 +54,22 @@ pub struct PlanInput<'a> {
     pub allow_llm: bool,
 }
 
-/// The workspace's view for validation: its agents' capabilities.
+/// The workspace's view for validation: its agents' capabilities, plus
+/// "anything" when contractors can be hired.
 pub async fn capabilities(
     pool: &PgPool,
+    cfg: &PlanningConfig,
     workspace_id: Uuid,
 ) -> Result<Vec<AgentCapability>, ApiError> {
-    Ok(agents::capabilities(pool, workspace_id)
+    let mut caps: Vec<AgentCapability> = agents::capabilities(pool, workspace_id)
         .await?
         .into_iter()
         .map(|(skills, tools)| AgentCapability { skills, tools })
-        .collect())
+        .collect();
+    if cfg.contractors {
+        caps.push(AgentCapability::any());
+    }
+    Ok(caps)
 }
 
 /// The built-in methods plus the workspace's saved routines.
@@ -124,7 +130,7 @@ pub async fn plan(
     cfg: &PlanningConfig,
     input: PlanInput<'_>,
 ) -> Result<Planned, ApiError> {
-    let agents = capabilities(pool, input.workspace_id).await?;
+    let agents = capabilities(pool, cfg, input.workspace_id).await?;
     if let Some(explicit) = input.explicit {
         let plan = validate(cfg, &agents, input.budget, explicit, "explicit")?;
         return Ok(Planned::Ready {

@@ -255,7 +255,7 @@ async fn apply(
     let kept = kept_specs(&mut tx, id).await?;
     let planned = match explicit {
         Some(plan) => {
-            let agents = planner::capabilities(pool, who.workspace_id).await?;
+            let agents = planner::capabilities(pool, cfg, who.workspace_id).await?;
             let plan = planner::validate(
                 cfg,
                 &agents,

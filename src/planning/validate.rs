@@ -361,10 +361,24 @@ pub fn validate_plan(
     })
 }
 
+impl AgentCapability {
+    /// Marks "any skill, any tool": the contractor pool, which can take any task.
+    pub const ANY: &'static str = "*";
+
+    /// A capability covering every task (contractors can be hired for anything).
+    pub fn any() -> AgentCapability {
+        AgentCapability {
+            skills: vec![Self::ANY.to_owned()],
+            tools: vec![Self::ANY.to_owned()],
+        }
+    }
+}
+
 /// An agent's capabilities normalised once, so each task check is cheap.
 struct PreparedAgent<'a> {
     skills: BTreeSet<String>,
     tools: BTreeSet<&'a str>,
+    any: bool,
 }
 
 impl<'a> PreparedAgent<'a> {
@@ -373,18 +387,22 @@ impl<'a> PreparedAgent<'a> {
         PreparedAgent {
             skills: agent.skills.iter().map(|s| normalize_skill(s)).collect(),
             tools: agent.tools.iter().map(String::as_str).collect(),
+            any: agent.skills.iter().any(|s| s == AgentCapability::ANY)
+                && agent.tools.iter().any(|t| t == AgentCapability::ANY),
         }
     }
 
     /// Whether this one agent has every skill and tool the task needs.
     fn can_do(&self, task: &super::spec::TaskSpec) -> bool {
-        task.required_skills
-            .iter()
-            .all(|s| self.skills.contains(&normalize_skill(s)))
-            && task
-                .required_tools
+        self.any
+            || task
+                .required_skills
                 .iter()
-                .all(|t| self.tools.contains(t.as_str()))
+                .all(|s| self.skills.contains(&normalize_skill(s)))
+                && task
+                    .required_tools
+                    .iter()
+                    .all(|t| self.tools.contains(t.as_str()))
     }
 }
 
@@ -805,6 +823,16 @@ mod tests {
             codes::UNASSIGNABLE,
             Some("c"),
         );
+    }
+
+    #[test]
+    fn a_contractor_pool_can_take_any_task() {
+        let mut tasks = chain3();
+        tasks[0].required_skills = vec!["translation".to_owned()];
+        tasks[0].required_tools = vec!["dictionary".to_owned()];
+        let rules = ValidationRules::default();
+        assert!(run_with(tasks.clone(), None, &[], &rules).is_err());
+        assert!(run_with(tasks, None, &[AgentCapability::any()], &rules).is_ok());
     }
 
     #[test]

@@ -149,6 +149,8 @@ pub async fn get(
 pub struct Candidate {
     /// Workspace.
     pub workspace_id: Uuid,
+    /// For contractors: the only mission it works for.
+    pub mission_id: Option<Uuid>,
     /// Worker URL.
     pub endpoint_url: String,
     /// Scoring view.
@@ -156,20 +158,23 @@ pub struct Candidate {
 }
 
 /// Locks (in key order, the global agent lock order) every online roster agent
-/// with a free slot in the given workspaces.
+/// with a free slot in the given workspaces, and the contractors of `missions`.
 pub async fn lock_candidates(
     conn: &mut PgConnection,
     workspaces: &[Uuid],
+    missions: &[Uuid],
 ) -> sqlx::Result<Vec<Candidate>> {
     let rows = sqlx::query!(
         "SELECT workspace_id, agent_id, skills, tools, trust, cost_per_task, max_concurrency,
-                running_count, endpoint_url, model_tier
+                running_count, endpoint_url, model_tier, mission_id
          FROM agents
-         WHERE workspace_id = ANY($1) AND kind = 'roster' AND status <> 'offline'
+         WHERE workspace_id = ANY($1) AND status <> 'offline'
+           AND (kind = 'roster' OR (kind = 'contractor' AND mission_id = ANY($2)))
            AND running_count < max_concurrency
          ORDER BY workspace_id, agent_id
          FOR UPDATE",
-        workspaces
+        workspaces,
+        missions
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -193,6 +198,7 @@ pub async fn lock_candidates(
         .into_iter()
         .map(|r| Candidate {
             workspace_id: r.workspace_id,
+            mission_id: r.mission_id,
             endpoint_url: r.endpoint_url,
             profile: AgentProfile {
                 history: history
@@ -209,6 +215,128 @@ pub async fn lock_candidates(
             },
         })
         .collect())
+}
+
+/// Every online roster agent of a workspace as the scorer sees it at zero
+/// load (no locks): is anyone on the roster good enough for a task at all?
+/// The mission's own contractors come along (flagged by `true`).
+pub async fn roster_profiles(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    mission_id: Uuid,
+) -> sqlx::Result<Vec<(AgentProfile, bool)>> {
+    let rows = sqlx::query!(
+        "SELECT agent_id, skills, tools, trust, cost_per_task, max_concurrency, model_tier,
+                kind = 'contractor' AS \"contractor!\"
+         FROM agents
+         WHERE workspace_id = $1 AND status <> 'offline'
+           AND (kind = 'roster' OR mission_id = $2)
+         ORDER BY agent_id",
+        workspace_id,
+        mission_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let profile = AgentProfile {
+                agent_id: r.agent_id,
+                skills: r.skills,
+                tools: r.tools,
+                trust: r.trust,
+                cost_per_task: r.cost_per_task,
+                max_concurrency: r.max_concurrency,
+                running: 0,
+                model_tier: r.model_tier,
+                history: BTreeMap::new(),
+            };
+            (profile, r.contractor)
+        })
+        .collect())
+}
+
+/// What a contractor is hired with.
+pub struct Hire<'a> {
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// The mission it works for (and retires with).
+    pub mission_id: Uuid,
+    /// Skills (the task's).
+    pub skills: &'a [String],
+    /// Tools (the task's).
+    pub tools: &'a [String],
+    /// Worker that runs contractors.
+    pub endpoint_url: &'a str,
+    /// Its cap.
+    pub max_concurrency: i32,
+    /// Lowest tier the task allows.
+    pub model_tier: i32,
+}
+
+/// Creates a mission-scoped contractor agent (caller holds the mission lock,
+/// so the numbering is race-free) and returns it as a candidate.
+pub async fn hire_contractor(conn: &mut PgConnection, h: Hire<'_>) -> sqlx::Result<Candidate> {
+    let n: i64 = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM agents WHERE workspace_id = $1 AND mission_id = $2"#,
+        h.workspace_id,
+        h.mission_id
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let agent_id = format!(
+        "contractor-{}-{}",
+        &h.mission_id.simple().to_string()[..12],
+        n + 1
+    );
+    sqlx::query!(
+        "INSERT INTO agents (workspace_id, agent_id, role, kind, mission_id, skills, tools,
+                             model_tier, endpoint_url, max_concurrency, last_seen_at)
+         VALUES ($1, $2, 'contractor', 'contractor', $3, $4, $5, $6, $7, $8, now())",
+        h.workspace_id,
+        agent_id,
+        h.mission_id,
+        h.skills,
+        h.tools,
+        h.model_tier,
+        h.endpoint_url,
+        h.max_concurrency
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(Candidate {
+        workspace_id: h.workspace_id,
+        mission_id: Some(h.mission_id),
+        endpoint_url: h.endpoint_url.to_owned(),
+        profile: AgentProfile {
+            agent_id,
+            skills: h.skills.to_vec(),
+            tools: h.tools.to_vec(),
+            trust: 0.5,
+            cost_per_task: 0.0,
+            max_concurrency: h.max_concurrency,
+            running: 0,
+            model_tier: h.model_tier,
+            history: BTreeMap::new(),
+        },
+    })
+}
+
+/// Retires a mission's contractors (it ended); returns their ids.
+pub async fn retire_contractors(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    mission_id: Uuid,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar!(
+        "UPDATE agents SET status = 'offline', version = version + 1, updated_at = now()
+         WHERE workspace_id = $1 AND kind = 'contractor' AND mission_id = $2 AND status <> 'offline'
+         RETURNING agent_id",
+        workspace_id,
+        mission_id
+    )
+    .fetch_all(conn)
+    .await
 }
 
 /// Counts an attempt's outcome for the agent on the task type (past success).

@@ -63,6 +63,10 @@ pub mod kind {
     pub const TASK_BUDGET_REFUSED: &str = "task.budget_refused";
     /// A silent attempt was asked for progress (half the stall timeout).
     pub const ATTEMPT_PROGRESS_CHECK: &str = "attempt.progress_check";
+    /// No roster agent was good enough for a task: a mission-scoped contractor was hired.
+    pub const CONTRACTOR_HIRED: &str = "agent.contractor_hired";
+    /// The mission ended; its contractors were retired.
+    pub const CONTRACTORS_RETIRED: &str = "agent.contractors_retired";
     /// Spend crossed 80 % of the budget: optional work is dropped, cheaper agents preferred.
     pub const MISSION_BUDGET_WARNING: &str = "mission.budget_warning";
 }

@@ -243,6 +243,25 @@ pub async fn transition(
         },
     )
     .await?;
+    if to.is_terminal() {
+        // Contractors are mission-scoped: they end with their mission.
+        let retired = super::agents::retire_contractors(conn, run.workspace_id, run.id).await?;
+        if !retired.is_empty() {
+            events::append(
+                conn,
+                run.workspace_id,
+                NewEvent {
+                    run_id: run.id,
+                    task_id: None,
+                    attempt_id: None,
+                    kind: kind::CONTRACTORS_RETIRED,
+                    actor,
+                    payload: json!({ "agents": retired }),
+                },
+            )
+            .await?;
+        }
+    }
     Ok(to)
 }
 

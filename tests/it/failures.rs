@@ -575,3 +575,40 @@ async fn rejecting_results_in_review_reopens_the_named_tasks_and_those_after_the
     assert_eq!(body["status"], "completed");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contractors_are_hired_for_work_nobody_can_do_and_retired_with_the_mission() {
+    let worker = ManualWorker::spawn().await;
+    let mut settings = test_settings();
+    settings.engine.contractor_url = Some(worker.url.clone());
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    app.register_fleet(&worker.url, 1).await;
+    let mut plan = chain_plan();
+    // Nobody on the roster translates.
+    plan["tasks"][1]["required_skills"] = json!(["translation"]);
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": plan}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    let a = worker.dispatch(1).await;
+    assert_eq!(a.agent_id, "researcher", "the roster comes first");
+    succeed(&http, &a, json!("a"), 0.0).await;
+    let b = worker.dispatch(2).await;
+    assert!(b.agent_id.starts_with("contractor-"), "{}", b.agent_id);
+    let hired = events(&app, id, "agent.contractor_hired").await;
+    assert_eq!(hired.len(), 1);
+    assert_eq!(hired[0]["skills"], json!(["translation"]));
+    let (_, contractor) = app.get(&format!("/v1/agents/{}", b.agent_id)).await;
+    assert_eq!(contractor["kind"], "contractor");
+    succeed(&http, &b, json!("b"), 0.0).await;
+    let c = worker.dispatch(3).await;
+    assert_eq!(c.agent_id, "researcher");
+    succeed(&http, &c, json!("c"), 0.0).await;
+    app.wait_for_status(id, &["completed"]).await;
+    let (_, contractor) = app.get(&format!("/v1/agents/{}", b.agent_id)).await;
+    assert_eq!(contractor["status"], "offline", "retired with its mission");
+    let retired = events(&app, id, "agent.contractors_retired").await;
+    assert_eq!(retired[0]["agents"], json!([b.agent_id]));
+    app.stop().await;
+}
