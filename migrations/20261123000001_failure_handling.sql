@@ -13,7 +13,9 @@ ALTER TABLE orchestration_tasks
     ADD COLUMN progress_checked_at timestamptz,
     -- A result is waiting for a verifier agent's verdict before the task succeeds.
     ADD COLUMN verify_pending      boolean NOT NULL DEFAULT false,
-    ADD COLUMN candidate_output    jsonb;
+    ADD COLUMN candidate_output    jsonb,
+    -- A continuation goes back to the agent that asked for it.
+    ADD COLUMN continue_agent_id   text;
 
 ALTER TABLE orchestration_runs
     -- Replans triggered by the escalation ladder (bounded per mission).

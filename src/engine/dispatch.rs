@@ -131,7 +131,14 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
             refused.push(task);
             continue;
         }
-        // A task pinned at approval runs only on its pinned agent.
+        // A task pinned at approval runs only on its pinned agent; a
+        // continuation goes back to the agent that asked for it while that
+        // agent has a free slot.
+        let continuing = task.continue_agent_id.as_ref().filter(|a| {
+            candidates
+                .iter()
+                .any(|c| c.workspace_id == task.workspace_id && &c.profile.agent_id == *a)
+        });
         let pool_idx: Vec<usize> = (0..candidates.len())
             .filter(|i| candidates[*i].workspace_id == task.workspace_id)
             .filter(|i| candidates[*i].mission_id.is_none_or(|m| m == task.run_id))
@@ -140,6 +147,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                     || task
                         .pinned_agent_id
                         .as_ref()
+                        .or(continuing)
                         .is_none_or(|pin| *pin == candidates[*i].profile.agent_id)
             })
             .collect();
@@ -291,6 +299,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                  assignment_details = $5, attempt_count = attempt_count + 1,
                  current_attempt_id = $6, lease_owner = $7,
                  lease_expires_at = now() + make_interval(secs => $8), next_attempt_at = NULL,
+                 continue_agent_id = NULL, progress_checked_at = NULL,
                  started_at = COALESCE(started_at, now()), version = version + 1, updated_at = now()
              WHERE id = $1 AND version = $2",
             task.id,

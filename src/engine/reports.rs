@@ -247,7 +247,8 @@ pub async fn apply_report(
         }
         Next::Continue => {
             let due = OffsetDateTime::now_utc() + cfg.continuation_delay;
-            let r = Retry::new(RetryKind::Continuation, due, cost, None);
+            let mut r = Retry::new(RetryKind::Continuation, due, cost, None);
+            r.continue_agent = Some(attempt.agent_id.clone());
             retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
             TaskStatus::RetryWait
         }
@@ -566,6 +567,8 @@ pub(crate) struct Retry {
     pub candidate: Option<Value>,
     /// Extra event details.
     pub detail: Value,
+    /// For continuations: the agent that asked (it gets the next attempt).
+    pub continue_agent: Option<String>,
 }
 
 impl Retry {
@@ -584,6 +587,7 @@ impl Retry {
             feedback: None,
             candidate: None,
             detail: Value::Null,
+            continue_agent: None,
         }
     }
 }
@@ -614,6 +618,7 @@ pub(crate) async fn retry(
              last_error = COALESCE($6, last_error), actual_cost = actual_cost + $7,
              feedback = COALESCE($8, feedback), verify_pending = $9,
              candidate_output = CASE WHEN $9 THEN $10::jsonb ELSE NULL END,
+             continue_agent_id = $11,
              lease_owner = NULL, lease_expires_at = NULL, version = version + 1, updated_at = now()
          WHERE id = $1 AND version = $2",
         task.id,
@@ -625,7 +630,8 @@ pub(crate) async fn retry(
         r.cost,
         r.feedback,
         verify_pending,
-        r.candidate
+        r.candidate,
+        r.continue_agent
     )
     .execute(&mut *conn)
     .await?;

@@ -94,6 +94,8 @@ pub struct TaskRow {
     pub verify_pending: bool,
     /// The result being verified.
     pub candidate_output: Option<Value>,
+    /// The agent a continuation goes back to.
+    pub continue_agent_id: Option<String>,
 }
 
 impl TaskRow {
@@ -123,7 +125,7 @@ pub async fn get(conn: &mut PgConnection, task_id: Uuid) -> sqlx::Result<TaskRow
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
                   version, started_at, finished_at, escalation_step, excluded_agents,
-                  min_model_tier, verify_pending, candidate_output
+                  min_model_tier, verify_pending, candidate_output, continue_agent_id
            FROM orchestration_tasks WHERE id = $1"#,
         task_id
     )
@@ -141,7 +143,7 @@ pub async fn get_many(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<Vec
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
                   version, started_at, finished_at, escalation_step, excluded_agents,
-                  min_model_tier, verify_pending, candidate_output
+                  min_model_tier, verify_pending, candidate_output, continue_agent_id
            FROM orchestration_tasks WHERE id = ANY($1) ORDER BY id"#,
         ids
     )
@@ -159,7 +161,7 @@ pub async fn list_for_mission(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Re
                   continuation_count, max_attempts, next_attempt_at, current_attempt_id,
                   lease_expires_at, last_error, feedback, estimated_cost, actual_cost, optional,
                   version, started_at, finished_at, escalation_step, excluded_agents,
-                  min_model_tier, verify_pending, candidate_output
+                  min_model_tier, verify_pending, candidate_output, continue_agent_id
            FROM orchestration_tasks WHERE run_id = $1 ORDER BY task_order"#,
         run_id
     )

@@ -612,3 +612,59 @@ async fn contractors_are_hired_for_work_nobody_can_do_and_retired_with_the_missi
     assert_eq!(retired[0]["agents"], json!([b.agent_id]));
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuation_goes_back_to_the_same_agent_without_counting_a_failure() {
+    let mut settings = test_settings();
+    settings.engine.continuation_delay = Duration::from_millis(50);
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    let worker = ManualWorker::spawn().await;
+    let mut strong = agent("a-strong", &["research"], 1, &worker.url);
+    strong["trust"] = json!(0.9);
+    let mut weak = agent("b-weak", &["research"], 1, &worker.url);
+    weak["trust"] = json!(0.1);
+    register(&app, strong).await;
+    register(&app, weak).await;
+    // Two roots run at once, one on each agent.
+    let mut plan = chain_plan();
+    plan["tasks"][1]["depends_on"] = json!([]);
+    plan["tasks"][2]["depends_on"] = json!(["a", "b"]);
+    let m = app
+        .create_mission(json!({"goal": "two roots", "autonomy": "autonomous", "plan": plan}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    let first = worker.dispatch(1).await;
+    let second = worker.dispatch(2).await;
+    let (on_strong, on_weak) = if first.agent_id == "a-strong" {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert_eq!(on_weak.agent_id, "b-weak");
+    succeed(&http, &on_strong, json!("done"), 0.0).await;
+    // The strong agent is free and would win a fresh choice; the
+    // continuation still goes back to the agent that asked for it.
+    let (s, _) = report(
+        &http,
+        &on_weak,
+        &on_weak.callback.token,
+        json!({"status": "continue", "output": {"progress": "half"}}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let next = worker.dispatch(3).await;
+    assert_eq!(next.task.key, on_weak.task.key);
+    assert_eq!(next.agent_id, "b-weak");
+    let t = task(&app, id, &on_weak.task.key).await;
+    assert_eq!(t["attempts"], 2);
+    let (failures,): (i32,) =
+        sqlx::query_as("SELECT failure_count FROM orchestration_tasks WHERE id = $1::uuid")
+            .bind(t["id"].as_str().unwrap())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(failures, 0);
+    assert_eq!(events(&app, id, "task.continued").await.len(), 1);
+    app.stop().await;
+}
