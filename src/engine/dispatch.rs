@@ -39,6 +39,34 @@ pub struct Dispatch {
     pub request: DispatchRequest,
 }
 
+/// Column arrays of a claim, for the set-based writes.
+#[derive(Default)]
+struct ClaimRows {
+    attempt_ids: Vec<Uuid>,
+    workspace_ids: Vec<Uuid>,
+    run_ids: Vec<Uuid>,
+    task_ids: Vec<Uuid>,
+    versions: Vec<i64>,
+    attempt_numbers: Vec<i32>,
+    agent_ids: Vec<String>,
+    worker_urls: Vec<String>,
+    token_hashes: Vec<Vec<u8>>,
+    purposes: Vec<String>,
+    scores: Vec<f64>,
+    details: Vec<serde_json::Value>,
+    payloads: Vec<serde_json::Value>,
+}
+
+impl ClaimRows {
+    fn with_capacity(n: usize) -> Self {
+        ClaimRows {
+            attempt_ids: Vec::with_capacity(n),
+            task_ids: Vec::with_capacity(n),
+            ..Default::default()
+        }
+    }
+}
+
 /// Claims up to `cfg.batch_size` ready tasks and creates their attempts.
 pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Vec<Dispatch>> {
     let mut tx = pool.begin().await?;
@@ -267,76 +295,115 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     let mut dispatches = Vec::with_capacity(chosen.len());
     let claimed_ids: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.id).collect();
     let upstream = upstream_outputs(&mut tx, &claimed_ids).await?;
+    // Set-based writes: a handful of statements for the whole batch, so the
+    // claim (which holds the agents' rows) stays short whatever its size.
+    let n = chosen.len();
+    let mut rows = ClaimRows::with_capacity(n);
+    let mut tokens = Vec::with_capacity(n);
     for (task, idx, score) in &chosen {
         let agent = &candidates[*idx];
         let attempt_id = Uuid::now_v7();
         let token = generate_token();
+        let purpose = if task.verify_pending {
+            "verify"
+        } else {
+            "work"
+        };
+        rows.attempt_ids.push(attempt_id);
+        rows.workspace_ids.push(task.workspace_id);
+        rows.run_ids.push(task.run_id);
+        rows.task_ids.push(task.id);
+        rows.versions.push(task.version);
+        rows.attempt_numbers.push(task.attempt_count + 1);
+        rows.agent_ids.push(agent.profile.agent_id.clone());
+        rows.worker_urls.push(agent.endpoint_url.clone());
+        rows.token_hashes.push(hash_token(&token));
+        rows.purposes.push(purpose.to_owned());
+        rows.scores.push(score.total);
+        rows.details
+            .push(serde_json::to_value(score).unwrap_or_default());
+        rows.payloads.push(json!({
+            "key": task.task_key, "agent_id": agent.profile.agent_id,
+            "attempt": task.attempt_count + 1, "score": score, "purpose": purpose,
+            "status": TaskStatus::Running,
+        }));
+        tokens.push(token);
+    }
+    sqlx::query!(
+        "INSERT INTO task_attempts (id, workspace_id, run_id, task_id, attempt_number, agent_id,
+                                    worker_url, token_hash, status, dispatched_by, purpose)
+         SELECT u.id, u.workspace_id, u.run_id, u.task_id, u.attempt_number, u.agent_id,
+                u.worker_url, u.token_hash, 'dispatching', $9, u.purpose
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::int[], $6::text[],
+                     $7::text[], $8::bytea[], $10::text[])
+              AS u(id, workspace_id, run_id, task_id, attempt_number, agent_id, worker_url,
+                   token_hash, purpose)",
+        &rows.attempt_ids,
+        &rows.workspace_ids,
+        &rows.run_ids,
+        &rows.task_ids,
+        &rows.attempt_numbers,
+        &rows.agent_ids,
+        &rows.worker_urls,
+        &rows.token_hashes,
+        cfg.replica_id,
+        &rows.purposes
+    )
+    .execute(&mut *tx)
+    .await?;
+    let updated = sqlx::query!(
+        "UPDATE orchestration_tasks t
+         SET status = 'running', assigned_agent_id = u.agent_id, assignment_score = u.score,
+             assignment_details = u.details, attempt_count = t.attempt_count + 1,
+             current_attempt_id = u.attempt_id, lease_owner = $7,
+             lease_expires_at = now() + make_interval(secs => $8), next_attempt_at = NULL,
+             continue_agent_id = NULL, progress_checked_at = NULL,
+             started_at = COALESCE(t.started_at, now()), version = t.version + 1, updated_at = now()
+         FROM UNNEST($1::uuid[], $2::bigint[], $3::text[], $4::float8[], $5::jsonb[], $6::uuid[])
+              AS u(id, version, agent_id, score, details, attempt_id)
+         WHERE t.id = u.id AND t.version = u.version",
+        &rows.task_ids,
+        &rows.versions,
+        &rows.agent_ids,
+        &rows.scores,
+        &rows.details,
+        &rows.attempt_ids,
+        cfg.replica_id,
+        lease_secs
+    )
+    .execute(&mut *tx)
+    .await?;
+    // Cannot happen under the mission locks; if it does, nothing commits.
+    anyhow::ensure!(
+        updated.rows_affected() == n as u64,
+        "tasks changed while claimed"
+    );
+    sqlx::query!(
+        "DELETE FROM task_queue WHERE task_id = ANY($1)",
+        &rows.task_ids
+    )
+    .execute(&mut *tx)
+    .await?;
+    tasks::move_cards(&mut tx, &rows.task_ids, TaskStatus::Running).await?;
+    events::append_many(
+        &mut tx,
+        &actor,
+        kind::TASK_DISPATCHED,
+        &rows.run_ids,
+        &rows.task_ids,
+        &rows
+            .attempt_ids
+            .iter()
+            .copied()
+            .map(Some)
+            .collect::<Vec<_>>(),
+        &rows.payloads,
+    )
+    .await?;
+    for (((task, idx, _), token), attempt_id) in chosen.iter().zip(tokens).zip(&rows.attempt_ids) {
+        let agent = &candidates[*idx];
+        let attempt_id = *attempt_id;
         let attempt_number = task.attempt_count + 1;
-        attempts::insert(
-            &mut tx,
-            attempts::NewAttempt {
-                id: attempt_id,
-                workspace_id: task.workspace_id,
-                run_id: task.run_id,
-                task_id: task.id,
-                attempt_number,
-                agent_id: &agent.profile.agent_id,
-                worker_url: &agent.endpoint_url,
-                token_hash: &hash_token(&token),
-                dispatched_by: &cfg.replica_id,
-                purpose: if task.verify_pending {
-                    "verify"
-                } else {
-                    "work"
-                },
-            },
-        )
-        .await?;
-        let details = serde_json::to_value(score).unwrap_or_default();
-        let updated = sqlx::query!(
-            "UPDATE orchestration_tasks
-             SET status = 'running', assigned_agent_id = $3, assignment_score = $4,
-                 assignment_details = $5, attempt_count = attempt_count + 1,
-                 current_attempt_id = $6, lease_owner = $7,
-                 lease_expires_at = now() + make_interval(secs => $8), next_attempt_at = NULL,
-                 continue_agent_id = NULL, progress_checked_at = NULL,
-                 started_at = COALESCE(started_at, now()), version = version + 1, updated_at = now()
-             WHERE id = $1 AND version = $2",
-            task.id,
-            task.version,
-            agent.profile.agent_id,
-            score.total,
-            details,
-            attempt_id,
-            cfg.replica_id,
-            lease_secs
-        )
-        .execute(&mut *tx)
-        .await?;
-        anyhow::ensure!(
-            updated.rows_affected() == 1,
-            "task {} changed while claimed",
-            task.id
-        );
-        sqlx::query!("DELETE FROM task_queue WHERE task_id = $1", task.id)
-            .execute(&mut *tx)
-            .await?;
-        tasks::record(
-            &mut tx,
-            Change::of(
-                task,
-                TaskStatus::Running,
-                kind::TASK_DISPATCHED,
-                &actor,
-                Some(attempt_id),
-                json!({
-                    "key": task.task_key, "agent_id": agent.profile.agent_id,
-                    "attempt": attempt_number, "score": score,
-                    "purpose": if task.verify_pending { "verify" } else { "work" },
-                }),
-            ),
-        )
-        .await?;
         let base = cfg.public_url.trim_end_matches('/');
         dispatches.push(Dispatch {
             endpoint_url: agent.endpoint_url.clone(),

@@ -100,21 +100,19 @@ pub async fn apply_report(
     origin: Origin<'_>,
 ) -> Result<Applied, ReportError> {
     let mut tx = pool.begin().await?;
-    let found = attempts::get(&mut tx, attempt_id)
-        .await?
-        .ok_or(ReportError::NotFound(attempt_id))?;
-    if let Origin::Worker { token } = origin
-        && hash_token(token) != found.token_hash
-    {
-        return Err(ReportError::BadToken(attempt_id));
-    }
-    let Some(mut run) = missions::lock(&mut tx, found.workspace_id, found.run_id).await? else {
+    // The mission's lock first (global lock order), found through the attempt.
+    let Some(mut run) = missions::lock_for_attempt(&mut tx, attempt_id).await? else {
         return Err(ReportError::NotFound(attempt_id));
     };
-    // Re-read under the mission lock: this is the state we decide on.
+    // Read under the mission lock: this is the state we decide on.
     let attempt = attempts::get(&mut tx, attempt_id)
         .await?
         .ok_or(ReportError::NotFound(attempt_id))?;
+    if let Origin::Worker { token } = origin
+        && hash_token(token) != attempt.token_hash
+    {
+        return Err(ReportError::BadToken(attempt_id));
+    }
     let task = tasks::get(&mut tx, attempt.task_id).await?;
     let report_json = serde_json::to_value(report).unwrap_or_default();
     let is_current =

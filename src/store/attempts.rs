@@ -43,52 +43,6 @@ impl AttemptRow {
     }
 }
 
-/// A new attempt.
-pub struct NewAttempt<'a> {
-    /// Id.
-    pub id: Uuid,
-    /// Workspace.
-    pub workspace_id: Uuid,
-    /// Mission.
-    pub run_id: Uuid,
-    /// Task.
-    pub task_id: Uuid,
-    /// Number.
-    pub attempt_number: i32,
-    /// Agent.
-    pub agent_id: &'a str,
-    /// Worker URL.
-    pub worker_url: &'a str,
-    /// sha256 of the token.
-    pub token_hash: &'a [u8],
-    /// Replica that dispatched it.
-    pub dispatched_by: &'a str,
-    /// `work` or `verify`.
-    pub purpose: &'a str,
-}
-
-/// Inserts a live (`dispatching`) attempt.
-pub async fn insert(conn: &mut PgConnection, a: NewAttempt<'_>) -> sqlx::Result<()> {
-    sqlx::query!(
-        "INSERT INTO task_attempts (id, workspace_id, run_id, task_id, attempt_number, agent_id,
-                                    worker_url, token_hash, status, dispatched_by, purpose)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'dispatching', $9, $10)",
-        a.id,
-        a.workspace_id,
-        a.run_id,
-        a.task_id,
-        a.attempt_number,
-        a.agent_id,
-        a.worker_url,
-        a.token_hash,
-        a.dispatched_by,
-        a.purpose
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// Loads an attempt.
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<AttemptRow>> {
     sqlx::query_as!(

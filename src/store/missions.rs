@@ -142,6 +142,25 @@ pub async fn lock(
     .await
 }
 
+/// Locks the mission of an attempt (for report handling) and returns it.
+pub async fn lock_for_attempt(
+    conn: &mut PgConnection,
+    attempt_id: Uuid,
+) -> sqlx::Result<Option<MissionRow>> {
+    sqlx::query_as!(
+        MissionRow,
+        "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
+                budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
+                started_at, finished_at, escalation_replans, budget_warned
+         FROM orchestration_runs
+         WHERE id = (SELECT run_id FROM task_attempts WHERE id = $1)
+         FOR UPDATE",
+        attempt_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
 /// Reads a mission without locking it.
 pub async fn get(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<Option<MissionRow>> {
     sqlx::query_as!(

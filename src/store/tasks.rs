@@ -411,6 +411,26 @@ pub async fn record(conn: &mut PgConnection, mut c: Change<'_>) -> sqlx::Result<
     Ok(())
 }
 
+/// Moves the board cards of several tasks (that all moved to `to`) at once.
+pub async fn move_cards(
+    conn: &mut PgConnection,
+    task_ids: &[Uuid],
+    to: TaskStatus,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE board_tasks b SET column_name = $2, assignee = t.assigned_agent_id,
+                attempt_number = t.attempt_count, cost = t.actual_cost,
+                version = b.version + 1, updated_at = now()
+         FROM orchestration_tasks t
+         WHERE b.source_type = 'orchestration' AND b.source_id = ANY($1) AND t.id = b.source_id",
+        task_ids,
+        to.board_column().as_str()
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Adds a task to the ready queue, due at `ready_at`.
 pub async fn enqueue(
     conn: &mut PgConnection,
@@ -465,24 +485,37 @@ pub async fn promote_ready(
     )
     .fetch_all(&mut *conn)
     .await?;
-    let now = OffsetDateTime::now_utc();
-    for t in &promoted {
-        enqueue(conn, workspace_id, run_id, t.id, priority, now).await?;
-        record(
-            conn,
-            Change {
-                task_id: t.id,
-                run_id,
-                workspace_id,
-                to: TaskStatus::Queued,
-                kind: kind::TASK_QUEUED,
-                actor,
-                attempt_id: None,
-                payload: json!({ "key": t.task_key }),
-            },
-        )
-        .await?;
+    if promoted.is_empty() {
+        return Ok(0);
     }
+    let ids: Vec<Uuid> = promoted.iter().map(|t| t.id).collect();
+    sqlx::query!(
+        "INSERT INTO task_queue (task_id, workspace_id, run_id, priority, ready_at)
+         SELECT id, $2, $3, $4, now() FROM UNNEST($1::uuid[]) AS id
+         ON CONFLICT (task_id) DO UPDATE SET ready_at = EXCLUDED.ready_at, priority = EXCLUDED.priority",
+        &ids,
+        workspace_id,
+        run_id,
+        priority
+    )
+    .execute(&mut *conn)
+    .await?;
+    move_cards(conn, &ids, TaskStatus::Queued).await?;
+    let n = ids.len();
+    let payloads: Vec<Value> = promoted
+        .iter()
+        .map(|t| json!({ "key": t.task_key, "status": TaskStatus::Queued }))
+        .collect();
+    events::append_many(
+        conn,
+        actor,
+        kind::TASK_QUEUED,
+        &vec![run_id; n],
+        &ids,
+        &vec![None; n],
+        &payloads,
+    )
+    .await?;
     Ok(promoted.len())
 }
 
