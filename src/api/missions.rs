@@ -20,7 +20,7 @@ use crate::{
     error::{ApiError, ApiResult},
     missions::{
         self, ApproveRequest, CreateMission, MissionSummary, MissionView, ReviewRequest,
-        human::ResolveRequest,
+        human::{CancelTaskRequest, ResolveRequest},
         replan::{self, InstructionsRequest, RejectPlanRequest, SaveRoutineRequest},
     },
     store::{events, missions as store},
@@ -42,6 +42,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/missions/{id}/resume", post(resume))
         .route("/v1/missions/{id}/events", get(list_events))
         .route("/v1/missions/{id}/tasks/{task}/resolve", post(resolve_task))
+        .route("/v1/missions/{id}/tasks/{task}/cancel", post(cancel_task))
 }
 
 const WRITERS: &[Role] = &[Role::Admin, Role::Operator];
@@ -197,6 +198,19 @@ async fn resolve_task(
     who.require(APPROVERS)?;
     Ok(Json(
         missions::human::resolve(&state.pool, &state.http, &who, id, &task, req).await?,
+    ))
+}
+
+async fn cancel_task(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((id, task)): Path<(Uuid, String)>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<MissionView>> {
+    who.require(WRITERS)?;
+    let req: CancelTaskRequest = optional_body(&body)?;
+    Ok(Json(
+        missions::human::cancel_task(&state.pool, &state.http, &who, id, &task, req).await?,
     ))
 }
 

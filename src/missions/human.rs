@@ -322,3 +322,68 @@ pub async fn reject_results(
     tx.commit().await?;
     view(pool, who.workspace_id, id).await
 }
+
+/// `POST /v1/missions/{id}/tasks/{task}/cancel` body (optional).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelTaskRequest {
+    /// Why (kept on the events).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Cancels one task and every task downstream of it that has not finished:
+/// their live attempts end (workers are told; later reports are stale) and
+/// the rest of the mission runs on.
+pub async fn cancel_task(
+    pool: &PgPool,
+    http: &reqwest::Client,
+    who: &Principal,
+    id: Uuid,
+    task: &str,
+    req: CancelTaskRequest,
+) -> Result<MissionView, ApiError> {
+    check_feedback(req.reason.as_deref())?;
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let mut run = locked(&mut tx, who, id).await?;
+    if run.status().is_terminal() {
+        return Err(ApiError::conflict(
+            "invalid_state",
+            format!("the mission is {}; its tasks cannot change", run.status),
+        ));
+    }
+    let t = task_of(&mut tx, &run, task).await?;
+    if t.status().is_terminal() {
+        return Err(ApiError::conflict(
+            "invalid_state",
+            format!("task '{}' is {} already", t.task_key, t.status),
+        ));
+    }
+    let edges = tasks::edges_for_mission(&mut tx, id).await?;
+    let mut doomed = BTreeSet::from([t.id]);
+    loop {
+        let more: Vec<Uuid> = edges
+            .iter()
+            .filter(|(task, on)| doomed.contains(on) && !doomed.contains(task))
+            .map(|(task, _)| *task)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        doomed.extend(more);
+    }
+    let doomed: Vec<Uuid> = doomed.into_iter().collect();
+    let reason = req
+        .reason
+        .clone()
+        .unwrap_or_else(|| format!("task '{}' was cancelled", t.task_key));
+    let live = tasks::cancel_tasks(&mut tx, &run, &doomed, &actor, &reason, t.id).await?;
+    let cancelled = finish_mission_if_done(&mut tx, &mut run, &actor)
+        .await
+        .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
+    missions::notify_wake(&mut tx).await?;
+    tx.commit().await?;
+    crate::engine::dispatch::notify_cancelled(http, live.into_iter().chain(cancelled).collect());
+    view(pool, who.workspace_id, id).await
+}

@@ -161,3 +161,28 @@ pub async fn cancel_live_for_mission(
     rows.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
     Ok(rows)
 }
+
+/// Cancels the live attempts of the given tasks; sorted by agent so slots are
+/// released in the global lock order.
+pub async fn cancel_live_for_tasks(
+    conn: &mut PgConnection,
+    task_ids: &[Uuid],
+) -> sqlx::Result<Vec<Cancelled>> {
+    let mut rows: Vec<Cancelled> = sqlx::query!(
+        "UPDATE task_attempts SET status = 'cancelled', finished_at = now()
+         WHERE task_id = ANY($1) AND status IN ('dispatching', 'running')
+         RETURNING id, agent_id, worker_url",
+        task_ids
+    )
+    .fetch_all(conn)
+    .await?
+    .into_iter()
+    .map(|r| Cancelled {
+        id: r.id,
+        agent_id: r.agent_id,
+        worker_url: r.worker_url,
+    })
+    .collect();
+    rows.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
+    Ok(rows)
+}

@@ -613,3 +613,54 @@ pub async fn skip_unstarted_optional(
     }
     Ok(skipped.len())
 }
+
+/// Cancels the given tasks of a mission that are not terminal, ends their
+/// live attempts (slots released in agent order) and records each; returns
+/// the attempts whose workers should be told. Caller holds the mission lock.
+pub async fn cancel_tasks(
+    conn: &mut PgConnection,
+    run: &super::missions::MissionRow,
+    ids: &[Uuid],
+    actor: &str,
+    reason: &str,
+    named: Uuid,
+) -> sqlx::Result<Vec<super::attempts::Cancelled>> {
+    debug_assert!(TaskStatus::Running.next(TaskEvent::Cancel).is_ok());
+    sqlx::query!("DELETE FROM task_queue WHERE task_id = ANY($1)", ids)
+        .execute(&mut *conn)
+        .await?;
+    let cancelled = sqlx::query!(
+        "UPDATE orchestration_tasks
+         SET status = 'cancelled', lease_owner = NULL, lease_expires_at = NULL,
+             finished_at = now(), version = version + 1, updated_at = now()
+         WHERE run_id = $1 AND id = ANY($2)
+           AND status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
+         RETURNING id, task_key",
+        run.id,
+        ids
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let ids: Vec<Uuid> = cancelled.iter().map(|t| t.id).collect();
+    let live = super::attempts::cancel_live_for_tasks(conn, &ids).await?;
+    for a in &live {
+        super::agents::release_slot(conn, run.workspace_id, &a.agent_id).await?;
+    }
+    for t in &cancelled {
+        record(
+            conn,
+            Change {
+                task_id: t.id,
+                run_id: run.id,
+                workspace_id: run.workspace_id,
+                to: TaskStatus::Cancelled,
+                kind: kind::TASK_CANCELLED,
+                actor,
+                attempt_id: None,
+                payload: json!({ "key": t.task_key, "reason": reason, "named": t.id == named }),
+            },
+        )
+        .await?;
+    }
+    Ok(live)
+}

@@ -668,3 +668,62 @@ async fn a_continuation_goes_back_to_the_same_agent_without_counting_a_failure()
     assert_eq!(events(&app, id, "task.continued").await.len(), 1);
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_task_stops_its_worker_and_everything_after_it() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 2).await;
+    // a → b, and c on its own.
+    let mut plan = chain_plan();
+    plan["tasks"][2]["depends_on"] = json!([]);
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": plan}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    let first = worker.dispatch(1).await;
+    let second = worker.dispatch(2).await;
+    let (a, c) = if first.task.key == "a" {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let (s, body) = app
+        .post(
+            &format!("/v1/missions/{id}/tasks/a/cancel"),
+            json!({"reason": "wrong source"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    worker.wait_for_cancel(&a.attempt_id.to_string()).await;
+    let statuses: Vec<(&str, &str)> = body["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["key"].as_str().unwrap(), t["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [("a", "cancelled"), ("b", "cancelled"), ("c", "running")]
+    );
+    // The cancelled attempt's report is stale; a second cancel is refused.
+    let (s, _) = report(
+        &http,
+        &a,
+        &a.callback.token,
+        json!({"status": "succeeded", "output": "late"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    let (s, _) = app
+        .post(&format!("/v1/missions/{id}/tasks/a/cancel"), json!({}))
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    let (_, researcher) = app.get("/v1/agents/researcher").await;
+    assert_eq!(researcher["running_count"], 1, "a's slot was released");
+    succeed(&http, &c, json!("c"), 0.0).await;
+    let done = app.wait_for_status(id, &["completed"]).await;
+    assert_eq!(done["tasks"][2]["status"], "succeeded");
+    app.stop().await;
+}
