@@ -668,6 +668,7 @@ fn transport_failure(error: String) -> WorkerReport {
         failure_kind: Some(FailureKind::Infrastructure),
         cost: 0.0,
         tokens: 0,
+        retry_after_secs: None,
     }
 }
 

@@ -37,6 +37,7 @@ pub async fn reclaim_expired_leases(pool: &PgPool, cfg: &EngineConfig) -> anyhow
             failure_kind: Some(FailureKind::Infrastructure),
             cost: 0.0,
             tokens: 0,
+            retry_after_secs: None,
         };
         match reports::apply_report(pool, cfg, row.attempt, &report, Origin::LeaseExpired).await {
             Ok(_) => reclaimed += 1,
@@ -216,6 +217,7 @@ pub async fn offline_agents(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result
                 failure_kind: Some(FailureKind::Infrastructure),
                 cost: 0.0,
                 tokens: 0,
+                retry_after_secs: None,
             };
             match reports::apply_report(pool, cfg, attempt, &report, Origin::AgentOffline).await {
                 Ok(_) => moved += 1,

@@ -263,7 +263,13 @@ pub async fn apply_report(
             }
             let failures = (task.failure_count + 1) as u32;
             let jitter = (attempt.id.as_u128() % 1000) as f64 / 1000.0;
-            let delay = retry_delay(failures, cfg.retry_base, cfg.retry_cap, jitter);
+            // A provider's Retry-After (relayed by the worker) is a floor,
+            // capped at an hour so a bad header cannot park a task for good.
+            let floor = report
+                .retry_after_secs
+                .map(|s| Duration::from_secs(s.min(3600)))
+                .unwrap_or_default();
+            let delay = retry_delay(failures, cfg.retry_base, cfg.retry_cap, jitter).max(floor);
             let due = OffsetDateTime::now_utc() + delay;
             let mut r = Retry::new(RetryKind::Failure, due, cost, Some(error));
             r.failure_kind = Some(kind);

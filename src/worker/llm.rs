@@ -743,6 +743,7 @@ fn report_for(cfg: &LlmWorkerConfig, outcome: Result<Completion, CallError>) -> 
                     failure_kind: Some(FailureKind::Quality),
                     cost,
                     tokens,
+                    retry_after_secs: None,
                 };
             }
             WorkerReport {
@@ -756,11 +757,12 @@ fn report_for(cfg: &LlmWorkerConfig, outcome: Result<Completion, CallError>) -> 
                 failure_kind: None,
                 cost,
                 tokens,
+                retry_after_secs: None,
             }
         }
         Err(err) => {
-            // Until the protocol has a field for it, the provider's status and
-            // Retry-After travel in `output` too, machine-readable.
+            // The provider's status and Retry-After also travel in `output`,
+            // for people reading the attempt.
             let output = match &err {
                 CallError::Status { status, .. } => Some(json!({
                     "provider_status": status.as_u16(),
@@ -775,6 +777,7 @@ fn report_for(cfg: &LlmWorkerConfig, outcome: Result<Completion, CallError>) -> 
                 failure_kind: Some(FailureKind::Infrastructure),
                 cost: 0.0,
                 tokens: 0,
+                retry_after_secs: err.retry_after().map(|d| d.as_secs()),
             }
         }
     }
@@ -1319,6 +1322,7 @@ mod tests {
         let error = report.error.unwrap();
         assert!(error.contains("429"), "{error}");
         assert!(error.contains("Retry-After: 7 s"), "{error}");
+        assert_eq!(report.retry_after_secs, Some(7));
         let output = report.output.unwrap();
         assert_eq!(output["provider_status"], 429);
         assert_eq!(output["retry_after_secs"], 7);

@@ -107,6 +107,10 @@ pub struct WorkerReport {
     /// Tokens the attempt used.
     #[serde(default)]
     pub tokens: i64,
+    /// For failures: wait at least this long before the next attempt (a
+    /// provider's `Retry-After`); the failure still counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<u64>,
 }
 
 /// A heartbeat: optional progress for people watching.

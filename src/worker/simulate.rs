@@ -307,6 +307,7 @@ fn simulated_report(config: &SimulationConfig, req: &DispatchRequest, roll: &Rol
             failure_kind: Some(FailureKind::Quality),
             cost: config.cost_per_task,
             tokens: 100,
+            retry_after_secs: None,
         };
     }
     let mut output = json!({
@@ -327,6 +328,7 @@ fn simulated_report(config: &SimulationConfig, req: &DispatchRequest, roll: &Rol
         failure_kind: None,
         cost: config.cost_per_task,
         tokens: 1000,
+        retry_after_secs: None,
     }
 }
 

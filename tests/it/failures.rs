@@ -727,3 +727,43 @@ async fn cancelling_a_task_stops_its_worker_and_everything_after_it() {
     assert_eq!(done["tasks"][2]["status"], "succeeded");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_retry_after_delays_the_retry_and_still_counts_the_failure() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 1).await;
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    let d = worker.dispatch(1).await;
+    let before = time::OffsetDateTime::now_utc();
+    let (s, body) = report(
+        &http,
+        &d,
+        &d.callback.token,
+        json!({"status": "failed", "error": "provider said 429", "failure_kind": "infrastructure",
+               "retry_after_secs": 30}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let (next, failures): (time::OffsetDateTime, i32) = sqlx::query_as(
+        "SELECT next_attempt_at, failure_count FROM orchestration_tasks
+         WHERE run_id = $1::uuid AND task_key = 'a'",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    // The test backoff is at most 200 ms; the provider asked for 30 s.
+    assert!(
+        next - before >= time::Duration::seconds(29),
+        "{}",
+        next - before
+    );
+    assert_eq!(failures, 1, "a rate-limited attempt is still a failure");
+    assert_eq!(worker.count(), 1);
+    app.stop().await;
+}
