@@ -30,6 +30,10 @@ use crate::{
 pub struct MemoryReport {
     /// The child's RSS once serving, agents registered, nothing running.
     pub rss_idle_kib: u64,
+    /// The child's RSS with `half` attempts live.
+    pub rss_half_kib: u64,
+    /// Live attempts at the halfway measurement.
+    pub half: usize,
     /// The child's RSS with `live` attempts live.
     pub rss_live_kib: u64,
     /// Live attempts when measured.
@@ -42,6 +46,13 @@ impl MemoryReport {
     /// (live − idle) / live attempts.
     pub fn kib_per_attempt(&self) -> f64 {
         (self.rss_live_kib as f64 - self.rss_idle_kib as f64) / self.live.max(1) as f64
+    }
+
+    /// (live − half) / (live − half attempts): what one more attempt costs
+    /// once the pools and buffers that any load grows are already there.
+    pub fn marginal_kib_per_attempt(&self) -> f64 {
+        (self.rss_live_kib as f64 - self.rss_half_kib as f64)
+            / (self.live.saturating_sub(self.half)).max(1) as f64
     }
 }
 
@@ -75,6 +86,49 @@ async fn live_attempts(pool: &PgPool) -> anyhow::Result<i64> {
     )
     .fetch_one(pool)
     .await?)
+}
+
+/// Creates missions `range` (autonomous, `per_mission` parallel tasks each,
+/// `target` tasks in all).
+async fn start_missions(
+    api: &Api,
+    range: std::ops::Range<usize>,
+    per_mission: usize,
+    target: usize,
+) -> anyhow::Result<()> {
+    let created: Vec<anyhow::Result<Value>> = stream::iter(range)
+        .map(|i| async move {
+            // Plans need at least three tasks; a few extra only wait in the queue.
+            let plan = parallel_plan(per_mission.min(target - i * per_mission).max(3));
+            api.post(
+                "/v1/missions",
+                json!({"goal": format!("memory mission {i}"), "autonomy": "autonomous", "plan": plan}),
+            )
+            .await
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    created.into_iter().map(|c| c.map(|_| ())).collect()
+}
+
+/// Waits until `want` attempts are live and have reached the worker, then
+/// lets the dispatch tasks end and their connections go idle. Returns the
+/// live attempts.
+async fn wait_live(pool: &PgPool, worker: &SimulatedWorker, want: usize) -> anyhow::Result<usize> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let live = live_attempts(pool).await? as usize;
+        if live >= want && worker.stats().received as usize >= want {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("only {live} attempts live after 120 s (wanted {want})");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(live_attempts(pool).await? as usize)
 }
 
 /// Runs the phase against the fresh, migrated database at `url`.
@@ -139,42 +193,15 @@ pub async fn measure(url: &str, target: usize) -> anyhow::Result<MemoryReport> {
         let per_mission = 20;
         let missions = target.div_ceil(per_mission);
         eprintln!(
-            "[memory] child pid {pid}: {rss_idle_kib} KiB idle; starting {missions} missions × {per_mission} parallel tasks…"
+            "[memory] child pid {pid}: {rss_idle_kib} KiB idle; starting {missions} missions × {per_mission} parallel tasks in two halves…"
         );
-        let created: Vec<anyhow::Result<Value>> = stream::iter(0..missions)
-            .map(|i| {
-                let api = &api;
-                async move {
-                    // Plans need at least three tasks; a few extra only wait in the queue.
-                    let plan = parallel_plan(per_mission.min(target - i * per_mission).max(3));
-                    api.post(
-                        "/v1/missions",
-                        json!({"goal": format!("memory mission {i}"), "autonomy": "autonomous", "plan": plan}),
-                    )
-                    .await
-                }
-            })
-            .buffer_unordered(8)
-            .collect()
-            .await;
-        for c in created {
-            c?;
-        }
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let live = live_attempts(&pool).await?;
-            if live as usize >= target && worker.stats().received as usize >= target {
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!("only {live} attempts live after 120 s (wanted {target})");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        // Let the dispatch tasks end and their connections go idle.
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        let halfway = missions / 2;
+        start_missions(&api, 0..halfway, per_mission, target).await?;
+        let half = wait_live(&pool, &worker, (halfway * per_mission).min(target)).await?;
+        let rss_half_kib = rss_kib(pid)?;
+        start_missions(&api, halfway..missions, per_mission, target).await?;
+        let live = wait_live(&pool, &worker, target).await?;
         let rss_live_kib = rss_kib(pid)?;
-        let live = live_attempts(&pool).await? as usize;
         let child_connections: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
         )
@@ -182,6 +209,8 @@ pub async fn measure(url: &str, target: usize) -> anyhow::Result<MemoryReport> {
         .await?;
         Ok(MemoryReport {
             rss_idle_kib,
+            rss_half_kib,
+            half,
             rss_live_kib,
             live,
             child_connections,

@@ -555,9 +555,21 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         for l in &idle.levels {
             line.push(format!("idle_sweep_us_{}={:.0}", l.missions, l.sweep_us));
         }
+        for l in &idle.levels {
+            line.push(format!("idle_hot_us_{}={:.0}", l.missions, l.hot_us));
+        }
         if let (Some(f), Some(l)) = (idle.levels.first(), idle.levels.last()) {
+            println!(
+                "claim + lease reclaim alone (every tick between sweeps): {:.0} µs at {} missions, {:.0} µs at {} ({:.2}×)",
+                f.hot_us,
+                f.missions,
+                l.hot_us,
+                l.missions,
+                l.hot_us / f.hot_us
+            );
             line.push(format!("idle_tick_growth={:.2}", l.tick_us / f.tick_us));
-            line.push(format!("idle_claim_growth={:.2}", l.claim_us / f.claim_us));
+            line.push(format!("idle_sweep_growth={:.2}", l.sweep_us / f.sweep_us));
+            line.push(format!("idle_hot_growth={:.2}", l.hot_us / f.hot_us));
             let (queued, claim_us) = idle.paused_queued_claim;
             println!(
                 "claim with {queued} ready tasks of paused missions in the queue: {claim_us:.0} µs ({:.1}× the idle claim)",
@@ -568,29 +580,39 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if let Some(m) = &memory {
         println!(
-            "coordinator RSS (separate `serve` process): {} KiB idle, {} KiB with {} live attempts ({} DB connections) = {:.2} KiB per live attempt",
+            "coordinator RSS (separate `serve` process): {} KiB idle, {} KiB with {} live attempts, {} KiB with {} ({} DB connections): {:.2} KiB per live attempt overall, {:.2} KiB marginal (second half)",
             m.rss_idle_kib,
+            m.rss_half_kib,
+            m.half,
             m.rss_live_kib,
             m.live,
             m.child_connections,
-            m.kib_per_attempt()
+            m.kib_per_attempt(),
+            m.marginal_kib_per_attempt()
         );
         line.extend([
             format!("rss_kib_idle={}", m.rss_idle_kib),
+            format!("rss_kib_{}_live={}", m.half, m.rss_half_kib),
             format!("rss_kib_{}_live={}", m.live, m.rss_live_kib),
             format!("kib_per_live_attempt={:.2}", m.kib_per_attempt()),
+            format!(
+                "kib_per_live_attempt_marginal={:.2}",
+                m.marginal_kib_per_attempt()
+            ),
         ]);
     }
     if let Some(l) = &long {
         for (i, w) in l.windows.iter().enumerate() {
             println!(
-                "long run, window {} ({} s): {:.0} tasks/s; claim probe {:.0} µs, {} buffers; queue {} KiB; {} tasks stored",
+                "long run, window {} ({} s): {:.0} tasks/s; claim probe {:.0} µs, {} buffers; queue {} KiB, {} dead rows, {} autovacuums; {} tasks stored",
                 i + 1,
                 l.window.as_secs(),
                 w.tasks_per_s,
                 w.claim_us,
                 w.claim_buffers,
                 w.queue_kib,
+                w.queue_dead,
+                w.queue_vacuums,
                 w.tasks_stored
             );
         }
