@@ -16,9 +16,11 @@ use std::{
     time::{Duration, Instant},
 };
 
+use anyhow::Context;
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use uuid::Uuid;
 
 use super::{Api, BenchArgs, fanout_plan};
 use crate::{
@@ -38,7 +40,7 @@ pub struct Window {
     pub claim_buffers: i64,
     /// `task_queue` with its indexes, KiB.
     pub queue_kib: i64,
-    /// Tasks stored in total (history) at the window's end.
+    /// Tasks stored in total (history) at the window's end (statistics).
     pub tasks_stored: i64,
     /// Dead rows in `task_queue` (statistics, approximate).
     pub queue_dead: i64,
@@ -94,7 +96,8 @@ async fn probe(pool: &PgPool) -> anyhow::Result<Window> {
     let buffers = node["Shared Hit Blocks"].as_i64().unwrap_or(0)
         + node["Shared Read Blocks"].as_i64().unwrap_or(0);
     let (queue_bytes, tasks, dead, vacuums): (i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT pg_total_relation_size('task_queue'), (SELECT count(*) FROM orchestration_tasks),
+        "SELECT pg_total_relation_size('task_queue'),
+                (SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = 'orchestration_tasks'),
                 n_dead_tup, autovacuum_count
          FROM pg_stat_user_tables WHERE relname = 'task_queue'",
     )
@@ -111,13 +114,17 @@ async fn probe(pool: &PgPool) -> anyhow::Result<Window> {
     })
 }
 
-async fn live_missions(pool: &PgPool) -> anyhow::Result<usize> {
-    let n: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM orchestration_runs WHERE status IN ('planning', 'executing')",
+/// Which of `ids` are still running. Looks only at the bench's in-flight
+/// missions by primary key: counting live missions over the whole table
+/// would scan the growing history every few milliseconds and make the
+/// benchmark itself the cause of any decay.
+async fn still_live(pool: &PgPool, ids: &[Uuid]) -> anyhow::Result<Vec<Uuid>> {
+    Ok(sqlx::query_scalar(
+        "SELECT id FROM orchestration_runs WHERE id = ANY($1) AND status IN ('planning', 'executing')",
     )
-    .fetch_one(pool)
-    .await?;
-    Ok(n as usize)
+    .bind(ids)
+    .fetch_all(pool)
+    .await?)
 }
 
 /// Runs for `--long-secs` (after a short warm-up) in the fresh, migrated database at `url`.
@@ -174,6 +181,7 @@ pub async fn run(url: &str, args: &BenchArgs) -> anyhow::Result<LongReport> {
         let mut t0: Option<time::OffsetDateTime> = None;
         let mut samples: Vec<Window> = Vec::new();
         let mut next_mark = warmup;
+        let mut in_flight: Vec<Uuid> = Vec::new();
         while started.elapsed() < total {
             if started.elapsed() >= next_mark {
                 if t0.is_none() {
@@ -189,9 +197,8 @@ pub async fn run(url: &str, args: &BenchArgs) -> anyhow::Result<LongReport> {
                 }
                 next_mark += window;
             }
-            let missing = args
-                .long_inflight
-                .saturating_sub(live_missions(&pool).await?);
+            in_flight = still_live(&pool, &in_flight).await?;
+            let missing = args.long_inflight.saturating_sub(in_flight.len());
             if missing == 0 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
@@ -211,7 +218,13 @@ pub async fn run(url: &str, args: &BenchArgs) -> anyhow::Result<LongReport> {
                 .collect()
                 .await;
             for r in results {
-                r?;
+                let m = r?;
+                in_flight.push(
+                    m["id"]
+                        .as_str()
+                        .and_then(|s| s.parse().ok())
+                        .context("mission id")?,
+                );
             }
         }
         samples.push(probe(&pool).await?);
