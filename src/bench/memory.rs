@@ -109,7 +109,7 @@ async fn start_missions(
         .buffer_unordered(8)
         .collect()
         .await;
-    created.into_iter().map(|c| c.map(|_| ())).collect()
+    created.into_iter().try_for_each(|c| c.map(|_| ()))
 }
 
 /// Waits until `want` attempts are live and have reached the worker, then
