@@ -55,18 +55,26 @@ pub async fn reclaim_expired_leases(pool: &PgPool, cfg: &EngineConfig) -> anyhow
 /// Promotes ready tasks and finishes done missions that the completing
 /// transactions did not (safety net). Returns missions touched.
 pub async fn sweep(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
+    // Walks executing missions in id order (orchestration_runs_executing)
+    // and probes each one's pending tasks (orchestration_tasks_pending,
+    // index-only); missions in other states are never read.
     let stuck = sqlx::query!(
-        r#"SELECT DISTINCT t.run_id, r.workspace_id FROM orchestration_tasks t
-           JOIN orchestration_runs r ON r.id = t.run_id AND r.status = 'executing'
-           WHERE t.status = 'pending'
-             AND NOT EXISTS (
-                   SELECT 1 FROM orchestration_task_dependencies d
-                   JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
-                   WHERE d.task_id = t.id AND p.status NOT IN ('succeeded', 'skipped'))
+        r#"SELECT r.id AS run_id, r.workspace_id FROM orchestration_runs r
+           WHERE r.status = 'executing'
+             AND EXISTS (
+                   SELECT 1 FROM orchestration_tasks t
+                   WHERE t.run_id = r.id AND t.status = 'pending'
+                     AND NOT EXISTS (
+                           SELECT 1 FROM orchestration_task_dependencies d
+                           JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
+                           WHERE d.task_id = t.id AND p.status NOT IN ('succeeded', 'skipped')))
+           ORDER BY r.id
            LIMIT 100"#
     )
     .fetch_all(pool)
     .await?;
+    // Merge anti-join of orchestration_runs_executing against
+    // orchestration_tasks_open: both index-only, neither sees history.
     let done = sqlx::query!(
         r#"SELECT r.id, r.workspace_id FROM orchestration_runs r
            WHERE r.status = 'executing'

@@ -6,7 +6,13 @@
 //!   count (tasks/s from the first approval to the last completion);
 //! - dispatch latency: from a parent task's completion commit to its child's
 //!   request arriving at the worker (p50/p95/p99);
-//! - step overhead of one sequential mission (`--chain` steps).
+//! - step overhead of one sequential mission (`--chain` steps);
+//! - tick cost with 10, 1,000 and 10,000 idle missions ([`idle`]);
+//! - the coordinator's memory with 1,000 live attempts ([`memory`]);
+//! - throughput over a long run, per window, and the claim cost ([`long`]).
+//!
+//! The last three run in databases of their own on the same server, so no
+//! phase sees another's rows.
 //!
 //! A baseline measured in the same run (one committed insert plus one HTTP
 //! round trip to the worker: the least one dispatch step can cost) turns the
@@ -30,6 +36,10 @@ use crate::{
     local_postgres::LocalPostgres,
     worker::simulate::{SimulatedWorker, SimulationConfig},
 };
+
+pub mod idle;
+pub mod long;
+pub mod memory;
 
 /// `coordinator bench` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -59,6 +69,24 @@ pub struct BenchArgs {
     /// Concurrent API calls used to create and approve missions.
     #[arg(long, default_value_t = 8)]
     pub client_concurrency: usize,
+    /// Idle-mission counts to time an engine tick at, e.g. `10,1000,10000`.
+    #[arg(long, value_delimiter = ',', default_values_t = [10usize, 1_000, 10_000])]
+    pub idle_levels: Vec<usize>,
+    /// Seconds spent timing ticks at each idle level.
+    #[arg(long, default_value_t = 2)]
+    pub idle_secs: u64,
+    /// Live attempts to hold for the memory measurement.
+    #[arg(long, default_value_t = 1_000)]
+    pub live_attempts: usize,
+    /// Length of the long run (continuous feeding), in seconds; 0 skips it.
+    #[arg(long, default_value_t = 30)]
+    pub long_secs: u64,
+    /// Window over which the long run reports throughput, in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub long_window_secs: u64,
+    /// Missions kept in flight during the long run.
+    #[arg(long, default_value_t = 32)]
+    pub long_inflight: usize,
 }
 
 fn task(id: String, deps: Vec<String>) -> Value {
@@ -123,6 +151,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
+/// Median of unsorted values.
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     percentile(&v, 50.0)
@@ -184,6 +213,42 @@ async fn wait_completed(pool: &PgPool, runs: &[Uuid], limit: Duration) -> anyhow
     }
 }
 
+/// Creates an empty database on the server at `base`: (name, URL).
+async fn create_database(base: &str) -> anyhow::Result<(String, String)> {
+    let name = format!("coordinator_bench_{}", Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(base)
+        .await
+        .context("connecting to the PostgreSQL server")?;
+    conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .await?;
+    conn.close().await?;
+    let mut url = reqwest::Url::parse(base)?;
+    url.set_path(&format!("/{name}"));
+    Ok((name, url.to_string()))
+}
+
+/// Runs `phase` in a fresh, migrated database on the server at `base`, then
+/// drops that database.
+async fn in_fresh_database<T, F, Fut>(base: &str, phase: F) -> anyhow::Result<T>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let (name, url) = create_database(base).await?;
+    let pool = db::connect(&url, 1).await?;
+    db::migrate(&pool).await?;
+    pool.close().await;
+    let result = phase(url).await;
+    let mut conn = sqlx::PgConnection::connect(base).await?;
+    // FORCE: a killed child process may still hold connections.
+    conn.execute(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .await?;
+    conn.close().await?;
+    result
+}
+
 /// Runs the benchmark and prints its report.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!((3..=20).contains(&args.tasks), "--tasks must be 3–20");
@@ -194,22 +259,17 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
 
     // A database of its own: never the user's data.
-    let (url, server) = match &args.database_url {
-        Some(base) => {
-            let name = format!("coordinator_bench_{}", Uuid::new_v4().simple());
-            let mut conn = sqlx::PgConnection::connect(base)
-                .await
-                .context("connecting to DATABASE_URL")?;
-            conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .await?;
-            let mut url = reqwest::Url::parse(base)?;
-            url.set_path(&format!("/{name}"));
-            (url.to_string(), None)
-        }
+    let (server_url, server) = match &args.database_url {
+        Some(base) => (base.clone(), None),
         None => {
             let pg = LocalPostgres::start_temporary().await?;
             (pg.url().to_owned(), Some(pg))
         }
+    };
+    let url = if server.is_some() {
+        server_url.clone()
+    } else {
+        create_database(&server_url).await?.1
     };
     let pool = db::connect(&url, 10).await?;
     db::migrate(&pool).await?;
@@ -387,6 +447,49 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let _ = tx.send(());
     let _ = handle.await;
 
+    let idle = if args.idle_levels.is_empty() {
+        None
+    } else {
+        eprintln!("timing engine ticks with idle missions…");
+        let (levels, budget) = (
+            args.idle_levels.clone(),
+            Duration::from_secs(args.idle_secs),
+        );
+        Some(
+            in_fresh_database(&server_url, |url| async move {
+                idle::measure(&url, &levels, budget).await
+            })
+            .await?,
+        )
+    };
+    let memory = if args.live_attempts == 0 {
+        None
+    } else {
+        eprintln!(
+            "measuring coordinator memory with {} live attempts…",
+            args.live_attempts
+        );
+        let target = args.live_attempts;
+        Some(
+            in_fresh_database(&server_url, |url| async move {
+                memory::measure(&url, target).await
+            })
+            .await?,
+        )
+    };
+    let long = if args.long_secs == 0 {
+        None
+    } else {
+        let args = &args;
+        Some(
+            in_fresh_database(
+                &server_url,
+                |url| async move { long::run(&url, args).await },
+            )
+            .await?,
+        )
+    };
+
     let p = |v: &[f64], q| percentile(v, q);
     let (p50, p95, p99) = (
         p(&latencies, 50.0),
@@ -433,6 +536,105 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             step_overhead_ms / baseline_ms
         ),
     ]);
+    if let Some(idle) = &idle {
+        let first = idle.levels.first().map_or(f64::NAN, |l| l.tick_us);
+        for l in &idle.levels {
+            println!(
+                "idle tick, {} idle missions: {:.0} µs (claim {:.0}, leases {:.0}, sweep {:.0}; {:.2}× the {}-mission tick, {:.2}× baseline)",
+                l.missions,
+                l.tick_us,
+                l.claim_us,
+                l.lease_us,
+                l.sweep_us,
+                l.tick_us / first,
+                idle.levels[0].missions,
+                l.tick_us / 1000.0 / baseline_ms
+            );
+            line.push(format!("idle_tick_us_{}={:.0}", l.missions, l.tick_us));
+        }
+        for l in &idle.levels {
+            line.push(format!("idle_sweep_us_{}={:.0}", l.missions, l.sweep_us));
+        }
+        for l in &idle.levels {
+            line.push(format!("idle_hot_us_{}={:.0}", l.missions, l.hot_us));
+        }
+        if let (Some(f), Some(l)) = (idle.levels.first(), idle.levels.last()) {
+            println!(
+                "claim + lease reclaim alone (every tick between sweeps): {:.0} µs at {} missions, {:.0} µs at {} ({:.2}×)",
+                f.hot_us,
+                f.missions,
+                l.hot_us,
+                l.missions,
+                l.hot_us / f.hot_us
+            );
+            line.push(format!("idle_tick_growth={:.2}", l.tick_us / f.tick_us));
+            line.push(format!("idle_sweep_growth={:.2}", l.sweep_us / f.sweep_us));
+            line.push(format!("idle_hot_growth={:.2}", l.hot_us / f.hot_us));
+            let (queued, claim_us) = idle.paused_queued_claim;
+            println!(
+                "claim with {queued} ready tasks of paused missions in the queue: {claim_us:.0} µs ({:.1}× the idle claim)",
+                claim_us / l.claim_us
+            );
+            line.push(format!("paused_queued_claim_us_{queued}={claim_us:.0}"));
+        }
+    }
+    if let Some(m) = &memory {
+        println!(
+            "coordinator RSS (separate `serve` process): {} KiB idle, {} KiB with {} live attempts, {} KiB with {} ({} DB connections): {:.2} KiB per live attempt overall, {:.2} KiB marginal (second half)",
+            m.rss_idle_kib,
+            m.rss_half_kib,
+            m.half,
+            m.rss_live_kib,
+            m.live,
+            m.child_connections,
+            m.kib_per_attempt(),
+            m.marginal_kib_per_attempt()
+        );
+        line.extend([
+            format!("rss_kib_idle={}", m.rss_idle_kib),
+            format!("rss_kib_{}_live={}", m.half, m.rss_half_kib),
+            format!("rss_kib_{}_live={}", m.live, m.rss_live_kib),
+            format!("kib_per_live_attempt={:.2}", m.kib_per_attempt()),
+            format!(
+                "kib_per_live_attempt_marginal={:.2}",
+                m.marginal_kib_per_attempt()
+            ),
+        ]);
+    }
+    if let Some(l) = &long {
+        for (i, w) in l.windows.iter().enumerate() {
+            println!(
+                "long run, window {} ({} s): {:.0} tasks/s; claim probe {:.0} µs, {} buffers; queue {} KiB, {} dead rows, {} autovacuums; {} tasks stored",
+                i + 1,
+                l.window.as_secs(),
+                w.tasks_per_s,
+                w.claim_us,
+                w.claim_buffers,
+                w.queue_kib,
+                w.queue_dead,
+                w.queue_vacuums,
+                w.tasks_stored
+            );
+        }
+        if let (Some(f), Some(z)) = (l.windows.first(), l.windows.last()) {
+            println!(
+                "long run: last window / first = {:.2} (throughput), {:.2} (claim probe time); claim probe at the start {:.0} µs, {} buffers",
+                l.decay_ratio(),
+                z.claim_us / f.claim_us,
+                l.claim_at_start.0,
+                l.claim_at_start.1
+            );
+            line.extend([
+                format!("long_secs={}", l.window.as_secs() * l.windows.len() as u64),
+                format!("long_first_tps={:.0}", f.tasks_per_s),
+                format!("long_last_tps={:.0}", z.tasks_per_s),
+                format!("long_decay_ratio={:.2}", l.decay_ratio()),
+                format!("long_claim_us_first={:.0}", f.claim_us),
+                format!("long_claim_us_last={:.0}", z.claim_us),
+                format!("long_claim_ratio={:.2}", z.claim_us / f.claim_us),
+            ]);
+        }
+    }
     println!("{}", line.join(" "));
 
     drop(worker);
