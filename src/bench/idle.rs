@@ -54,8 +54,8 @@ pub struct IdleLevel {
 pub struct IdleReport {
     /// One entry per level, in order.
     pub levels: Vec<IdleLevel>,
-    /// Claim cost once every paused mission also holds a ready task in the
-    /// queue (paused missions keep their queue rows): (queued tasks, µs).
+    /// Claim cost once every paused mission also holds a ready task (kept
+    /// out of the queue while paused): (queued tasks, µs).
     pub paused_queued_claim: (usize, f64),
 }
 
@@ -149,12 +149,14 @@ async fn time_ticks(
     missions: usize,
     budget: Duration,
 ) -> anyhow::Result<IdleLevel> {
+    // Sweeps walk the executing missions a window at a time, as the engine's.
+    let mut cursor = reconcile::SweepCursor::default();
     // Warm up: prepared statements and the generic plans that replace the
     // custom ones after five executions.
     for _ in 0..8 {
         dispatch::claim_batch(pool, cfg).await?;
         reconcile::reclaim_expired_leases(pool, cfg).await?;
-        reconcile::sweep(pool, cfg).await?;
+        reconcile::sweep(pool, cfg, &mut cursor).await?;
     }
     let (mut ticks, mut claims, mut leases, mut sweeps) = (vec![], vec![], vec![], vec![]);
     let started = Instant::now();
@@ -164,7 +166,7 @@ async fn time_ticks(
         let t1 = Instant::now();
         let reclaimed = reconcile::reclaim_expired_leases(pool, cfg).await?;
         let t2 = Instant::now();
-        let touched = reconcile::sweep(pool, cfg).await?;
+        let touched = reconcile::sweep(pool, cfg, &mut cursor).await?;
         let t3 = Instant::now();
         anyhow::ensure!(
             claimed.is_empty() && reclaimed == 0 && touched == 0,
@@ -234,16 +236,15 @@ pub async fn measure(url: &str, levels: &[usize], budget: Duration) -> anyhow::R
         report.levels.push(l);
     }
 
-    // Paused missions keep their queue rows; give each a ready task waiting
-    // in the queue and time the claim alone (it has to step over them).
+    // Give every paused mission a ready (queued) task, as a mission paused
+    // with work ready has; pausing takes its rows out of the queue, so the
+    // claim must not pay for them.
     let mut tx = pool.begin().await?;
     let queued = sqlx::query(
-        "WITH paused AS (SELECT id, workspace_id FROM orchestration_runs WHERE status = 'paused'),
-              t AS (INSERT INTO orchestration_tasks (id, workspace_id, run_id, task_key, task_order, title,
-                                                     task_type, status, plan_version)
-                    SELECT gen_random_uuid(), workspace_id, id, 'ready', 9, 'idle step', 'research', 'queued', 1
-                    FROM paused RETURNING id, workspace_id, run_id)
-         INSERT INTO task_queue (task_id, workspace_id, run_id) SELECT id, workspace_id, run_id FROM t",
+        "INSERT INTO orchestration_tasks (id, workspace_id, run_id, task_key, task_order, title,
+                                          task_type, status, plan_version)
+         SELECT gen_random_uuid(), workspace_id, id, 'ready', 9, 'idle step', 'research', 'queued', 1
+         FROM orchestration_runs WHERE status = 'paused'",
     )
     .execute(&mut *tx)
     .await?
@@ -265,7 +266,7 @@ pub async fn measure(url: &str, levels: &[usize], budget: Duration) -> anyhow::R
     }
     report.paused_queued_claim = (queued as usize, median(claims));
     eprintln!(
-        "[idle] claim with {queued} ready tasks of paused missions in the queue: {:.0} µs",
+        "[idle] claim with {queued} ready tasks of paused missions: {:.0} µs",
         report.paused_queued_claim.1
     );
     pool.close().await;

@@ -146,6 +146,7 @@ impl Engine {
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut in_flight: JoinSet<()> = JoinSet::new();
         let mut last_sweep: Option<Instant> = None;
+        let mut sweep_cursor = reconcile::SweepCursor::default();
         // LLM planning runs beside the tick (a model may take seconds), one mission at a time.
         let mut planner: Option<tokio::task::JoinHandle<()>> = None;
         tracing::info!(replica = %self.cfg.replica_id, "engine started");
@@ -182,7 +183,7 @@ impl Engine {
                 if let Err(e) = reconcile::offline_agents(&self.pool, &self.cfg).await {
                     tracing::warn!(error = %e, "offline-agent check failed");
                 }
-                if let Err(e) = reconcile::sweep(&self.pool, &self.cfg).await {
+                if let Err(e) = reconcile::sweep(&self.pool, &self.cfg, &mut sweep_cursor).await {
                     tracing::warn!(error = %e, "sweep failed");
                 }
             }

@@ -4,6 +4,7 @@
 //! that died between steps).
 
 use sqlx::PgPool;
+use uuid::Uuid;
 
 use super::{
     EngineConfig,
@@ -52,15 +53,56 @@ pub async fn reclaim_expired_leases(pool: &PgPool, cfg: &EngineConfig) -> anyhow
     Ok(reclaimed)
 }
 
+/// Executing missions one sweep looks at: its cost is bounded by this, not
+/// by how many missions exist.
+pub const SWEEP_WINDOW: i64 = 500;
+
+/// Where the next sweep starts: sweeps walk the executing missions in id
+/// order, a window at a time, and wrap around. Only a position; the
+/// database decides everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SweepCursor {
+    after: Option<Uuid>,
+}
+
 /// Promotes ready tasks and finishes done missions that the completing
-/// transactions did not (safety net). Returns missions touched.
-pub async fn sweep(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
-    // Walks executing missions in id order (orchestration_runs_executing)
-    // and probes each one's pending tasks (orchestration_tasks_pending,
-    // index-only); missions in other states are never read.
+/// transactions did not (safety net), within the next window of executing
+/// missions. Returns missions touched.
+///
+/// Each sweep costs the same whatever the number of idle missions; the
+/// price is that a mission a crashed replica left behind is noticed within
+/// `ceil(executing / SWEEP_WINDOW)` sweeps rather than one.
+pub async fn sweep(
+    pool: &PgPool,
+    cfg: &EngineConfig,
+    cursor: &mut SweepCursor,
+) -> anyhow::Result<usize> {
+    let after = cursor.after.unwrap_or(Uuid::nil());
+    // The window: the next executing missions after the cursor
+    // (orchestration_runs_executing, index-only).
+    let window: Vec<Uuid> = sqlx::query_scalar!(
+        "SELECT id FROM orchestration_runs
+         WHERE status = 'executing' AND id > $1
+         ORDER BY id
+         LIMIT $2",
+        after,
+        SWEEP_WINDOW
+    )
+    .fetch_all(pool)
+    .await?;
+    cursor.after = if (window.len() as i64) < SWEEP_WINDOW {
+        None
+    } else {
+        window.last().copied()
+    };
+    if window.is_empty() {
+        return Ok(0);
+    }
+    // Probes each windowed mission's pending tasks
+    // (orchestration_tasks_pending, index-only).
     let stuck = sqlx::query!(
         r#"SELECT r.id AS run_id, r.workspace_id FROM orchestration_runs r
-           WHERE r.status = 'executing'
+           WHERE r.id = ANY($1) AND r.status = 'executing'
              AND EXISTS (
                    SELECT 1 FROM orchestration_tasks t
                    WHERE t.run_id = r.id AND t.status = 'pending'
@@ -68,20 +110,20 @@ pub async fn sweep(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
                            SELECT 1 FROM orchestration_task_dependencies d
                            JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
                            WHERE d.task_id = t.id AND p.status NOT IN ('succeeded', 'skipped')))
-           ORDER BY r.id
-           LIMIT 100"#
+           ORDER BY r.id"#,
+        &window
     )
     .fetch_all(pool)
     .await?;
-    // Merge anti-join of orchestration_runs_executing against
-    // orchestration_tasks_open: both index-only, neither sees history.
+    // Windowed missions with no open task (orchestration_tasks_open).
     let done = sqlx::query!(
         r#"SELECT r.id, r.workspace_id FROM orchestration_runs r
-           WHERE r.status = 'executing'
+           WHERE r.id = ANY($1) AND r.status = 'executing'
              AND NOT EXISTS (
                    SELECT 1 FROM orchestration_tasks t
                    WHERE t.run_id = r.id AND t.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped'))
-           LIMIT 100"#
+           ORDER BY r.id"#,
+        &window
     )
     .fetch_all(pool)
     .await?;

@@ -262,6 +262,26 @@ pub async fn transition(
         },
     )
     .await?;
+    // The ready queue holds only what may be claimed now: a mission that
+    // stops executing takes its rows out (so paused or replanning missions
+    // cost claims nothing), and puts them back when it executes again.
+    if from == MissionStatus::Executing && to != MissionStatus::Executing {
+        sqlx::query!("DELETE FROM task_queue WHERE run_id = $1", run.id)
+            .execute(&mut *conn)
+            .await?;
+    } else if to == MissionStatus::Executing && from != MissionStatus::Executing {
+        sqlx::query!(
+            "INSERT INTO task_queue (task_id, workspace_id, run_id, priority, ready_at)
+             SELECT id, workspace_id, run_id, $2, COALESCE(next_attempt_at, now())
+             FROM orchestration_tasks
+             WHERE run_id = $1 AND status IN ('queued', 'retry_wait')
+             ON CONFLICT (task_id) DO NOTHING",
+            run.id,
+            run.priority
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
     if to.is_terminal() {
         // Contractors are mission-scoped: they end with their mission.
         let retired = super::agents::retire_contractors(conn, run.workspace_id, run.id).await?;

@@ -442,7 +442,9 @@ pub async fn enqueue(
 ) -> sqlx::Result<()> {
     sqlx::query!(
         "INSERT INTO task_queue (task_id, workspace_id, run_id, priority, ready_at)
-         VALUES ($1, $2, $3, $4, $5)
+         SELECT $1, $2, $3, $4, $5
+         -- Only executing missions queue work; resuming enqueues the rest.
+         WHERE EXISTS (SELECT 1 FROM orchestration_runs WHERE id = $3 AND status = 'executing')
          ON CONFLICT (task_id) DO UPDATE SET ready_at = EXCLUDED.ready_at, priority = EXCLUDED.priority",
         task_id,
         workspace_id,
@@ -492,6 +494,7 @@ pub async fn promote_ready(
     sqlx::query!(
         "INSERT INTO task_queue (task_id, workspace_id, run_id, priority, ready_at)
          SELECT id, $2, $3, $4, now() FROM UNNEST($1::uuid[]) AS id
+         WHERE EXISTS (SELECT 1 FROM orchestration_runs WHERE id = $3 AND status = 'executing')
          ON CONFLICT (task_id) DO UPDATE SET ready_at = EXCLUDED.ready_at, priority = EXCLUDED.priority",
         &ids,
         workspace_id,

@@ -308,6 +308,14 @@ async fn a_paused_mission_dispatches_nothing_new_until_resumed() {
     assert_eq!(s, StatusCode::OK);
     let (_, paused) = app.get(&format!("/v1/missions/{id}")).await;
     assert_eq!(paused["tasks"][1]["status"], "queued");
+    // A paused mission's ready work stays out of the claim queue.
+    let (queued,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM task_queue WHERE run_id = $1::uuid")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(queued, 0);
     // Absence can only be observed over time: several engine ticks (100 ms) and wake-ups pass.
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     assert_eq!(worker.count(), 1, "a paused mission must not dispatch");
