@@ -164,9 +164,15 @@ pub async fn apply_report(
             Some(error.clone()),
         ),
     };
-    let finished = attempts::finish(
+    // Past success counts work attempts only, not verifiers' verdicts.
+    let outcome = match &next {
+        _ if verifying => None,
+        Next::Succeed { .. } | Next::Verify { .. } => Some(true),
+        Next::Failure { .. } => Some(false),
+        _ => None,
+    };
+    let settled = attempts::settle(
         &mut tx,
-        attempt.id,
         attempts::Finish {
             status: attempt_status,
             failure_kind,
@@ -175,31 +181,20 @@ pub async fn apply_report(
             cost,
             tokens: report.tokens.max(0),
         },
+        attempts::Settle {
+            attempt_id: attempt.id,
+            workspace_id: attempt.workspace_id,
+            agent_id: &attempt.agent_id,
+            run_id: run.id,
+            task_type: &task.task_type,
+            outcome,
+        },
     )
     .await?;
-    if !finished {
+    if !settled {
         return Err(ReportError::Race("attempt"));
     }
-    agents::release_slot(&mut tx, attempt.workspace_id, &attempt.agent_id).await?;
-    if !verifying {
-        let outcome = match &next {
-            Next::Succeed { .. } | Next::Verify { .. } => Some(true),
-            Next::Failure { .. } => Some(false),
-            _ => None,
-        };
-        if let Some(ok) = outcome {
-            agents::record_outcome(
-                &mut tx,
-                attempt.workspace_id,
-                &attempt.agent_id,
-                &task.task_type,
-                ok,
-            )
-            .await?;
-        }
-    }
     let spent_before = run.budget_spent;
-    missions::add_spend(&mut tx, run.id, cost).await?;
     run.budget_spent += cost;
 
     let new_status = match next {

@@ -339,31 +339,6 @@ pub async fn retire_contractors(
     .await
 }
 
-/// Counts an attempt's outcome for the agent on the task type (past success).
-pub async fn record_outcome(
-    conn: &mut PgConnection,
-    workspace_id: Uuid,
-    agent_id: &str,
-    task_type: &str,
-    succeeded: bool,
-) -> sqlx::Result<()> {
-    let (s, f) = if succeeded { (1i64, 0i64) } else { (0, 1) };
-    sqlx::query!(
-        "INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
-         VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (workspace_id, agent_id, task_type)
-         DO UPDATE SET succeeded = agent_task_stats.succeeded + $4, failed = agent_task_stats.failed + $5",
-        workspace_id,
-        agent_id,
-        task_type,
-        s,
-        f
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// True if an online agent of the workspace has the verifier skill.
 pub async fn verifier_available(
     conn: &mut PgConnection,

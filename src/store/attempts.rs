@@ -78,25 +78,71 @@ pub struct Finish<'a> {
     pub tokens: i64,
 }
 
-/// Ends a live attempt; false if it was not live any more (someone else ended it).
-pub async fn finish(conn: &mut PgConnection, id: Uuid, f: Finish<'_>) -> sqlx::Result<bool> {
+/// Who else an attempt's end touches.
+pub struct Settle<'a> {
+    /// The attempt.
+    pub attempt_id: Uuid,
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Its agent, whose slot is released.
+    pub agent_id: &'a str,
+    /// Its mission, whose spend grows by the cost.
+    pub run_id: Uuid,
+    /// The task's type, for the agent's past success.
+    pub task_type: &'a str,
+    /// Success or failure for past success (`None`: not counted).
+    pub outcome: Option<bool>,
+}
+
+/// Ends a live attempt and, in the same statement, releases its agent's
+/// slot, counts the outcome for the agent and adds the cost to the mission's
+/// spend. False if the attempt was not live any more (nothing changes).
+pub async fn settle(conn: &mut PgConnection, f: Finish<'_>, s: Settle<'_>) -> sqlx::Result<bool> {
     debug_assert!(!f.status.is_live());
-    let r = sqlx::query!(
-        "UPDATE task_attempts
-         SET status = $2, failure_kind = $3, report = $4, error = $5, cost = $6, tokens = $7,
-             finished_at = now()
-         WHERE id = $1 AND status IN ('dispatching', 'running')",
-        id,
+    let n = sqlx::query_scalar!(
+        r#"WITH a AS (
+               UPDATE task_attempts
+               SET status = $2, failure_kind = $3, report = $4, error = $5, cost = $6, tokens = $7,
+                   finished_at = now()
+               WHERE id = $1 AND status IN ('dispatching', 'running')
+               RETURNING id
+           ),
+           slot AS (
+               UPDATE agents SET running_count = running_count - 1,
+                      status = CASE WHEN status = 'working' AND running_count = 1 THEN 'idle' ELSE status END,
+                      version = version + 1, updated_at = now()
+               WHERE workspace_id = $8 AND agent_id = $9 AND running_count > 0
+                 AND EXISTS (SELECT 1 FROM a)
+           ),
+           stats AS (
+               INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
+               SELECT $8, $9, $10, CASE WHEN $11 THEN 1 ELSE 0 END, CASE WHEN $11 THEN 0 ELSE 1 END
+               WHERE $11::bool IS NOT NULL AND EXISTS (SELECT 1 FROM a)
+               ON CONFLICT (workspace_id, agent_id, task_type) DO UPDATE
+               SET succeeded = agent_task_stats.succeeded + EXCLUDED.succeeded,
+                   failed = agent_task_stats.failed + EXCLUDED.failed
+           ),
+           spend AS (
+               UPDATE orchestration_runs SET budget_spent = budget_spent + $6, updated_at = now()
+               WHERE id = $12 AND $6 <> 0 AND EXISTS (SELECT 1 FROM a)
+           )
+           SELECT count(*) AS "n!" FROM a"#,
+        s.attempt_id,
         f.status.as_str(),
         f.failure_kind.map(|k| k.as_str()),
         f.report,
         f.error,
         f.cost,
-        f.tokens
+        f.tokens,
+        s.workspace_id,
+        s.agent_id,
+        s.task_type,
+        s.outcome,
+        s.run_id
     )
-    .execute(conn)
+    .fetch_one(conn)
     .await?;
-    Ok(r.rows_affected() == 1)
+    Ok(n == 1)
 }
 
 /// Records a heartbeat and extends the task's lease. Two single-row

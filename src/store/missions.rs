@@ -536,20 +536,6 @@ pub async fn critical_path(
     .unwrap_or_default())
 }
 
-/// Adds an attempt's cost to the mission's spend.
-pub async fn add_spend(conn: &mut PgConnection, run_id: Uuid, cost: f64) -> sqlx::Result<()> {
-    if cost != 0.0 {
-        sqlx::query!(
-            "UPDATE orchestration_runs SET budget_spent = budget_spent + $2, updated_at = now() WHERE id = $1",
-            run_id,
-            cost
-        )
-        .execute(conn)
-        .await?;
-    }
-    Ok(())
-}
-
 /// Wakes every replica's dispatcher when the transaction commits.
 pub async fn notify_wake(conn: &mut PgConnection) -> sqlx::Result<()> {
     sqlx::query!("SELECT pg_notify('coordinator_wake', '')")

@@ -11,7 +11,7 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::events::{self, NewEvent, kind};
+use super::events::kind;
 use crate::{
     domain::{TaskEvent, TaskStatus},
     planning::ValidatedPlan,
@@ -384,29 +384,33 @@ pub async fn record(conn: &mut PgConnection, mut c: Change<'_>) -> sqlx::Result<
     if let Value::Object(m) = &mut c.payload {
         m.insert("status".into(), Value::String(c.to.as_str().into()));
     }
+    // One statement: the card moves and the event is appended (its
+    // sequence number bumped on the mission row the caller has locked).
     sqlx::query!(
-        "UPDATE board_tasks b SET column_name = $2, assignee = t.assigned_agent_id,
-                attempt_number = t.attempt_count, cost = t.actual_cost,
-                version = b.version + 1, updated_at = now()
-         FROM orchestration_tasks t
-         WHERE b.source_type = 'orchestration' AND b.source_id = $1 AND t.id = $1",
+        "WITH card AS (
+             UPDATE board_tasks b SET column_name = $2, assignee = t.assigned_agent_id,
+                    attempt_number = t.attempt_count, cost = t.actual_cost,
+                    version = b.version + 1, updated_at = now()
+             FROM orchestration_tasks t
+             WHERE b.source_type = 'orchestration' AND b.source_id = $1 AND t.id = $1
+         ),
+         s AS (
+             UPDATE orchestration_runs SET event_seq = event_seq + 1
+             WHERE id = $3 AND workspace_id = $4
+             RETURNING event_seq
+         )
+         INSERT INTO orchestration_events (workspace_id, run_id, seq, task_id, attempt_id, kind, actor, payload)
+         SELECT $4, $3, s.event_seq, $1, $5, $6, $7, $8 FROM s",
         c.task_id,
-        c.to.board_column().as_str()
-    )
-    .execute(&mut *conn)
-    .await?;
-    events::append(
-        conn,
+        c.to.board_column().as_str(),
+        c.run_id,
         c.workspace_id,
-        NewEvent {
-            run_id: c.run_id,
-            task_id: Some(c.task_id),
-            attempt_id: c.attempt_id,
-            kind: c.kind,
-            actor: c.actor,
-            payload: c.payload,
-        },
+        c.attempt_id,
+        c.kind,
+        c.actor,
+        c.payload
     )
+    .execute(conn)
     .await?;
     Ok(())
 }
@@ -471,55 +475,59 @@ pub async fn promote_ready(
     // The pure lifecycle allows exactly pending → queued here; the SQL status
     // guard is that rule.
     debug_assert!(TaskStatus::Pending.next(TaskEvent::DependenciesMet).is_ok());
-    let promoted = sqlx::query!(
-        r#"UPDATE orchestration_tasks t
-           SET status = 'queued', version = version + 1, updated_at = now()
-           WHERE t.run_id = $1 AND t.status = 'pending'
-             AND ($2::uuid IS NULL OR t.id IN (
-                   SELECT task_id FROM orchestration_task_dependencies WHERE depends_on_task_id = $2))
-             AND NOT EXISTS (
-                   SELECT 1 FROM orchestration_task_dependencies d
-                   JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
-                   WHERE d.task_id = t.id AND p.status NOT IN ('succeeded', 'skipped'))
-           RETURNING t.id, t.task_key"#,
+    // One statement: promote, enqueue (executing missions only), move the
+    // cards, and append the events with consecutive sequence numbers.
+    let promoted = sqlx::query_scalar!(
+        r#"WITH promoted AS (
+               UPDATE orchestration_tasks t
+               SET status = 'queued', version = version + 1, updated_at = now()
+               WHERE t.run_id = $1 AND t.status = 'pending'
+                 AND ($2::uuid IS NULL OR t.id IN (
+                       SELECT task_id FROM orchestration_task_dependencies WHERE depends_on_task_id = $2))
+                 AND NOT EXISTS (
+                       SELECT 1 FROM orchestration_task_dependencies d
+                       JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
+                       WHERE d.task_id = t.id AND p.status NOT IN ('succeeded', 'skipped'))
+               RETURNING t.id, t.task_key, t.task_order, t.assigned_agent_id, t.attempt_count, t.actual_cost
+           ),
+           queued AS (
+               INSERT INTO task_queue (task_id, workspace_id, run_id, priority, ready_at)
+               SELECT id, $3, $1, $4, now() FROM promoted
+               WHERE EXISTS (SELECT 1 FROM orchestration_runs WHERE id = $1 AND status = 'executing')
+               ON CONFLICT (task_id) DO UPDATE SET ready_at = EXCLUDED.ready_at, priority = EXCLUDED.priority
+           ),
+           cards AS (
+               UPDATE board_tasks b SET column_name = $6, assignee = p.assigned_agent_id,
+                      attempt_number = p.attempt_count, cost = p.actual_cost,
+                      version = b.version + 1, updated_at = now()
+               FROM promoted p
+               WHERE b.source_type = 'orchestration' AND b.source_id = p.id
+           ),
+           n AS (SELECT count(*) AS n FROM promoted),
+           seq AS (
+               UPDATE orchestration_runs r SET event_seq = r.event_seq + n.n
+               FROM n WHERE r.id = $1 AND n.n > 0
+               RETURNING r.event_seq - n.n AS base
+           ),
+           events AS (
+               INSERT INTO orchestration_events (workspace_id, run_id, seq, task_id, kind, actor, payload)
+               SELECT $3, $1, seq.base + row_number() OVER (ORDER BY p.task_order, p.id), p.id, $7, $5,
+                      jsonb_build_object('key', p.task_key, 'status', $8::text)
+               FROM promoted p CROSS JOIN seq
+           )
+           SELECT n AS "n!" FROM n"#,
         run_id,
-        after
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    if promoted.is_empty() {
-        return Ok(0);
-    }
-    let ids: Vec<Uuid> = promoted.iter().map(|t| t.id).collect();
-    sqlx::query!(
-        "INSERT INTO task_queue (task_id, workspace_id, run_id, priority, ready_at)
-         SELECT id, $2, $3, $4, now() FROM UNNEST($1::uuid[]) AS id
-         WHERE EXISTS (SELECT 1 FROM orchestration_runs WHERE id = $3 AND status = 'executing')
-         ON CONFLICT (task_id) DO UPDATE SET ready_at = EXCLUDED.ready_at, priority = EXCLUDED.priority",
-        &ids,
+        after,
         workspace_id,
-        run_id,
-        priority
-    )
-    .execute(&mut *conn)
-    .await?;
-    move_cards(conn, &ids, TaskStatus::Queued).await?;
-    let n = ids.len();
-    let payloads: Vec<Value> = promoted
-        .iter()
-        .map(|t| json!({ "key": t.task_key, "status": TaskStatus::Queued }))
-        .collect();
-    events::append_many(
-        conn,
+        priority,
         actor,
+        TaskStatus::Queued.board_column().as_str(),
         kind::TASK_QUEUED,
-        &vec![run_id; n],
-        &ids,
-        &vec![None; n],
-        &payloads,
+        TaskStatus::Queued.as_str()
     )
+    .fetch_one(&mut *conn)
     .await?;
-    Ok(promoted.len())
+    Ok(promoted as usize)
 }
 
 /// Cancels every non-terminal task of a mission, drops them from the queue and
