@@ -39,6 +39,15 @@ pub struct Dispatch {
     pub request: DispatchRequest,
 }
 
+/// What the claim needs of a locked mission.
+struct RunInfo {
+    goal: String,
+    priority: i32,
+    budget_limit: Option<f64>,
+    budget_spent: f64,
+    budget_warned: bool,
+}
+
 /// Column arrays of a claim, for the set-based writes.
 #[derive(Default)]
 struct ClaimRows {
@@ -73,13 +82,19 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     // Look a little past the batch so tasks nobody can take right now do not
     // block those behind them.
     let window = (cfg.batch_size * 4) as i64;
+    // Queue rows and their missions are locked together and both skipped
+    // when locked: a claim never waits for anyone, so a mission busy with a
+    // report (or a cancel) is simply left for the next claim, which its
+    // commit's NOTIFY triggers.
     let queued = sqlx::query!(
-        r#"SELECT q.task_id, q.run_id FROM task_queue q
-           JOIN orchestration_runs r ON r.id = q.run_id AND r.status = 'executing'
-           WHERE q.ready_at <= now()
+        r#"SELECT q.task_id, q.run_id, r.workspace_id, r.goal, r.priority AS run_priority,
+                  r.budget_limit, r.budget_spent, r.budget_warned
+           FROM task_queue q
+           JOIN orchestration_runs r ON r.id = q.run_id
+           WHERE q.ready_at <= now() AND r.status = 'executing'
            ORDER BY q.priority DESC, q.ready_at, q.task_id
            LIMIT $1
-           FOR UPDATE OF q SKIP LOCKED"#,
+           FOR UPDATE OF q, r SKIP LOCKED"#,
         window
     )
     .fetch_all(&mut *tx)
@@ -87,33 +102,38 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     if queued.is_empty() {
         return Ok(Vec::new());
     }
-    let mut run_ids: Vec<Uuid> = queued.iter().map(|q| q.run_id).collect();
-    run_ids.sort();
-    run_ids.dedup();
-    let runs = sqlx::query!(
-        "SELECT id, workspace_id, goal, status, priority, budget_limit, budget_spent, budget_warned
-         FROM orchestration_runs
-         WHERE id = ANY($1) ORDER BY id FOR UPDATE",
-        &run_ids
-    )
-    .fetch_all(&mut *tx)
-    .await?;
-    // Budget admission counts the estimates of attempts already in flight.
-    let mut in_flight: BTreeMap<Uuid, f64> = sqlx::query!(
-        r#"SELECT run_id, sum(estimated_cost) AS "cost!" FROM orchestration_tasks
-           WHERE run_id = ANY($1) AND status = 'running' GROUP BY run_id"#,
-        &run_ids
-    )
-    .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .map(|r| (r.run_id, r.cost))
-    .collect();
-    let runs: BTreeMap<Uuid, _> = runs
-        .into_iter()
-        .filter(|r| r.status == "executing")
-        .map(|r| (r.id, r))
+    let runs: BTreeMap<Uuid, RunInfo> = queued
+        .iter()
+        .map(|q| {
+            (
+                q.run_id,
+                RunInfo {
+                    goal: q.goal.clone(),
+                    priority: q.run_priority,
+                    budget_limit: q.budget_limit,
+                    budget_spent: q.budget_spent,
+                    budget_warned: q.budget_warned,
+                },
+            )
+        })
         .collect();
+    let run_ids: Vec<Uuid> = runs.keys().copied().collect();
+    // Budget admission counts the estimates of attempts already in flight
+    // (read after the locks, so it is current).
+    let mut in_flight: BTreeMap<Uuid, f64> = if runs.values().any(|r| r.budget_limit.is_some()) {
+        sqlx::query!(
+            r#"SELECT run_id, sum(estimated_cost) AS "cost!" FROM orchestration_tasks
+               WHERE run_id = ANY($1) AND status = 'running' GROUP BY run_id"#,
+            &run_ids
+        )
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|r| (r.run_id, r.cost))
+        .collect()
+    } else {
+        BTreeMap::new()
+    };
     let task_ids: Vec<Uuid> = queued.iter().map(|q| q.task_id).collect();
     let by_id: BTreeMap<Uuid, tasks::TaskRow> = tasks::get_many(&mut tx, &task_ids)
         .await?
@@ -130,8 +150,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     let mut workspaces: Vec<Uuid> = ready.iter().map(|t| t.workspace_id).collect();
     workspaces.sort();
     workspaces.dedup();
-    let live_runs: Vec<Uuid> = runs.keys().copied().collect();
-    let mut candidates = agents::lock_candidates(&mut tx, &workspaces, &live_runs).await?;
+    let mut candidates = agents::lock_candidates(&mut tx, &workspaces, &run_ids).await?;
     let actor = format!("engine:{}", cfg.replica_id);
 
     // Pure choice, in queue order, with loads and in-flight spend updated as we go.
@@ -280,15 +299,18 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     for (_, idx, _) in &chosen {
         *per_agent.entry(*idx).or_default() += 1;
     }
+    let (mut slot_ws, mut slot_ids, mut slot_n) = (Vec::new(), Vec::new(), Vec::new());
     for (idx, n) in &per_agent {
         let c = &candidates[*idx];
-        if !agents::take_slots(&mut tx, c.workspace_id, &c.profile.agent_id, *n).await? {
-            anyhow::bail!(
-                "agent {} had no free slot although locked",
-                c.profile.agent_id
-            );
-        }
+        slot_ws.push(c.workspace_id);
+        slot_ids.push(c.profile.agent_id.clone());
+        slot_n.push(*n);
     }
+    // Cannot fail with the agents locked; if it does, nothing commits.
+    anyhow::ensure!(
+        agents::take_slots(&mut tx, &slot_ws, &slot_ids, &slot_n).await?,
+        "an agent had no free slot although locked"
+    );
 
     let lease_secs = cfg.lease.as_secs_f64();
     let deadline = OffsetDateTime::now_utc() + cfg.lease;
@@ -329,15 +351,61 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         }));
         tokens.push(token);
     }
-    sqlx::query!(
-        "INSERT INTO task_attempts (id, workspace_id, run_id, task_id, attempt_number, agent_id,
-                                    worker_url, token_hash, status, dispatched_by, purpose)
-         SELECT u.id, u.workspace_id, u.run_id, u.task_id, u.attempt_number, u.agent_id,
-                u.worker_url, u.token_hash, 'dispatching', $9, u.purpose
-         FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::int[], $6::text[],
-                     $7::text[], $8::bytea[], $10::text[])
-              AS u(id, workspace_id, run_id, task_id, attempt_number, agent_id, worker_url,
-                   token_hash, purpose)",
+    // One statement writes the whole batch: attempts, tasks (version
+    // guarded), queue rows, cards, and events with each mission's next
+    // sequence numbers.
+    let updated = sqlx::query_scalar!(
+        r#"WITH input AS (
+               SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::int[],
+                                    $6::text[], $7::text[], $8::bytea[], $9::text[], $10::bigint[],
+                                    $11::float8[], $12::jsonb[], $13::jsonb[])
+                   WITH ORDINALITY
+                   AS u(attempt_id, workspace_id, run_id, task_id, attempt_number, agent_id,
+                        worker_url, token_hash, purpose, version, score, details, payload, ord)
+           ),
+           attempts AS (
+               INSERT INTO task_attempts (id, workspace_id, run_id, task_id, attempt_number, agent_id,
+                                          worker_url, token_hash, status, dispatched_by, purpose)
+               SELECT attempt_id, workspace_id, run_id, task_id, attempt_number, agent_id,
+                      worker_url, token_hash, 'dispatching', $14, purpose
+               FROM input
+           ),
+           tasks AS (
+               UPDATE orchestration_tasks t
+               SET status = 'running', assigned_agent_id = i.agent_id, assignment_score = i.score,
+                   assignment_details = i.details, attempt_count = t.attempt_count + 1,
+                   current_attempt_id = i.attempt_id, lease_owner = $14,
+                   lease_expires_at = now() + make_interval(secs => $15), next_attempt_at = NULL,
+                   continue_agent_id = NULL, progress_checked_at = NULL,
+                   started_at = COALESCE(t.started_at, now()), version = t.version + 1, updated_at = now()
+               FROM input i
+               WHERE t.id = i.task_id AND t.version = i.version
+               RETURNING t.id, t.assigned_agent_id, t.attempt_count, t.actual_cost
+           ),
+           dequeued AS (
+               DELETE FROM task_queue WHERE task_id IN (SELECT task_id FROM input)
+           ),
+           cards AS (
+               UPDATE board_tasks b SET column_name = $16, assignee = t.assigned_agent_id,
+                      attempt_number = t.attempt_count, cost = t.actual_cost,
+                      version = b.version + 1, updated_at = now()
+               FROM tasks t
+               WHERE b.source_type = 'orchestration' AND b.source_id = t.id
+           ),
+           counts AS (SELECT run_id, count(*) AS n FROM input GROUP BY run_id),
+           bumped AS (
+               UPDATE orchestration_runs r SET event_seq = r.event_seq + c.n
+               FROM counts c WHERE r.id = c.run_id
+               RETURNING r.id, r.event_seq - c.n AS base
+           ),
+           events AS (
+               INSERT INTO orchestration_events (workspace_id, run_id, seq, task_id, attempt_id, kind, actor, payload)
+               SELECT i.workspace_id, i.run_id,
+                      b.base + row_number() OVER (PARTITION BY i.run_id ORDER BY i.ord),
+                      i.task_id, i.attempt_id, $17, $18, i.payload
+               FROM input i JOIN bumped b ON b.id = i.run_id
+           )
+           SELECT count(*) AS "n!" FROM tasks"#,
         &rows.attempt_ids,
         &rows.workspace_ids,
         &rows.run_ids,
@@ -346,60 +414,21 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         &rows.agent_ids,
         &rows.worker_urls,
         &rows.token_hashes,
-        cfg.replica_id,
-        &rows.purposes
-    )
-    .execute(&mut *tx)
-    .await?;
-    let updated = sqlx::query!(
-        "UPDATE orchestration_tasks t
-         SET status = 'running', assigned_agent_id = u.agent_id, assignment_score = u.score,
-             assignment_details = u.details, attempt_count = t.attempt_count + 1,
-             current_attempt_id = u.attempt_id, lease_owner = $7,
-             lease_expires_at = now() + make_interval(secs => $8), next_attempt_at = NULL,
-             continue_agent_id = NULL, progress_checked_at = NULL,
-             started_at = COALESCE(t.started_at, now()), version = t.version + 1, updated_at = now()
-         FROM UNNEST($1::uuid[], $2::bigint[], $3::text[], $4::float8[], $5::jsonb[], $6::uuid[])
-              AS u(id, version, agent_id, score, details, attempt_id)
-         WHERE t.id = u.id AND t.version = u.version",
-        &rows.task_ids,
+        &rows.purposes,
         &rows.versions,
-        &rows.agent_ids,
         &rows.scores,
         &rows.details,
-        &rows.attempt_ids,
+        &rows.payloads,
         cfg.replica_id,
-        lease_secs
+        lease_secs,
+        TaskStatus::Running.board_column().as_str(),
+        kind::TASK_DISPATCHED,
+        actor
     )
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
     // Cannot happen under the mission locks; if it does, nothing commits.
-    anyhow::ensure!(
-        updated.rows_affected() == n as u64,
-        "tasks changed while claimed"
-    );
-    sqlx::query!(
-        "DELETE FROM task_queue WHERE task_id = ANY($1)",
-        &rows.task_ids
-    )
-    .execute(&mut *tx)
-    .await?;
-    tasks::move_cards(&mut tx, &rows.task_ids, TaskStatus::Running).await?;
-    events::append_many(
-        &mut tx,
-        &actor,
-        kind::TASK_DISPATCHED,
-        &rows.run_ids,
-        &rows.task_ids,
-        &rows
-            .attempt_ids
-            .iter()
-            .copied()
-            .map(Some)
-            .collect::<Vec<_>>(),
-        &rows.payloads,
-    )
-    .await?;
+    anyhow::ensure!(updated == n as i64, "tasks changed while claimed");
     for (((task, idx, _), token), attempt_id) in chosen.iter().zip(tokens).zip(&rows.attempt_ids) {
         let agent = &candidates[*idx];
         let attempt_id = *attempt_id;

@@ -164,36 +164,25 @@ pub async fn lock_candidates(
     workspaces: &[Uuid],
     missions: &[Uuid],
 ) -> sqlx::Result<Vec<Candidate>> {
+    // Past success per task type comes along as JSON ({type: [succeeded,
+    // failed]}), so locking the candidates stays one round trip.
     let rows = sqlx::query!(
-        "SELECT workspace_id, agent_id, skills, tools, trust, cost_per_task, max_concurrency,
-                running_count, endpoint_url, model_tier, mission_id
-         FROM agents
-         WHERE workspace_id = ANY($1) AND status <> 'offline'
-           AND (kind = 'roster' OR (kind = 'contractor' AND mission_id = ANY($2)))
-           AND running_count < max_concurrency
-         ORDER BY workspace_id, agent_id
-         FOR UPDATE",
+        r#"SELECT a.workspace_id, a.agent_id, a.skills, a.tools, a.trust, a.cost_per_task,
+                  a.max_concurrency, a.running_count, a.endpoint_url, a.model_tier, a.mission_id,
+                  (SELECT jsonb_object_agg(s.task_type, jsonb_build_array(s.succeeded, s.failed))
+                   FROM agent_task_stats s
+                   WHERE s.workspace_id = a.workspace_id AND s.agent_id = a.agent_id) AS history
+           FROM agents a
+           WHERE a.workspace_id = ANY($1) AND a.status <> 'offline'
+             AND (a.kind = 'roster' OR (a.kind = 'contractor' AND a.mission_id = ANY($2)))
+             AND a.running_count < a.max_concurrency
+           ORDER BY a.workspace_id, a.agent_id
+           FOR UPDATE OF a"#,
         workspaces,
         missions
     )
     .fetch_all(&mut *conn)
     .await?;
-    let mut history: BTreeMap<(Uuid, String), BTreeMap<String, (i64, i64)>> = BTreeMap::new();
-    if !rows.is_empty() {
-        let stats = sqlx::query!(
-            "SELECT workspace_id, agent_id, task_type, succeeded, failed FROM agent_task_stats
-             WHERE workspace_id = ANY($1)",
-            workspaces
-        )
-        .fetch_all(&mut *conn)
-        .await?;
-        for s in stats {
-            history
-                .entry((s.workspace_id, s.agent_id))
-                .or_default()
-                .insert(s.task_type, (s.succeeded, s.failed));
-        }
-    }
     Ok(rows
         .into_iter()
         .map(|r| Candidate {
@@ -201,9 +190,7 @@ pub async fn lock_candidates(
             mission_id: r.mission_id,
             endpoint_url: r.endpoint_url,
             profile: AgentProfile {
-                history: history
-                    .remove(&(r.workspace_id, r.agent_id.clone()))
-                    .unwrap_or_default(),
+                history: parse_history(r.history),
                 agent_id: r.agent_id,
                 skills: r.skills,
                 tools: r.tools,
@@ -215,6 +202,19 @@ pub async fn lock_candidates(
             },
         })
         .collect())
+}
+
+/// `{type: [succeeded, failed]}` as a map (anything malformed is ignored).
+fn parse_history(v: Option<serde_json::Value>) -> BTreeMap<String, (i64, i64)> {
+    let Some(serde_json::Value::Object(m)) = v else {
+        return BTreeMap::new();
+    };
+    m.into_iter()
+        .filter_map(|(k, v)| {
+            let a = v.as_array()?;
+            Some((k, (a.first()?.as_i64()?, a.get(1)?.as_i64()?)))
+        })
+        .collect()
 }
 
 /// Every online roster agent of a workspace as the scorer sees it at zero
@@ -448,24 +448,28 @@ pub async fn capability(
     Ok(row.map(|r| (r.skills, r.tools)))
 }
 
-/// Takes `n` slots of an agent; false if that would exceed its cap.
+/// Takes slots of several agents at once (`n[i]` slots of agent `ids[i]` in
+/// workspace `workspaces[i]`); false if any would exceed its cap (the caller
+/// then rolls back).
 pub async fn take_slots(
     conn: &mut PgConnection,
-    workspace_id: Uuid,
-    agent_id: &str,
-    n: i32,
+    workspaces: &[Uuid],
+    ids: &[String],
+    n: &[i32],
 ) -> sqlx::Result<bool> {
     let r = sqlx::query!(
-        "UPDATE agents SET running_count = running_count + $3, status = 'working',
-                version = version + 1, updated_at = now()
-         WHERE workspace_id = $1 AND agent_id = $2 AND running_count + $3 <= max_concurrency",
-        workspace_id,
-        agent_id,
+        "UPDATE agents a SET running_count = a.running_count + u.n, status = 'working',
+                version = a.version + 1, updated_at = now()
+         FROM UNNEST($1::uuid[], $2::text[], $3::int[]) AS u(workspace_id, agent_id, n)
+         WHERE a.workspace_id = u.workspace_id AND a.agent_id = u.agent_id
+           AND a.running_count + u.n <= a.max_concurrency",
+        workspaces,
+        ids,
         n
     )
     .execute(conn)
     .await?;
-    Ok(r.rows_affected() == 1)
+    Ok(r.rows_affected() == ids.len() as u64)
 }
 
 /// Gives back one slot when an attempt ends.
