@@ -105,7 +105,7 @@ pub async fn apply_report(
         return Err(ReportError::NotFound(attempt_id));
     };
     // Read under the mission lock: this is the state we decide on.
-    let attempt = attempts::get(&mut tx, attempt_id)
+    let (attempt, verifier) = attempts::get_for_report(&mut tx, attempt_id, &cfg.verifier_skill)
         .await?
         .ok_or(ReportError::NotFound(attempt_id))?;
     if let Origin::Worker { token } = origin
@@ -149,7 +149,7 @@ pub async fn apply_report(
         0.0
     };
     let verifying = attempt.purpose == "verify";
-    let next = judge(&mut tx, &task, verifying, report, origin, cfg).await?;
+    let next = judge(&task, verifying, verifier, report, origin, cfg);
     let (attempt_status, failure_kind, attempt_error) = match &next {
         Next::Deferred { .. } => (AttemptStatus::Cancelled, None, report.error.clone()),
         Next::Succeed { .. } | Next::Verify { .. } => (AttemptStatus::Succeeded, None, None),
@@ -301,7 +301,7 @@ pub async fn apply_report(
     } else {
         Vec::new()
     };
-    missions::notify_wake(&mut tx).await?;
+    // settle() already queued the NOTIFY that wakes the dispatchers.
     tx.commit().await?;
     super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
     Ok(Applied::Applied(new_status))
@@ -334,16 +334,16 @@ enum Next {
 
 /// Judges a report: deterministic `must_pass` checks on a result, a
 /// verifier's verdict, continuation limits.
-async fn judge(
-    conn: &mut PgConnection,
+fn judge(
     task: &tasks::TaskRow,
     verifying: bool,
+    verifier: bool,
     report: &WorkerReport,
     origin: Origin<'_>,
     cfg: &EngineConfig,
-) -> Result<Next, ReportError> {
+) -> Next {
     if let Origin::Busy { retry_after } = origin {
-        return Ok(Next::Deferred { retry_after });
+        return Next::Deferred { retry_after };
     }
     let failure = |kind, error: String| Next::Failure {
         kind,
@@ -357,7 +357,7 @@ async fn judge(
         }
         _ => report.failure_kind.unwrap_or(FailureKind::Quality),
     };
-    Ok(match report.status {
+    match report.status {
         ReportStatus::Succeeded if verifying => match verification::parse_verdict(
             report.output.as_ref(),
         ) {
@@ -392,9 +392,7 @@ async fn judge(
                     feedback: Some(v.feedback()),
                     verdict: Some(serde_json::to_value(&v).unwrap_or_default()),
                 }
-            } else if !v.unchecked.is_empty()
-                && agents::verifier_available(conn, task.workspace_id, &cfg.verifier_skill).await?
-            {
+            } else if !v.unchecked.is_empty() && verifier {
                 Next::Verify {
                     output: report.output.clone().unwrap_or(Value::Null),
                     unchecked: v.unchecked,
@@ -421,7 +419,7 @@ async fn judge(
                 .clone()
                 .unwrap_or_else(|| "the worker reported failure".into()),
         ),
-    })
+    }
 }
 
 async fn record_verification_failure(

@@ -339,26 +339,6 @@ pub async fn retire_contractors(
     .await
 }
 
-/// True if an online agent of the workspace has the verifier skill.
-pub async fn verifier_available(
-    conn: &mut PgConnection,
-    workspace_id: Uuid,
-    skill: &str,
-) -> sqlx::Result<bool> {
-    let found = sqlx::query_scalar!(
-        r#"SELECT EXISTS (
-             SELECT 1 FROM agents
-             WHERE workspace_id = $1 AND kind = 'roster' AND status <> 'offline'
-               AND EXISTS (SELECT 1 FROM unnest(skills) s WHERE lower(s) = lower($2))
-           ) AS "found!""#,
-        workspace_id,
-        skill
-    )
-    .fetch_one(conn)
-    .await?;
-    Ok(found)
-}
-
 /// An online agent as the escalation ladder sees it.
 #[derive(Debug, Clone)]
 pub struct LadderAgent {

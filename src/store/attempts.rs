@@ -43,16 +43,46 @@ impl AttemptRow {
     }
 }
 
-/// Loads an attempt.
-pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<AttemptRow>> {
-    sqlx::query_as!(
-        AttemptRow,
-        "SELECT id, workspace_id, run_id, task_id, attempt_number, agent_id, worker_url, token_hash, status, report, purpose
-         FROM task_attempts WHERE id = $1",
-        id
+/// Loads an attempt, with whether its workspace has an online verifier
+/// (an agent with `verifier_skill`): report handling needs both, in one
+/// round trip.
+pub async fn get_for_report(
+    conn: &mut PgConnection,
+    id: Uuid,
+    verifier_skill: &str,
+) -> sqlx::Result<Option<(AttemptRow, bool)>> {
+    let row = sqlx::query!(
+        r#"SELECT a.id, a.workspace_id, a.run_id, a.task_id, a.attempt_number, a.agent_id,
+                  a.worker_url, a.token_hash, a.status, a.report, a.purpose,
+                  EXISTS (
+                      SELECT 1 FROM agents g
+                      WHERE g.workspace_id = a.workspace_id AND g.kind = 'roster' AND g.status <> 'offline'
+                        AND EXISTS (SELECT 1 FROM unnest(g.skills) s WHERE lower(s) = lower($2))
+                  ) AS "verifier!"
+           FROM task_attempts a WHERE a.id = $1"#,
+        id,
+        verifier_skill
     )
     .fetch_optional(conn)
-    .await
+    .await?;
+    Ok(row.map(|r| {
+        (
+            AttemptRow {
+                id: r.id,
+                workspace_id: r.workspace_id,
+                run_id: r.run_id,
+                task_id: r.task_id,
+                attempt_number: r.attempt_number,
+                agent_id: r.agent_id,
+                worker_url: r.worker_url,
+                token_hash: r.token_hash,
+                status: r.status,
+                report: r.report,
+                purpose: r.purpose,
+            },
+            r.verifier,
+        )
+    }))
 }
 
 /// The stored hash of an attempt's token, to authenticate its callbacks.
@@ -95,11 +125,12 @@ pub struct Settle<'a> {
 }
 
 /// Ends a live attempt and, in the same statement, releases its agent's
-/// slot, counts the outcome for the agent and adds the cost to the mission's
-/// spend. False if the attempt was not live any more (nothing changes).
+/// slot, counts the outcome for the agent, adds the cost to the mission's
+/// spend and notifies the dispatchers (delivered at commit). False if the
+/// attempt was not live any more (the caller rolls back).
 pub async fn settle(conn: &mut PgConnection, f: Finish<'_>, s: Settle<'_>) -> sqlx::Result<bool> {
     debug_assert!(!f.status.is_live());
-    let n = sqlx::query_scalar!(
+    let row = sqlx::query!(
         r#"WITH a AS (
                UPDATE task_attempts
                SET status = $2, failure_kind = $3, report = $4, error = $5, cost = $6, tokens = $7,
@@ -126,7 +157,8 @@ pub async fn settle(conn: &mut PgConnection, f: Finish<'_>, s: Settle<'_>) -> sq
                UPDATE orchestration_runs SET budget_spent = budget_spent + $6, updated_at = now()
                WHERE id = $12 AND $6 <> 0 AND EXISTS (SELECT 1 FROM a)
            )
-           SELECT count(*) AS "n!" FROM a"#,
+           -- Wakes every replica's dispatcher at commit (see missions::notify_wake).
+           SELECT (SELECT count(*) FROM a) AS "n!", pg_notify('coordinator_wake', '')::text AS "woke""#,
         s.attempt_id,
         f.status.as_str(),
         f.failure_kind.map(|k| k.as_str()),
@@ -142,7 +174,7 @@ pub async fn settle(conn: &mut PgConnection, f: Finish<'_>, s: Settle<'_>) -> sq
     )
     .fetch_one(conn)
     .await?;
-    Ok(n == 1)
+    Ok(row.n == 1)
 }
 
 /// Records a heartbeat and extends the task's lease. Two single-row
