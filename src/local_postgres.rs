@@ -223,6 +223,11 @@ impl LocalPostgres {
             "unix_socket_directories=",
             "-c",
             "max_connections=300",
+            // The hot tables (queue, tasks, attempts, agents) churn fast;
+            // a minute between autovacuum checks lets dead index entries
+            // pile up and every claim and lease scan step over them.
+            "-c",
+            "autovacuum_naptime=5s",
         ];
         if fast {
             args.extend([
