@@ -199,7 +199,7 @@ pub async fn plan_one(
                     "planning failed",
                 )
                 .await?;
-                let live = attempts::cancel_live_for_mission(&mut tx, run.id).await?;
+                let live = attempts::cancel_live(&mut tx, run.id, None).await?;
                 for a in &live {
                     agents::release_slot(&mut tx, run.workspace_id, &a.agent_id).await?;
                 }

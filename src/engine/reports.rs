@@ -732,7 +732,7 @@ pub async fn finish_mission_if_done(
         // Every rung of the escalation ladder was tried: the mission fails
         // and what is left is cancelled.
         tasks::cancel_all_open(conn, run.workspace_id, run.id, actor, "mission failed").await?;
-        let live = attempts::cancel_live_for_mission(conn, run.id).await?;
+        let live = attempts::cancel_live(conn, run.id, None).await?;
         for a in &live {
             agents::release_slot(conn, run.workspace_id, &a.agent_id).await?;
         }

@@ -72,6 +72,22 @@ async fn task_of(
         .ok_or_else(|| ApiError::NotFound(format!("mission {} has no task '{task}'", run.id)))
 }
 
+/// `roots` and every task that depends on one of them, directly or not
+/// (`edges` are `(task, depends_on)` pairs).
+fn downstream(edges: &[(Uuid, Uuid)], mut set: BTreeSet<Uuid>) -> BTreeSet<Uuid> {
+    loop {
+        let more: Vec<Uuid> = edges
+            .iter()
+            .filter(|(task, on)| set.contains(on) && !set.contains(task))
+            .map(|(task, _)| *task)
+            .collect();
+        if more.is_empty() {
+            return set;
+        }
+        set.extend(more);
+    }
+}
+
 /// Settles a task in `awaiting_human`.
 pub async fn resolve(
     pool: &PgPool,
@@ -253,18 +269,7 @@ pub async fn reject_results(
     }
     // Everything downstream used the old results: redo it too.
     let edges = tasks::edges_for_mission(&mut tx, id).await?;
-    let mut reopen = roots.clone();
-    loop {
-        let more: Vec<Uuid> = edges
-            .iter()
-            .filter(|(task, on)| reopen.contains(on) && !reopen.contains(task))
-            .map(|(task, _)| *task)
-            .collect();
-        if more.is_empty() {
-            break;
-        }
-        reopen.extend(more);
-    }
+    let reopen = downstream(&edges, roots.clone());
     missions::transition(
         &mut tx,
         &mut run,
@@ -361,19 +366,9 @@ pub async fn cancel_task(
         ));
     }
     let edges = tasks::edges_for_mission(&mut tx, id).await?;
-    let mut doomed = BTreeSet::from([t.id]);
-    loop {
-        let more: Vec<Uuid> = edges
-            .iter()
-            .filter(|(task, on)| doomed.contains(on) && !doomed.contains(task))
-            .map(|(task, _)| *task)
-            .collect();
-        if more.is_empty() {
-            break;
-        }
-        doomed.extend(more);
-    }
-    let doomed: Vec<Uuid> = doomed.into_iter().collect();
+    let doomed: Vec<Uuid> = downstream(&edges, BTreeSet::from([t.id]))
+        .into_iter()
+        .collect();
     let reason = req
         .reason
         .clone()
@@ -386,4 +381,26 @@ pub async fn cancel_task(
     tx.commit().await?;
     crate::engine::dispatch::notify_cancelled(http, live.into_iter().chain(cancelled).collect());
     view(pool, who.workspace_id, id).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn downstream_follows_every_path_and_nothing_else() {
+        let ids: Vec<Uuid> = (0..5).map(|i| Uuid::from_u128(i + 1)).collect();
+        let (a, b, c, d, e) = (ids[0], ids[1], ids[2], ids[3], ids[4]);
+        // a → b → d, a → c → d, e alone.
+        let edges = vec![(b, a), (c, a), (d, b), (d, c)];
+        assert_eq!(
+            downstream(&edges, BTreeSet::from([a])),
+            BTreeSet::from([a, b, c, d])
+        );
+        assert_eq!(
+            downstream(&edges, BTreeSet::from([c])),
+            BTreeSet::from([c, d])
+        );
+        assert_eq!(downstream(&edges, BTreeSet::from([e])), BTreeSet::from([e]));
+    }
 }

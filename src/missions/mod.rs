@@ -400,7 +400,7 @@ pub async fn cancel(
         .await
         .map_err(transition_error)?;
     tasks::cancel_all_open(&mut tx, who.workspace_id, id, &actor, "mission cancelled").await?;
-    let cancelled = attempts::cancel_live_for_mission(&mut tx, id).await?;
+    let cancelled = attempts::cancel_live(&mut tx, id, None).await?;
     for a in &cancelled {
         agents::release_slot(&mut tx, who.workspace_id, &a.agent_id).await?;
     }

@@ -215,42 +215,20 @@ pub struct Cancelled {
     pub worker_url: String,
 }
 
-/// Cancels every live attempt of a mission; sorted by agent so slots are
-/// released in the global lock order.
-pub async fn cancel_live_for_mission(
+/// Cancels the live attempts of a mission (only of `tasks` when given);
+/// sorted by agent so slots are released in the global lock order.
+pub async fn cancel_live(
     conn: &mut PgConnection,
     run_id: Uuid,
+    tasks: Option<&[Uuid]>,
 ) -> sqlx::Result<Vec<Cancelled>> {
     let mut rows: Vec<Cancelled> = sqlx::query!(
         "UPDATE task_attempts SET status = 'cancelled', finished_at = now()
-         WHERE run_id = $1 AND status IN ('dispatching', 'running')
+         WHERE run_id = $1 AND ($2::uuid[] IS NULL OR task_id = ANY($2))
+           AND status IN ('dispatching', 'running')
          RETURNING id, agent_id, worker_url",
-        run_id
-    )
-    .fetch_all(conn)
-    .await?
-    .into_iter()
-    .map(|r| Cancelled {
-        id: r.id,
-        agent_id: r.agent_id,
-        worker_url: r.worker_url,
-    })
-    .collect();
-    rows.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
-    Ok(rows)
-}
-
-/// Cancels the live attempts of the given tasks; sorted by agent so slots are
-/// released in the global lock order.
-pub async fn cancel_live_for_tasks(
-    conn: &mut PgConnection,
-    task_ids: &[Uuid],
-) -> sqlx::Result<Vec<Cancelled>> {
-    let mut rows: Vec<Cancelled> = sqlx::query!(
-        "UPDATE task_attempts SET status = 'cancelled', finished_at = now()
-         WHERE task_id = ANY($1) AND status IN ('dispatching', 'running')
-         RETURNING id, agent_id, worker_url",
-        task_ids
+        run_id,
+        tasks as _
     )
     .fetch_all(conn)
     .await?

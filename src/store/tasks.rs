@@ -653,7 +653,7 @@ pub async fn cancel_tasks(
     .fetch_all(&mut *conn)
     .await?;
     let ids: Vec<Uuid> = cancelled.iter().map(|t| t.id).collect();
-    let live = super::attempts::cancel_live_for_tasks(conn, &ids).await?;
+    let live = super::attempts::cancel_live(conn, run.id, Some(&ids)).await?;
     for a in &live {
         super::agents::release_slot(conn, run.workspace_id, &a.agent_id).await?;
     }
