@@ -258,6 +258,54 @@ async fn list_events(
     who: Principal,
     Path(id): Path<Uuid>,
     Query(p): Query<EventParams>,
+    headers: axum::http::HeaderMap,
+) -> ApiResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let wants_stream = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if wants_stream {
+        // Resume after Last-Event-ID (the per-mission seq), else ?after=.
+        let resume = match headers.get("last-event-id") {
+            None => None,
+            Some(v) => Some(
+                v.to_str()
+                    .ok()
+                    .and_then(|s| s.trim().parse::<i64>().ok())
+                    .filter(|n| *n >= 0)
+                    .ok_or_else(|| {
+                        ApiError::invalid(
+                            "Last-Event-ID",
+                            "Last-Event-ID must be an event's seq (a non-negative integer)",
+                        )
+                    })?,
+            ),
+        };
+        if store::get(&state.pool, who.workspace_id, id)
+            .await?
+            .is_none()
+        {
+            return Err(ApiError::NotFound(format!("no mission {id}")));
+        }
+        let after = resume.or(p.after).unwrap_or(0).max(0);
+        return Ok(crate::api::stream::mission_events(
+            state.pool.clone(),
+            who.workspace_id,
+            id,
+            after,
+            state.wake.clone(),
+        )
+        .into_response());
+    }
+    Ok(list_event_page(&state, &who, id, p).await?.into_response())
+}
+
+async fn list_event_page(
+    state: &AppState,
+    who: &Principal,
+    id: Uuid,
+    p: EventParams,
 ) -> ApiResult<Json<Value>> {
     let limit = p.limit.unwrap_or(500);
     if !(1..=1000).contains(&limit) {

@@ -5,6 +5,7 @@ pub mod agents;
 pub mod attempts;
 pub mod extract;
 pub mod missions;
+pub mod stream;
 pub mod tokens;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
@@ -40,6 +41,8 @@ pub struct AppState {
     pub planning: Arc<PlanningConfig>,
     /// Client for calls to workers (cancel notifications).
     pub http: reqwest::Client,
+    /// Ticks on every engine wake-up: event streams wait on it.
+    pub wake: tokio::sync::watch::Receiver<u64>,
 }
 
 /// The router with every route and layer.
@@ -146,6 +149,7 @@ impl Application {
         Ok(Application {
             listener,
             state: AppState {
+                wake: stream::spawn_wake_listener(pool.clone()),
                 pool,
                 engine: Arc::new(engine),
                 planning: Arc::new(planning),

@@ -9,3 +9,4 @@ mod planning;
 mod proof;
 mod real_llm;
 mod replicas;
+mod streams;
