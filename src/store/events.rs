@@ -115,49 +115,6 @@ pub async fn append(
     .await
 }
 
-/// Appends one event of `kind` per row (same actor), in row order within
-/// each mission, allocating every mission's sequence numbers in one update.
-/// Caller holds the missions' locks.
-#[allow(clippy::too_many_arguments)]
-pub async fn append_many(
-    conn: &mut PgConnection,
-    actor: &str,
-    kind: &str,
-    run_ids: &[Uuid],
-    task_ids: &[Uuid],
-    attempt_ids: &[Option<Uuid>],
-    payloads: &[Value],
-) -> sqlx::Result<()> {
-    sqlx::query!(
-        r#"WITH input AS (
-               SELECT u.run_id, u.task_id, u.attempt_id, u.payload, u.ord
-               FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::jsonb[]) WITH ORDINALITY
-                    AS u(run_id, task_id, attempt_id, payload, ord)
-           ),
-           counts AS (SELECT run_id, count(*) AS n FROM input GROUP BY run_id),
-           bumped AS (
-               UPDATE orchestration_runs r SET event_seq = r.event_seq + c.n
-               FROM counts c WHERE r.id = c.run_id
-               RETURNING r.id, r.workspace_id, r.event_seq AS last, c.n
-           )
-           INSERT INTO orchestration_events (workspace_id, run_id, seq, task_id, attempt_id, kind, actor, payload)
-           SELECT b.workspace_id, i.run_id,
-                  b.last - b.n + row_number() OVER (PARTITION BY i.run_id ORDER BY i.ord),
-                  i.task_id, i.attempt_id, $5, $6, i.payload
-           FROM input i JOIN bumped b ON b.id = i.run_id
-           ORDER BY i.ord"#,
-        run_ids,
-        task_ids,
-        attempt_ids as _,
-        payloads,
-        kind,
-        actor
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// An event as the API shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct EventView {

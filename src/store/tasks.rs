@@ -415,26 +415,6 @@ pub async fn record(conn: &mut PgConnection, mut c: Change<'_>) -> sqlx::Result<
     Ok(())
 }
 
-/// Moves the board cards of several tasks (that all moved to `to`) at once.
-pub async fn move_cards(
-    conn: &mut PgConnection,
-    task_ids: &[Uuid],
-    to: TaskStatus,
-) -> sqlx::Result<()> {
-    sqlx::query!(
-        "UPDATE board_tasks b SET column_name = $2, assignee = t.assigned_agent_id,
-                attempt_number = t.attempt_count, cost = t.actual_cost,
-                version = b.version + 1, updated_at = now()
-         FROM orchestration_tasks t
-         WHERE b.source_type = 'orchestration' AND b.source_id = ANY($1) AND t.id = b.source_id",
-        task_ids,
-        to.board_column().as_str()
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// Adds a task to the ready queue, due at `ready_at`.
 pub async fn enqueue(
     conn: &mut PgConnection,
