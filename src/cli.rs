@@ -79,9 +79,70 @@ pub struct ServeArgs {
     /// Planning settings.
     #[command(flatten)]
     pub planning: PlanningArgs,
+    /// Event retention and webhook settings.
+    #[command(flatten)]
+    pub surfaces: SurfaceArgs,
     /// Database.
     #[command(flatten)]
     pub db: DatabaseArgs,
+}
+
+/// Event retention and outbound webhooks.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SurfaceArgs {
+    /// Delete events (and finished webhook deliveries) older than this many hours; 0 keeps them forever.
+    #[arg(
+        long,
+        env = "COORDINATOR_EVENT_RETENTION_HOURS",
+        default_value_t = 720.0
+    )]
+    pub event_retention_hours: f64,
+    /// Seconds between retention runs (one replica at a time runs it).
+    #[arg(
+        long,
+        env = "COORDINATOR_RETENTION_INTERVAL_SECS",
+        default_value_t = 600
+    )]
+    pub retention_interval_secs: u32,
+    /// First webhook retry delay in milliseconds (doubles per failure, capped at 10 minutes).
+    #[arg(
+        long,
+        env = "COORDINATOR_WEBHOOK_RETRY_BASE_MS",
+        default_value_t = 2000
+    )]
+    pub webhook_retry_base_ms: u64,
+    /// Tries before a webhook delivery is marked failed.
+    #[arg(long, env = "COORDINATOR_WEBHOOK_MAX_ATTEMPTS", default_value_t = 8)]
+    pub webhook_max_attempts: i32,
+}
+
+impl SurfaceArgs {
+    /// Applies these settings to `settings`.
+    pub fn apply(&self, settings: &mut Settings) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.event_retention_hours.is_finite() && self.event_retention_hours >= 0.0,
+            "--event-retention-hours must be 0 (keep forever) or more"
+        );
+        anyhow::ensure!(
+            self.retention_interval_secs >= 1,
+            "--retention-interval-secs must be at least 1"
+        );
+        anyhow::ensure!(
+            self.webhook_retry_base_ms >= 1 && self.webhook_max_attempts >= 1,
+            "--webhook-retry-base-ms and --webhook-max-attempts must be at least 1"
+        );
+        settings.retention = crate::retention::RetentionConfig {
+            max_age: (self.event_retention_hours > 0.0)
+                .then(|| Duration::from_secs_f64(self.event_retention_hours * 3600.0)),
+            every_secs: self.retention_interval_secs,
+        };
+        settings.webhook_retry = crate::webhooks::RetryPolicy {
+            base: Duration::from_millis(self.webhook_retry_base_ms),
+            max_attempts: self.webhook_max_attempts,
+            ..crate::webhooks::RetryPolicy::default()
+        };
+        Ok(())
+    }
 }
 
 /// Engine settings of `serve` (retries, scoring, verification).
@@ -370,6 +431,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.planning.max_attempts = args.max_attempts.max(1);
     args.engine.apply(&mut settings.engine)?;
     args.planning.apply(&mut settings.planning)?;
+    args.surfaces.apply(&mut settings)?;
     if let Some(url) = &args.planning.llm_base_url {
         eprintln!("LLM planner: {url} (model {})", args.planning.llm_model);
     }

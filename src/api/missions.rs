@@ -261,27 +261,9 @@ async fn list_events(
     headers: axum::http::HeaderMap,
 ) -> ApiResult<axum::response::Response> {
     use axum::response::IntoResponse;
-    let wants_stream = headers
-        .get(axum::http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/event-stream"));
-    if wants_stream {
+    if crate::api::stream::wants_stream(&headers) {
         // Resume after Last-Event-ID (the per-mission seq), else ?after=.
-        let resume = match headers.get("last-event-id") {
-            None => None,
-            Some(v) => Some(
-                v.to_str()
-                    .ok()
-                    .and_then(|s| s.trim().parse::<i64>().ok())
-                    .filter(|n| *n >= 0)
-                    .ok_or_else(|| {
-                        ApiError::invalid(
-                            "Last-Event-ID",
-                            "Last-Event-ID must be an event's seq (a non-negative integer)",
-                        )
-                    })?,
-            ),
-        };
+        let resume = crate::api::stream::last_event_id(&headers)?;
         if store::get(&state.pool, who.workspace_id, id)
             .await?
             .is_none()

@@ -3,10 +3,13 @@
 
 pub mod agents;
 pub mod attempts;
+pub mod board;
+pub mod events;
 pub mod extract;
 pub mod missions;
 pub mod stream;
 pub mod tokens;
+pub mod webhooks;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -25,6 +28,11 @@ use tower_http::{catch_panic::CatchPanicLayer, trace::TraceLayer};
 use crate::{
     engine::{Engine, EngineConfig},
     missions::PlanningConfig,
+    retention::{self, RetentionConfig},
+    webhooks::{
+        RetryPolicy,
+        deliver::{self, PumpConfig},
+    },
 };
 
 /// Largest request body accepted.
@@ -53,6 +61,9 @@ pub fn router(state: AppState) -> Router {
         .merge(agents::router())
         .merge(missions::router())
         .merge(attempts::router())
+        .merge(events::router())
+        .merge(board::router())
+        .merge(webhooks::router())
         .merge(tokens::router())
         .fallback(extract::not_found)
         .method_not_allowed_fallback(extract::method_not_allowed)
@@ -108,6 +119,10 @@ pub struct Settings {
     pub planning: PlanningConfig,
     /// Run the tick loop in this process (false: API only).
     pub run_engine: bool,
+    /// Event retention (runs with the engine).
+    pub retention: RetentionConfig,
+    /// Webhook retry spacing (the pump runs with the engine).
+    pub webhook_retry: RetryPolicy,
 }
 
 impl Settings {
@@ -119,6 +134,8 @@ impl Settings {
             engine: EngineConfig::new(String::new()),
             planning: PlanningConfig::default(),
             run_engine: true,
+            retention: RetentionConfig::default(),
+            webhook_retry: RetryPolicy::default(),
         }
     }
 }
@@ -128,6 +145,8 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     run_engine: bool,
+    retention: RetentionConfig,
+    webhook_retry: RetryPolicy,
 }
 
 impl Application {
@@ -156,6 +175,8 @@ impl Application {
                 http,
             },
             run_engine: settings.run_engine,
+            retention: settings.retention,
+            webhook_retry: settings.webhook_retry,
         })
     }
 
@@ -187,6 +208,24 @@ impl Application {
             );
             tokio::spawn(engine.run(stop_rx.clone()))
         });
+        // Background jobs that go with the engine: the webhook pump and retention.
+        let pump = self.run_engine.then(|| {
+            let cfg = PumpConfig {
+                retry: self.webhook_retry,
+                http: self.state.http.clone(),
+            };
+            tokio::spawn(deliver::run(
+                self.state.pool.clone(),
+                cfg,
+                self.state.wake.clone(),
+                stop_rx.clone(),
+            ))
+        });
+        let mut retention = if self.run_engine {
+            retention::schedule(self.state.pool.clone(), self.retention).await?
+        } else {
+            None
+        };
         let mut server_stop = stop_rx.clone();
         let app = router(self.state);
         let server = axum::serve(self.listener, app).with_graceful_shutdown(async move {
@@ -198,6 +237,12 @@ impl Application {
         let _ = stop_tx.send(true);
         if let Some(engine) = engine {
             let _ = engine.await;
+        }
+        if let Some(pump) = pump {
+            let _ = pump.await;
+        }
+        if let Some(scheduler) = retention.as_mut() {
+            let _ = scheduler.shutdown().await;
         }
         server.await??;
         Ok(())

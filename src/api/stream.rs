@@ -1,27 +1,39 @@
-//! Server-Sent Events: a mission's event log as a live stream.
+//! Server-Sent Events: a mission's, or a whole workspace's, event log as a live stream.
 //!
 //! The event table is the source, so any replica serves any stream and a
-//! reconnecting client resumes exactly where it left off: each event's SSE
-//! id is its gap-free per-mission `seq`, and `Last-Event-ID` (or `?after=`)
-//! says where to continue. Streams wake on the engine's `NOTIFY` (one
+//! reconnecting client resumes exactly where it left off: on a mission
+//! stream each event's SSE id is its gap-free per-mission `seq`; on the
+//! workspace stream it is the event id, and the stream reads in commit order
+//! (see [`events::list_for_workspace`]). `Last-Event-ID` (or `?after=`) says
+//! where to continue. Streams wake on the engine's `NOTIFY` (one
 //! listener per process, shared through a watch channel) and re-check every
 //! second anyway. Events are read from the database only as the client
 //! pulls them, so a slow client cannot grow server memory beyond one page.
 
 use std::{collections::VecDeque, convert::Infallible, time::Duration};
 
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::{
+    http::{HeaderMap, header},
+    response::sse::{Event, KeepAlive, Sse},
+};
 use futures::Stream;
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::store::events::{self, EventView};
+use crate::{
+    error::ApiError,
+    store::events::{self, EventFilter, EventView, LogPosition},
+};
 
 /// Events read per database round trip.
 const PAGE: i64 = 200;
 /// Longest a stream waits without re-checking the table.
 const RECHECK: Duration = Duration::from_secs(1);
+/// How soon a client should reconnect after losing the stream (the SSE `retry:` field).
+const RECONNECT: Duration = Duration::from_secs(1);
+/// Comment lines sent on a quiet stream so proxies and clients keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Starts this process's one listener on the engine's wake-up channel and
 /// returns the receiver streams wait on (it ticks on every notification).
@@ -58,16 +70,60 @@ pub fn spawn_wake_listener(pool: PgPool) -> watch::Receiver<u64> {
     rx
 }
 
+/// Where a stream reads from, and how far it has read.
+enum Source {
+    /// One mission's log; the cursor (and SSE id) is the gap-free `seq`.
+    Mission { run_id: Uuid, after: i64 },
+    /// The workspace's commit-ordered log; the SSE id is the event id.
+    Workspace {
+        after: LogPosition,
+        filter: EventFilter,
+    },
+}
+
+impl Source {
+    /// The next page of `(sse id, event)` after the cursor, moving the cursor.
+    async fn page(
+        &mut self,
+        pool: &PgPool,
+        workspace_id: Uuid,
+    ) -> sqlx::Result<Vec<(i64, EventView)>> {
+        match self {
+            Source::Mission { run_id, after } => {
+                let page =
+                    events::list_for_mission(pool, workspace_id, *run_id, *after, PAGE).await?;
+                if let Some(last) = page.last() {
+                    *after = last.seq;
+                }
+                Ok(page.into_iter().map(|e| (e.seq, e)).collect())
+            }
+            Source::Workspace { after, filter } => {
+                let (page, reached) = events::list_for_workspace(
+                    pool,
+                    workspace_id,
+                    *after,
+                    filter,
+                    PAGE,
+                    PAGE as usize,
+                )
+                .await?;
+                *after = reached;
+                Ok(page.into_iter().map(|e| (e.event.id, e.event)).collect())
+            }
+        }
+    }
+}
+
 struct Cursor {
     pool: PgPool,
     workspace_id: Uuid,
-    run_id: Uuid,
-    after: i64,
-    pending: VecDeque<EventView>,
+    source: Source,
+    pending: VecDeque<(i64, EventView)>,
     wake: watch::Receiver<u64>,
+    greeted: bool,
 }
 
-/// The mission's events after `after`, then every new one as it is written.
+/// The mission's events after `after` (a `seq`), then every new one as it is written.
 pub fn mission_events(
     pool: PgPool,
     workspace_id: Uuid,
@@ -75,20 +131,50 @@ pub fn mission_events(
     after: i64,
     wake: watch::Receiver<u64>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    serve(pool, workspace_id, Source::Mission { run_id, after }, wake)
+}
+
+/// The workspace's events after `after` that match `filter`, in commit order, then live.
+pub fn workspace_events(
+    pool: PgPool,
+    workspace_id: Uuid,
+    after: LogPosition,
+    filter: EventFilter,
+    wake: watch::Receiver<u64>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    serve(
+        pool,
+        workspace_id,
+        Source::Workspace { after, filter },
+        wake,
+    )
+}
+
+fn serve(
+    pool: PgPool,
+    workspace_id: Uuid,
+    source: Source,
+    wake: watch::Receiver<u64>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let cursor = Cursor {
         pool,
         workspace_id,
-        run_id,
-        after,
+        source,
         pending: VecDeque::new(),
         wake,
+        greeted: false,
     };
     let stream = futures::stream::unfold(cursor, |mut c| async move {
+        if !c.greeted {
+            // Tell clients how soon to reconnect after a dropped connection.
+            c.greeted = true;
+            let hello = Event::default().retry(RECONNECT).comment("stream open");
+            return Some((Ok(hello), c));
+        }
         loop {
-            if let Some(ev) = c.pending.pop_front() {
-                c.after = ev.seq;
+            if let Some((id, ev)) = c.pending.pop_front() {
                 let event = Event::default()
-                    .id(ev.seq.to_string())
+                    .id(id.to_string())
                     .event(ev.kind.clone())
                     .json_data(&ev)
                     .unwrap_or_else(|_| Event::default().comment("unserializable event"));
@@ -97,7 +183,7 @@ pub fn mission_events(
             // Mark what we have seen before reading, so a notification that
             // arrives during the read is not lost.
             c.wake.borrow_and_update();
-            match events::list_for_mission(&c.pool, c.workspace_id, c.run_id, c.after, PAGE).await {
+            match c.source.page(&c.pool, c.workspace_id).await {
                 Ok(page) if !page.is_empty() => c.pending.extend(page),
                 Ok(_) => {
                     tokio::select! {
@@ -111,11 +197,37 @@ pub fn mission_events(
                 }
                 Err(e) => {
                     // End the stream; the client reconnects with Last-Event-ID.
-                    tracing::warn!(mission = %c.run_id, error = %e, "event stream read failed");
+                    tracing::warn!(error = %e, "event stream read failed");
                     return None;
                 }
             }
         }
     });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+}
+
+/// Whether the client asked for an event stream rather than a JSON page.
+pub fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"))
+}
+
+/// The `Last-Event-ID` a reconnecting client sent, if any; 400 when it is not an id.
+pub fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+    let Some(v) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    v.to_str()
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .filter(|n| *n >= 0)
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "Last-Event-ID",
+                "Last-Event-ID must be an id this stream sent (a non-negative integer)",
+            )
+        })
 }

@@ -162,3 +162,192 @@ pub async fn list_for_mission(
     .fetch_all(pool)
     .await
 }
+
+/// A position in the workspace's commit-ordered event log: the writing
+/// transaction's id and the event id. Everything at or before it has been seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogPosition {
+    /// Transaction id (`xid8`) of the last event seen.
+    pub xid: i64,
+    /// Id of the last event seen.
+    pub id: i64,
+}
+
+/// Which workspace events a reader wants.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Only this mission's.
+    pub mission_id: Option<Uuid>,
+    /// Only these kinds (empty: all). A trailing `*` matches a prefix, e.g. `task.*`.
+    pub kinds: Vec<String>,
+    /// Only events about this agent (its attempts, or naming it).
+    pub agent_id: Option<String>,
+}
+
+impl EventFilter {
+    /// Kinds split into exact names and `prefix.` patterns, as the query takes them.
+    fn kind_parts(&self) -> (Vec<String>, Vec<String>) {
+        let (prefixes, exact): (Vec<&String>, Vec<&String>) =
+            self.kinds.iter().partition(|k| k.ends_with('*'));
+        (
+            exact.into_iter().cloned().collect(),
+            prefixes
+                .into_iter()
+                .map(|p| p.trim_end_matches('*').to_owned())
+                .collect(),
+        )
+    }
+}
+
+/// A workspace event with its log position.
+#[derive(Debug, Clone)]
+pub struct LoggedEvent {
+    /// Where it sits in the commit-ordered log.
+    pub position: LogPosition,
+    /// The event.
+    pub event: EventView,
+}
+
+/// Events of the workspace after `after`, in commit order, that match
+/// `filter`; only events of transactions older than every transaction still
+/// running are returned, so later reads never find one behind the cursor.
+/// At most `scan` events are examined and `limit` returned. Also returns the
+/// position read up to, which moves past events the filter skipped, so a
+/// rare filter does not rescan them.
+pub async fn list_for_workspace(
+    db: impl sqlx::PgExecutor<'_>,
+    workspace_id: Uuid,
+    after: LogPosition,
+    filter: &EventFilter,
+    scan: i64,
+    limit: usize,
+) -> sqlx::Result<(Vec<LoggedEvent>, LogPosition)> {
+    let (exact, prefixes) = filter.kind_parts();
+    let any_kind = filter.kinds.is_empty();
+    // Scan a bounded window of the log and filter it here in SQL, so the
+    // cursor can advance over non-matching events by the window's end.
+    let rows = sqlx::query!(
+        r#"WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+           window_ AS (
+               SELECT e.id, e.xid
+               FROM orchestration_events e, horizon h
+               WHERE e.workspace_id = $1
+                 AND (e.xid, e.id) > ($2::text::xid8, $3::bigint)
+                 AND e.xid < h.xmin
+               ORDER BY e.xid, e.id
+               LIMIT $4
+           )
+           SELECT e.id, e.xid::text AS "xid!", e.seq, e.run_id, e.task_id, e.attempt_id, e.kind,
+                  e.actor, e.payload, e.created_at,
+                  ((e.run_id = $5 OR $5::uuid IS NULL)
+                   AND ($6 OR e.kind = ANY($7) OR EXISTS (SELECT 1 FROM unnest($8::text[]) p WHERE starts_with(e.kind, p)))
+                   AND ($9::text IS NULL OR e.payload->>'agent_id' = $9
+                        OR EXISTS (SELECT 1 FROM task_attempts a WHERE a.id = e.attempt_id AND a.agent_id = $9))
+                  ) AS "wanted!"
+           FROM window_ w JOIN orchestration_events e ON e.id = w.id
+           ORDER BY w.xid, w.id"#,
+        workspace_id,
+        after.xid.to_string(),
+        after.id,
+        scan,
+        filter.mission_id,
+        any_kind,
+        &exact,
+        &prefixes,
+        filter.agent_id.as_deref(),
+    )
+    .fetch_all(db)
+    .await?;
+    let mut reached = after;
+    let mut out = Vec::new();
+    for r in rows {
+        if out.len() == limit {
+            break;
+        }
+        let position = LogPosition {
+            xid: r.xid.parse().unwrap_or(reached.xid),
+            id: r.id,
+        };
+        reached = position;
+        // Workspace events without a mission are not written today; skip rather than invent one.
+        let (Some(seq), Some(mission_id)) = (r.seq, r.run_id) else {
+            continue;
+        };
+        if r.wanted {
+            out.push(LoggedEvent {
+                position,
+                event: EventView {
+                    id: r.id,
+                    seq,
+                    mission_id,
+                    task_id: r.task_id,
+                    attempt_id: r.attempt_id,
+                    kind: r.kind,
+                    actor: r.actor,
+                    payload: r.payload,
+                    created_at: r.created_at,
+                },
+            });
+        }
+    }
+    Ok((out, reached))
+}
+
+/// The log position of event `id` in the workspace, to resume after it.
+/// `None` when it does not exist (never did, or was pruned).
+pub async fn position_of(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    id: i64,
+) -> sqlx::Result<Option<LogPosition>> {
+    let xid = sqlx::query_scalar!(
+        r#"SELECT xid::text AS "xid!" FROM orchestration_events WHERE workspace_id = $1 AND id = $2"#,
+        workspace_id,
+        id
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(xid
+        .and_then(|x| x.parse().ok())
+        .map(|xid| LogPosition { xid, id }))
+}
+
+/// The position just before the oldest retained event with an id above
+/// `id`: where a reader resumes when the event it last saw has been pruned.
+pub async fn position_after_pruned(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    id: i64,
+) -> sqlx::Result<LogPosition> {
+    let xid = sqlx::query_scalar!(
+        r#"SELECT min(xid::text::bigint) AS "xid" FROM orchestration_events WHERE workspace_id = $1 AND id > $2"#,
+        workspace_id,
+        id
+    )
+    .fetch_one(pool)
+    .await?;
+    // Everything of that transaction (and later) is still to be read.
+    Ok(xid
+        .map(|x| LogPosition {
+            xid: x - 1,
+            id: i64::MAX,
+        })
+        .unwrap_or_default())
+}
+
+/// Deletes up to `limit` events older than `cutoff`; returns how many.
+pub async fn prune_older_than(
+    conn: &mut PgConnection,
+    cutoff: OffsetDateTime,
+    limit: i64,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query!(
+        "DELETE FROM orchestration_events WHERE id IN (
+             SELECT id FROM orchestration_events WHERE created_at < $1 LIMIT $2)",
+        cutoff,
+        limit
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}

@@ -7,7 +7,9 @@
 
 pub mod agents;
 pub mod attempts;
+pub mod board;
 pub mod events;
 pub mod missions;
 pub mod tasks;
 pub mod templates;
+pub mod webhooks;

@@ -17,9 +17,15 @@ fn found(what: &str, path: PathBuf) -> Option<PathBuf> {
         return Some(path);
     }
     if std::env::var_os("COORDINATOR_REQUIRE_PEERS").is_some() {
-        panic!("{what} is missing at {}: run scripts/test-peers.sh", path.display());
+        panic!(
+            "{what} is missing at {}: run scripts/test-peers.sh",
+            path.display()
+        );
     }
-    eprintln!("skipping: {what} is missing at {} (run scripts/test-peers.sh)", path.display());
+    eprintln!(
+        "skipping: {what} is missing at {} (run scripts/test-peers.sh)",
+        path.display()
+    );
     None
 }
 
@@ -30,8 +36,11 @@ pub fn mcp_python() -> Option<PathBuf> {
 
 /// `tests/js`, once its node_modules (eventsource, playwright-core) are installed.
 pub fn js_dir() -> Option<PathBuf> {
-    found("tests/js/node_modules", root().join("tests/js/node_modules"))
-        .map(|_| root().join("tests/js"))
+    found(
+        "tests/js/node_modules",
+        root().join("tests/js/node_modules"),
+    )
+    .map(|_| root().join("tests/js"))
 }
 
 /// Debian's Chromium.

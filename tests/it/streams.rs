@@ -18,9 +18,25 @@ async fn read_stream(
     last_event_id: Option<&str>,
     done: impl Fn(&[SseEvent]) -> bool,
 ) -> Vec<SseEvent> {
+    read_path(
+        app,
+        &format!("/v1/missions/{id}/events"),
+        last_event_id,
+        done,
+    )
+    .await
+}
+
+/// Opens the stream at `path` and reads events until `done` says stop, within 30 s.
+async fn read_path(
+    app: &TestApp,
+    path: &str,
+    last_event_id: Option<&str>,
+    done: impl Fn(&[SseEvent]) -> bool,
+) -> Vec<SseEvent> {
     let mut req = app
         .http
-        .get(format!("{}/v1/missions/{id}/events", app.url))
+        .get(format!("{}{path}", app.url))
         .bearer_auth(&app.token)
         .header("accept", "text/event-stream");
     if let Some(l) = last_event_id {
@@ -161,4 +177,326 @@ async fn a_mission_stream_delivers_every_event_in_order_and_resumes_exactly() {
         .await
         .unwrap();
     assert_eq!(resp.status().as_u16(), 404);
+}
+
+/// Every event id of the workspace in the database.
+async fn all_event_ids(app: &TestApp) -> Vec<i64> {
+    sqlx::query_scalar("SELECT id FROM orchestration_events ORDER BY id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+fn ids_of(events: &[SseEvent]) -> Vec<i64> {
+    events
+        .iter()
+        .map(|(i, _, _)| i.as_deref().unwrap().parse().unwrap())
+        .collect()
+}
+
+fn sorted(mut v: Vec<i64>) -> Vec<i64> {
+    v.sort_unstable();
+    v
+}
+
+/// Missions that finish on their own: simulated workers, two replicas
+/// writing events concurrently.
+async fn busy_workspace(
+    missions: usize,
+) -> (
+    std::sync::Arc<TestApp>,
+    TestApp,
+    Vec<String>,
+    coordinator::worker::simulate::SimulatedWorker,
+) {
+    let db = fresh_database().await;
+    let app = std::sync::Arc::new(spawn_app_on(&db, test_settings()).await);
+    let second = spawn_app_on(&db, test_settings()).await;
+    let worker = spawn_worker(5).await;
+    app.register_fleet(&worker.url(), 8).await;
+    let mut ids = Vec::new();
+    for n in 0..missions {
+        let m = app
+            .create_mission(json!({"goal": format!("chain {n}"), "autonomy": "autonomous", "plan": chain_plan()}))
+            .await;
+        ids.push(m["id"].as_str().unwrap().to_owned());
+    }
+    (app, second, ids, worker)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_stream_delivers_every_event_once_while_two_replicas_write() {
+    let (app, second, ids, _worker) = busy_workspace(6).await;
+    // Read live from the start while both replicas run the missions; stop
+    // half-way and resume from the last id seen, then read to the end.
+    let first = read_path(&app, "/v1/events", None, |e| e.len() >= 20).await;
+    let last = first.last().unwrap().0.clone().unwrap();
+    for id in &ids {
+        app.wait_for_status(id, &["completed"]).await;
+    }
+    let total = all_event_ids(&app).await.len();
+    let rest = read_path(&app, "/v1/events", Some(&last), |e| {
+        first.len() + e.len() >= total
+    })
+    .await;
+    let mut seen = ids_of(&first);
+    seen.extend(ids_of(&rest));
+    let unique: std::collections::HashSet<i64> = seen.iter().copied().collect();
+    assert_eq!(unique.len(), seen.len(), "no event twice");
+    assert_eq!(sorted(seen), all_event_ids(&app).await, "no event lost");
+    // Within a mission, the workspace stream keeps the mission's order.
+    for id in &ids {
+        let seqs: Vec<i64> = first
+            .iter()
+            .chain(rest.iter())
+            .filter(|(_, _, d)| d["mission_id"] == id.as_str())
+            .map(|(_, _, d)| d["seq"].as_i64().unwrap())
+            .collect();
+        assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
+    }
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_event_pages_filter_by_mission_kind_and_agent() {
+    let (app, second, ids, _worker) = busy_workspace(2).await;
+    for id in &ids {
+        app.wait_for_status(id, &["completed"]).await;
+    }
+    second.stop().await;
+    // Paging with a small limit walks every event exactly once.
+    let mut after = 0;
+    let mut seen = Vec::new();
+    loop {
+        let (s, page) = app.get(&format!("/v1/events?limit=7&after={after}")).await;
+        assert_eq!(s, StatusCode::OK, "{page}");
+        let events = page["events"].as_array().unwrap();
+        if events.is_empty() {
+            break;
+        }
+        seen.extend(events.iter().map(|e| e["id"].as_i64().unwrap()));
+        after = page["next_after"].as_i64().unwrap();
+    }
+    let unique: std::collections::HashSet<i64> = seen.iter().copied().collect();
+    assert_eq!(unique.len(), seen.len());
+    assert_eq!(sorted(seen), all_event_ids(&app).await);
+
+    let (_, one) = app.get(&format!("/v1/events?mission={}", ids[0])).await;
+    let one = one["events"].as_array().unwrap();
+    assert!(!one.is_empty());
+    assert!(one.iter().all(|e| e["mission_id"] == ids[0].as_str()));
+
+    let (_, tasks) = app.get("/v1/events?kind=task.*,mission.created").await;
+    let tasks = tasks["events"].as_array().unwrap();
+    assert!(tasks.iter().any(|e| e["kind"] == "mission.created"));
+    assert!(tasks.iter().any(|e| e["kind"] == "task.succeeded"));
+    assert!(tasks.iter().all(|e| {
+        let k = e["kind"].as_str().unwrap();
+        k.starts_with("task.") || k == "mission.created"
+    }));
+
+    let agent: String = sqlx::query_scalar("SELECT agent_id FROM task_attempts LIMIT 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (_, mine) = app
+        .get(&format!("/v1/events?agent={agent}&kind=task.succeeded"))
+        .await;
+    let mine = mine["events"].as_array().unwrap();
+    let expected: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM orchestration_events e JOIN task_attempts a ON a.id = e.attempt_id
+         WHERE e.kind = 'task.succeeded' AND a.agent_id = $1",
+    )
+    .bind(&agent)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(expected > 0);
+    assert_eq!(mine.len() as i64, expected);
+
+    for bad in [
+        "kind=Task!",
+        "limit=0",
+        "after=-1",
+        "mission=nope",
+        "colour=red",
+    ] {
+        let (s, body) = app.get(&format!("/v1/events?{bad}")).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert!(body["error"]["code"].is_string());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_prunes_old_events_on_one_replica_at_a_time() {
+    use coordinator::retention::{self, PruneOutcome};
+    let (app, second, ids, _worker) = busy_workspace(1).await;
+    app.wait_for_status(&ids[0], &["completed"]).await;
+    second.stop().await;
+    let before = all_event_ids(&app).await;
+    // Age half of the events by two days.
+    let old: Vec<i64> = before[..before.len() / 2].to_vec();
+    sqlx::query(
+        "UPDATE orchestration_events SET created_at = now() - interval '2 days' WHERE id = ANY($1)",
+    )
+    .bind(&old)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    // While another session holds the job's lock, a run does nothing.
+    let mut holder = app.pool.acquire().await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(retention::LOCK_KEY)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let day = Duration::from_secs(24 * 3600);
+    assert_eq!(
+        retention::prune_once(&app.pool, day).await.unwrap(),
+        PruneOutcome::Busy
+    );
+    assert_eq!(all_event_ids(&app).await, before);
+    sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(retention::LOCK_KEY)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    drop(holder);
+    let outcome = retention::prune_once(&app.pool, day).await.unwrap();
+    assert_eq!(
+        outcome,
+        PruneOutcome::Pruned {
+            events: old.len() as u64,
+            deliveries: 0
+        }
+    );
+    assert_eq!(
+        all_event_ids(&app).await,
+        before[before.len() / 2..].to_vec()
+    );
+    // A stream resuming from a pruned event carries on with what is kept.
+    let kept = before.len() - old.len();
+    let resumed = read_path(&app, "/v1/events", Some(&old[0].to_string()), |e| {
+        e.len() >= kept
+    })
+    .await;
+    assert_eq!(ids_of(&resumed), before[before.len() / 2..].to_vec());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scheduled_retention_job_runs_on_its_own() {
+    let db = fresh_database().await;
+    let mut settings = test_settings();
+    settings.retention = coordinator::retention::RetentionConfig {
+        max_age: Some(Duration::from_secs(3600)),
+        every_secs: 1,
+    };
+    let app = spawn_app_on(&db, settings).await;
+    // Nothing is dispatched while the plan awaits approval.
+    app.register_fleet("http://127.0.0.1:9", 1).await;
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "approve", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    sqlx::query("UPDATE orchestration_events SET created_at = now() - interval '2 hours' WHERE run_id = $1::uuid")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    wait_until("old events to be pruned", || async {
+        all_event_ids(&app).await.is_empty().then_some(())
+    })
+    .await;
+}
+
+/// A TCP proxy to `upstream` that cuts each of the first `cuts` connections
+/// after `bytes` bytes of response, like a flaky network or load balancer.
+async fn cutting_proxy(upstream: std::net::SocketAddr, cuts: usize, bytes: usize) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut n = 0;
+        while let Ok((client, _)) = listener.accept().await {
+            n += 1;
+            let limit = (n <= cuts).then_some(bytes);
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = server.into_split();
+                let up = tokio::spawn(async move { tokio::io::copy(&mut cr, &mut sw).await });
+                let mut sent = 0;
+                let mut buf = vec![0u8; 512];
+                loop {
+                    let Ok(k) = sr.read(&mut buf).await else {
+                        break;
+                    };
+                    if k == 0 {
+                        break;
+                    }
+                    let k = limit.map_or(k, |l| k.min(l - sent));
+                    if cw.write_all(&buf[..k]).await.is_err() {
+                        break;
+                    }
+                    sent += k;
+                    if limit.is_some_and(|l| sent >= l) {
+                        break;
+                    }
+                }
+                up.abort();
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_eventsource_client_reconnects_and_resumes_without_loss_or_repeats() {
+    let Some(js) = crate::peers::js_dir() else {
+        return;
+    };
+    let (app, second, ids, _worker) = busy_workspace(2).await;
+    for id in &ids {
+        app.wait_for_status(id, &["completed"]).await;
+    }
+    second.stop().await;
+    let all = all_event_ids(&app).await;
+    let kinds: Vec<String> = sqlx::query_scalar("SELECT DISTINCT kind FROM orchestration_events")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    let upstream: std::net::SocketAddr = app.url.trim_start_matches("http://").parse().unwrap();
+    // Cut the first three connections part-way through an event.
+    let proxy = cutting_proxy(upstream, 3, 2500).await;
+    let out = tokio::process::Command::new("node")
+        .arg(js.join("follow-events.mjs"))
+        .arg(format!("{proxy}/v1/events"))
+        .arg(&app.token)
+        .arg(all.len().to_string())
+        .arg(kinds.join(","))
+        .output()
+        .await
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "node failed: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).expect("json report");
+    let got: Vec<i64> = report["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert!(
+        report["opens"].as_i64().unwrap() >= 4,
+        "it reconnected: {report}"
+    );
+    let unique: std::collections::HashSet<i64> = got.iter().copied().collect();
+    assert_eq!(unique.len(), got.len(), "nothing repeated: {report}");
+    assert_eq!(sorted(got), all, "nothing lost");
 }

@@ -1,0 +1,154 @@
+//! `/v1/events`: the workspace's event log, as JSON pages or a live SSE
+//! stream, filterable by mission, kind and agent.
+
+use axum::{
+    Router,
+    extract::State,
+    http::HeaderMap,
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    extract::{Json, Query},
+    stream,
+};
+use crate::{
+    auth::Principal,
+    error::{ApiError, ApiResult},
+    store::events::{self, EventFilter, LogPosition},
+};
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/events", get(list))
+}
+
+/// Events examined per JSON page (a page may return fewer when filtered).
+const SCAN: i64 = 2000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    /// Only events after this event id (the SSE id of this stream).
+    after: Option<i64>,
+    /// Only this mission's events.
+    mission: Option<Uuid>,
+    /// Comma-separated kinds; `task.*` matches a prefix.
+    kind: Option<String>,
+    /// Only events about this agent.
+    agent: Option<String>,
+    limit: Option<i64>,
+}
+
+impl Params {
+    fn filter(&self) -> ApiResult<EventFilter> {
+        let kinds = match &self.kind {
+            None => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+                .map(|k| {
+                    let name = k.strip_suffix('*').unwrap_or(k);
+                    let ok = name.len() <= 64
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c == '.' || c == '_');
+                    if ok {
+                        Ok(k.to_owned())
+                    } else {
+                        Err(ApiError::invalid(
+                            "kind",
+                            format!("{k:?} is not an event kind (e.g. task.succeeded or task.*)"),
+                        ))
+                    }
+                })
+                .collect::<ApiResult<Vec<_>>>()?,
+        };
+        if let Some(agent) = &self.agent
+            && (agent.is_empty() || agent.len() > 128)
+        {
+            return Err(ApiError::invalid(
+                "agent",
+                "agent must be an agent id (1 to 128 characters)",
+            ));
+        }
+        Ok(EventFilter {
+            mission_id: self.mission,
+            kinds,
+            agent_id: self.agent.clone(),
+        })
+    }
+}
+
+async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let filter = p.filter()?;
+    let limit = p.limit.unwrap_or(500);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "limit must be between 1 and 1000",
+        ));
+    }
+    if p.after.is_some_and(|a| a < 0) {
+        return Err(ApiError::invalid(
+            "after",
+            "after must be an event id (>= 0)",
+        ));
+    }
+    let resume = if stream::wants_stream(&headers) {
+        stream::last_event_id(&headers)?.or(p.after)
+    } else {
+        p.after
+    };
+    let after = resolve(&state, &who, resume.unwrap_or(0)).await?;
+    if stream::wants_stream(&headers) {
+        return Ok(stream::workspace_events(
+            state.pool.clone(),
+            who.workspace_id,
+            after,
+            filter,
+            state.wake.clone(),
+        )
+        .into_response());
+    }
+    let (page, reached) = events::list_for_workspace(
+        &state.pool,
+        who.workspace_id,
+        after,
+        &filter,
+        SCAN,
+        limit as usize,
+    )
+    .await?;
+    // The cursor moves over filtered-out events too; it is an event id like the rest.
+    let next_after = if reached == after {
+        resume.unwrap_or(0)
+    } else {
+        reached.id
+    };
+    let events: Vec<_> = page.into_iter().map(|e| e.event).collect();
+    Ok(Json(json!({ "events": events, "next_after": next_after })).into_response())
+}
+
+/// Where to resume after event `id` (0: from the start).
+async fn resolve(state: &AppState, who: &Principal, id: i64) -> ApiResult<LogPosition> {
+    if id == 0 {
+        return Ok(LogPosition::default());
+    }
+    match events::position_of(&state.pool, who.workspace_id, id).await? {
+        Some(p) => Ok(p),
+        // Pruned (or never ours): carry on from the oldest event still kept after it.
+        None => Ok(events::position_after_pruned(&state.pool, who.workspace_id, id).await?),
+    }
+}

@@ -1,0 +1,146 @@
+//! The kanban bridge: what moving a card on the board means.
+//!
+//! Cards mirror mission tasks and the engine moves them. A person may move a
+//! card only where the move is a decision the coordinator understands: a
+//! card that needs a person can go to `done` (completes the task with the
+//! output given) or to `ready` (retries it with fresh attempts). Every other
+//! move is refused with the reason.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::{
+    auth::Principal,
+    domain::BoardColumn,
+    error::ApiError,
+    missions::human::{self, HumanAction, ResolveRequest},
+    store::board::{self, CardView},
+};
+
+/// `POST /v1/board/cards/{id}/move` body.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoveCard {
+    /// Target column.
+    pub to: String,
+    /// The card version the mover saw; a newer card refuses the move (409).
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// The result, when moving to `done`.
+    #[serde(default)]
+    pub output: Option<Value>,
+    /// Guidance for the retry, when moving to `ready`; a note otherwise.
+    #[serde(default)]
+    pub feedback: Option<String>,
+}
+
+/// What a move from `from` to `to` means, or why it is refused.
+pub fn move_meaning(from: BoardColumn, to: BoardColumn) -> Result<HumanAction, String> {
+    use BoardColumn::*;
+    match (from, to) {
+        (NeedsHuman, Done) => Ok(HumanAction::Complete),
+        (NeedsHuman, Ready) => Ok(HumanAction::Retry),
+        (NeedsHuman, _) => Err(format!(
+            "a card that needs a person can move to done (complete it) or ready (retry it), not to {to}"
+        )),
+        (f, t) if f == t => Err(format!("the card is already in {t}")),
+        (Done | Failed, _) => Err(format!(
+            "the task is finished ({from}); finished tasks do not move"
+        )),
+        (f, _) => Err(format!(
+            "the coordinator moves cards in {f}; only cards in needs_human can be moved by hand"
+        )),
+    }
+}
+
+/// Moves a card: resolves its task as the move means, or refuses with 409.
+pub async fn move_card(
+    pool: &PgPool,
+    http: &reqwest::Client,
+    who: &Principal,
+    card_id: Uuid,
+    req: MoveCard,
+) -> Result<CardView, ApiError> {
+    let to: BoardColumn = req.to.parse().map_err(|_| {
+        ApiError::invalid(
+            "to",
+            "to must be a column: backlog, ready, in_progress, needs_human, review, done or failed",
+        )
+    })?;
+    let card = board::get(pool, who.workspace_id, card_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no card {card_id}")))?;
+    let from: BoardColumn = card.column.parse().map_err(|_| {
+        ApiError::Unexpected(anyhow::anyhow!("card {card_id} has an unknown column"))
+    })?;
+    if let Some(v) = req.version
+        && v != card.version
+    {
+        return Err(ApiError::conflict(
+            "version_conflict",
+            format!(
+                "the card changed since version {v} (now {}, in {}); reload and try again",
+                card.version, card.column
+            ),
+        ));
+    }
+    let action =
+        move_meaning(from, to).map_err(|reason| ApiError::conflict("move_refused", reason))?;
+    let (Some(mission), Some(key)) = (card.mission_id, card.task_key.clone()) else {
+        return Err(ApiError::conflict(
+            "move_refused",
+            "this card is not a mission task; nothing to decide",
+        ));
+    };
+    if action != HumanAction::Complete && req.output.is_some() {
+        return Err(ApiError::invalid(
+            "output",
+            "output is only taken when moving to done",
+        ));
+    }
+    let resolve = ResolveRequest {
+        action,
+        output: match action {
+            HumanAction::Complete => Some(
+                req.output
+                    .unwrap_or_else(|| json!({ "completed_on": "board" })),
+            ),
+            _ => None,
+        },
+        feedback: req.feedback,
+    };
+    human::resolve(pool, http, who, mission, &key, resolve).await?;
+    board::get(pool, who.workspace_id, card_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no card {card_id}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use BoardColumn::*;
+
+    #[test]
+    fn only_needs_human_cards_move_and_only_to_done_or_ready() {
+        assert_eq!(move_meaning(NeedsHuman, Done), Ok(HumanAction::Complete));
+        assert_eq!(move_meaning(NeedsHuman, Ready), Ok(HumanAction::Retry));
+        let all = [Backlog, Ready, InProgress, NeedsHuman, Review, Done, Failed];
+        for from in all {
+            for to in all {
+                if from == NeedsHuman && matches!(to, Done | Ready) {
+                    continue;
+                }
+                let reason = move_meaning(from, to).expect_err("refused");
+                assert!(!reason.is_empty());
+            }
+        }
+        assert!(
+            move_meaning(InProgress, Done)
+                .unwrap_err()
+                .contains("only cards in needs_human")
+        );
+        assert!(move_meaning(Done, Ready).unwrap_err().contains("finished"));
+    }
+}
