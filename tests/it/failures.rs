@@ -4,52 +4,10 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use coordinator::{assignment::ScoreWeights, worker::protocol::DispatchRequest};
+use coordinator::assignment::ScoreWeights;
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-
-async fn fail(http: &reqwest::Client, d: &DispatchRequest, error: &str) {
-    let (s, body) = report(
-        http,
-        d,
-        &d.callback.token,
-        json!({"status": "failed", "error": error}),
-    )
-    .await;
-    assert_eq!(s, StatusCode::OK, "{body}");
-}
-
-async fn succeed(http: &reqwest::Client, d: &DispatchRequest, output: Value, cost: f64) {
-    let (s, body) = report(
-        http,
-        d,
-        &d.callback.token,
-        json!({"status": "succeeded", "output": output, "cost": cost}),
-    )
-    .await;
-    assert_eq!(s, StatusCode::OK, "{body}");
-}
-
-/// The task with `key` in the mission view.
-async fn task(app: &TestApp, id: &str, key: &str) -> Value {
-    let (_, m) = app.get(&format!("/v1/missions/{id}")).await;
-    m["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["key"] == key)
-        .cloned()
-        .unwrap_or_else(|| panic!("no task {key} in {m}"))
-}
-
-async fn wait_task(app: &TestApp, id: &str, key: &str, status: &str) -> Value {
-    wait_until(&format!("task {key} to be {status}"), || async {
-        let t = task(app, id, key).await;
-        (t["status"] == status).then_some(t)
-    })
-    .await
-}
 
 /// Payloads of the mission's events of `kind`, in order.
 async fn events(app: &TestApp, id: &str, kind: &str) -> Vec<Value> {
@@ -176,21 +134,6 @@ async fn the_ladder_tries_another_agent_then_a_higher_tier_then_a_person() {
 }
 
 /// Fails the task being dispatched `times` times, starting at dispatch `next`.
-async fn fail_times(
-    worker: &ManualWorker,
-    http: &reqwest::Client,
-    next: &mut usize,
-    times: usize,
-    key: &str,
-) {
-    for _ in 0..times {
-        let d = worker.dispatch(*next).await;
-        assert_eq!(d.task.key, key);
-        fail(http, &d, "no").await;
-        *next += 1;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_can_retry_skip_or_fail_an_escalated_task() {
     let app = spawn_app().await;

@@ -447,3 +447,64 @@ impl IsolatedReplica {
         }
     }
 }
+
+/// Reports a failed attempt.
+pub async fn fail(http: &reqwest::Client, d: &DispatchRequest, error: &str) {
+    let (s, body) = report(
+        http,
+        d,
+        &d.callback.token,
+        json!({"status": "failed", "error": error}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+}
+
+/// Reports a succeeded attempt.
+pub async fn succeed(http: &reqwest::Client, d: &DispatchRequest, output: Value, cost: f64) {
+    let (s, body) = report(
+        http,
+        d,
+        &d.callback.token,
+        json!({"status": "succeeded", "output": output, "cost": cost}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+}
+
+/// The task with `key` in the mission view.
+pub async fn task(app: &TestApp, id: &str, key: &str) -> Value {
+    let (_, m) = app.get(&format!("/v1/missions/{id}")).await;
+    m["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["key"] == key)
+        .cloned()
+        .unwrap_or_else(|| panic!("no task {key} in {m}"))
+}
+
+/// Waits for the task with `key` to reach `status`.
+pub async fn wait_task(app: &TestApp, id: &str, key: &str, status: &str) -> Value {
+    wait_until(&format!("task {key} to be {status}"), || async {
+        let t = task(app, id, key).await;
+        (t["status"] == status).then_some(t)
+    })
+    .await
+}
+
+/// Fails the next `times` dispatches, which must be of task `key`.
+pub async fn fail_times(
+    worker: &ManualWorker,
+    http: &reqwest::Client,
+    next: &mut usize,
+    times: usize,
+    key: &str,
+) {
+    for _ in 0..times {
+        let d = worker.dispatch(*next).await;
+        assert_eq!(d.task.key, key);
+        fail(http, &d, "no").await;
+        *next += 1;
+    }
+}
