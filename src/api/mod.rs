@@ -4,9 +4,11 @@
 pub mod agents;
 pub mod attempts;
 pub mod extract;
+pub mod mcp;
 pub mod missions;
 pub mod stream;
 pub mod tokens;
+pub mod tools;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -54,6 +56,8 @@ pub fn router(state: AppState) -> Router {
         .merge(missions::router())
         .merge(attempts::router())
         .merge(tokens::router())
+        .merge(tools::router())
+        .merge(mcp::router())
         .fallback(extract::not_found)
         .method_not_allowed_fallback(extract::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
