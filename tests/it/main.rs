@@ -11,3 +11,4 @@ mod proof;
 mod real_llm;
 mod replicas;
 mod streams;
+mod tools;
