@@ -13,6 +13,7 @@
 //! - [`missions`]: mission use cases (create, approve, cancel, review, view).
 //! - [`engine`]: the tick — dispatch (claim, assign, send) and reconcile (leases, sweeps).
 //! - [`api`]: HTTP handlers (thin), extractors, [`api::Application`].
+//! - [`tools`]: the chat tools, served as function-calling schemas and over MCP.
 //! - [`worker`]: the worker protocol and the simulated reference worker.
 //! - [`auth`]: bearer tokens and roles; [`retry_after`]: reading `Retry-After`.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
@@ -35,6 +36,7 @@ pub mod planning;
 pub mod retention;
 pub mod retry_after;
 pub mod store;
+pub mod tools;
 pub mod verification;
 pub mod webhooks;
 pub mod worker;

@@ -45,8 +45,10 @@ pub fn router() -> Router<AppState> {
         .route("/v1/missions/{id}/tasks/{task}/cancel", post(cancel_task))
 }
 
-const WRITERS: &[Role] = &[Role::Admin, Role::Operator];
-const APPROVERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder];
+/// Roles that may change missions.
+pub(crate) const WRITERS: &[Role] = &[Role::Admin, Role::Operator];
+/// Roles that may approve plans, review results and settle tasks.
+pub(crate) const APPROVERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder];
 
 async fn create(
     State(state): State<AppState>,

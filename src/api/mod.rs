@@ -6,9 +6,11 @@ pub mod attempts;
 pub mod board;
 pub mod events;
 pub mod extract;
+pub mod mcp;
 pub mod missions;
 pub mod stream;
 pub mod tokens;
+pub mod tools;
 pub mod webhooks;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
@@ -65,6 +67,8 @@ pub fn router(state: AppState) -> Router {
         .merge(board::router())
         .merge(webhooks::router())
         .merge(tokens::router())
+        .merge(tools::router())
+        .merge(mcp::router())
         .fallback(extract::not_found)
         .method_not_allowed_fallback(extract::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

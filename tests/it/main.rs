@@ -12,3 +12,4 @@ mod proof;
 mod real_llm;
 mod replicas;
 mod streams;
+mod tools;

@@ -1,0 +1,190 @@
+//! `/mcp`: the chat tools of [`crate::tools`] as an MCP server (streamable
+//! HTTP transport, rmcp), behind the same bearer tokens as `/v1`.
+//!
+//! The server is stateless and answers with plain JSON: no session lives in
+//! a replica, so any replica can serve any request. Each request is
+//! authenticated here; the principal and the state reach the tool handlers in
+//! the request's extensions (rmcp hands the HTTP `Parts` to them).
+
+use std::sync::{Arc, LazyLock};
+
+use axum::{
+    Router,
+    body::Body,
+    extract::{Request, State},
+    http::{Method, request::Parts},
+    response::{IntoResponse, Response},
+    routing::any,
+};
+use rmcp::{
+    ErrorData, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, ToolAnnotations,
+    },
+    service::{RequestContext, RoleServer},
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
+    },
+};
+use serde_json::{Value, json};
+
+use super::{AppState, BODY_LIMIT, extract};
+use crate::{
+    auth::{self, Principal},
+    error::ApiError,
+    tools,
+};
+
+/// What a chat client is told about this server when it connects.
+const INSTRUCTIONS: &str = "Mission coordinator: give it a goal (create_mission) and it plans a \
+    graph of tasks and runs them on its agents. In approve mode, approve the plan (approve_plan) \
+    and later review the results (review_results). Follow a mission with mission_status; every \
+    result says what to do next in next_step.";
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/mcp", any(serve))
+}
+
+/// The MCP service: stateless (no sessions), JSON responses, any `Host`
+/// (the bearer token, not the host name, protects it).
+static SERVICE: LazyLock<StreamableHttpService<ToolServer, NeverSessionManager>> =
+    LazyLock::new(|| {
+        StreamableHttpService::new(
+            || Ok(ToolServer),
+            Arc::new(NeverSessionManager::default()),
+            StreamableHttpServerConfig::default()
+                .with_legacy_session_mode(false)
+                .with_json_response(true)
+                .with_sse_keep_alive(None)
+                .disable_allowed_hosts()
+                .with_max_request_body_bytes(BODY_LIMIT),
+        )
+    });
+
+async fn serve(State(state): State<AppState>, request: Request) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let who = match authenticate(&state, &parts).await {
+        Ok(who) => who,
+        Err(e) => return e.into_response(),
+    };
+    // Stateless: there is no server-to-client stream to open (GET) and no
+    // session to end (DELETE).
+    if parts.method != Method::POST {
+        let mut response = extract::method_not_allowed().await;
+        response.headers_mut().insert(
+            axum::http::header::ALLOW,
+            axum::http::HeaderValue::from_static("POST"),
+        );
+        return response;
+    }
+    parts.extensions.insert(who);
+    parts.extensions.insert(state);
+    let response = SERVICE.handle(Request::from_parts(parts, body)).await;
+    response.map(Body::new)
+}
+
+async fn authenticate(state: &AppState, parts: &Parts) -> Result<Principal, ApiError> {
+    let token = extract::bearer(parts)?;
+    auth::authenticate(&state.pool, token).await
+}
+
+/// The MCP handler over the tool registry.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolServer;
+
+/// The caller and the state [`serve`] put on the request.
+fn caller(context: &RequestContext<RoleServer>) -> Result<(Principal, AppState), ErrorData> {
+    let parts = context
+        .extensions
+        .get::<Parts>()
+        .ok_or_else(|| ErrorData::internal_error("request parts are missing", None))?;
+    let who = parts.extensions.get::<Principal>().cloned();
+    let state = parts.extensions.get::<AppState>().cloned();
+    match (who, state) {
+        (Some(who), Some(state)) => Ok((who, state)),
+        _ => Err(ErrorData::internal_error(
+            "the request was not authenticated",
+            None,
+        )),
+    }
+}
+
+fn mcp_tool(tool: &tools::Tool) -> rmcp::model::Tool {
+    let schema = tool.parameters.as_object().cloned().unwrap_or_default();
+    let annotations = ToolAnnotations::with_title(tool.title)
+        .read_only(tool.read_only)
+        .destructive(tool.name == "cancel_mission");
+    rmcp::model::Tool::new(tool.name, tool.description, schema).with_annotations(annotations)
+}
+
+/// A tool error as a result the model can read (`isError: true`) carrying
+/// the REST error body (code, message, details), so both surfaces say the same.
+async fn error_result(e: ApiError) -> CallToolResult {
+    let response = e.into_response();
+    let status = response.status().as_u16();
+    let body = axum::body::to_bytes(response.into_body(), BODY_LIMIT)
+        .await
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .unwrap_or(Value::Null);
+    let error = &body["error"];
+    let text = format!(
+        "Error ({}): {}",
+        error["code"].as_str().unwrap_or("error"),
+        error["message"].as_str().unwrap_or("the tool failed")
+    );
+    let mut result = CallToolResult::structured_error(json!({ "status": status, "error": error }));
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+impl ServerHandler for ToolServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "coordinator",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let (who, _) = caller(&context)?;
+        Ok(ListToolsResult::with_all_items(
+            tools::visible_to(who.role).map(mcp_tool).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        tools::find(name).map(mcp_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (who, state) = caller(&context)?;
+        let Some(tool) = tools::find(&request.name) else {
+            // An unknown tool is the model's mistake, not the transport's: say so readably.
+            return Ok(error_result(ApiError::NotFound(format!(
+                "no tool '{}'; list_tools shows the tools",
+                request.name
+            )))
+            .await
+            .into());
+        };
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let result = match tool.invoke(&state, &who, args).await {
+            Ok(value) => CallToolResult::structured(value),
+            Err(e) => error_result(e).await,
+        };
+        Ok(result.into())
+    }
+}

@@ -1,0 +1,821 @@
+//! The chat-platform tools: one registry of mission tools for a chat model.
+//!
+//! Each tool has a name, a description written for a model, a JSON Schema of
+//! its arguments, the roles that may call it, and [`Tool::invoke`], which runs
+//! the same use cases (and role checks) as the REST handlers in
+//! [`crate::api::missions`]. Two surfaces serve this one registry: plain
+//! function-calling schemas at `/v1/tools` ([`crate::api::tools`]) and the MCP
+//! server at `/mcp` ([`crate::api::mcp`]).
+//!
+//! Results are compact JSON meant to be read by a model: ids, status, task
+//! counts by state, and a `next_step` sentence saying which tool to call next.
+
+use std::{collections::BTreeMap, sync::LazyLock};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::{
+    api::{
+        AppState,
+        missions::{APPROVERS, WRITERS},
+    },
+    auth::{Principal, Role},
+    domain::MissionStatus,
+    error::ApiError,
+    missions::{
+        self, ApproveRequest, CreateMission, MissionView, ReviewRequest,
+        human::{self, ResolveRequest},
+        replan::{self, InstructionsRequest, RejectPlanRequest},
+    },
+    planning::PlanSpec,
+    store::missions as store,
+};
+
+/// Reads are open to every role, as `GET /v1/missions` is.
+const READERS: &[Role] = Role::ALL;
+
+/// Longest task output shown inline, in characters of JSON.
+const MAX_OUTPUT_CHARS: usize = 4_000;
+
+/// Which use case a tool runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    CreateMission,
+    ApprovePlan,
+    RejectPlan,
+    MissionStatus,
+    ListMissions,
+    CancelMission,
+    SendInstructions,
+    ReviewResults,
+    ResolveTask,
+    PauseMission,
+    ResumeMission,
+}
+
+/// One tool of the registry.
+#[derive(Debug)]
+pub struct Tool {
+    /// Name a model calls it by.
+    pub name: &'static str,
+    /// Short title for people.
+    pub title: &'static str,
+    /// What it does and when to use it, for a model.
+    pub description: &'static str,
+    /// JSON Schema (an object schema) of its arguments.
+    pub parameters: Value,
+    /// Roles allowed to call it.
+    pub roles: &'static [Role],
+    /// True for tools that change nothing.
+    pub read_only: bool,
+    kind: Kind,
+}
+
+static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(build);
+
+/// Every tool, in a stable order.
+pub fn all() -> &'static [Tool] {
+    &TOOLS
+}
+
+/// The tool called `name`.
+pub fn find(name: &str) -> Option<&'static Tool> {
+    all().iter().find(|t| t.name == name)
+}
+
+/// The tools a caller with `role` may call (the ones worth showing a model).
+pub fn visible_to(role: Role) -> impl Iterator<Item = &'static Tool> {
+    all().iter().filter(move |t| t.allows(role))
+}
+
+impl Tool {
+    /// Whether `role` may call it.
+    pub fn allows(&self, role: Role) -> bool {
+        self.roles.contains(&role)
+    }
+
+    /// The tool in OpenAI function-calling form.
+    pub fn function_schema(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        })
+    }
+
+    /// Checks the caller's role and the arguments, then runs the tool.
+    /// `args` is the arguments object (`null` counts as no arguments).
+    pub async fn invoke(
+        &self,
+        state: &AppState,
+        who: &Principal,
+        args: Value,
+    ) -> Result<Value, ApiError> {
+        who.require(self.roles)?;
+        let mut args = check_arguments(&self.parameters, args)?;
+        match self.kind {
+            Kind::CreateMission => {
+                let req: CreateMission = request(args)?;
+                let view = missions::create(&state.pool, &state.planning, who, req).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::ApprovePlan => {
+                let id = mission_id(&mut args)?;
+                let req: ApproveRequest = request(args)?;
+                let view = missions::approve(&state.pool, who, id, req).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::RejectPlan => {
+                let id = mission_id(&mut args)?;
+                let req: RejectPlanRequest = request(args)?;
+                let view = replan::reject_plan(&state.pool, &state.planning, who, id, req).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::MissionStatus => {
+                let id = mission_id(&mut args)?;
+                let outputs = args
+                    .get("include_outputs")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let view = missions::view(&state.pool, who.workspace_id, id).await?;
+                Ok(mission_result(&view, outputs))
+            }
+            Kind::ListMissions => list_missions(state, who, &args).await,
+            Kind::CancelMission => {
+                let id = mission_id(&mut args)?;
+                let view = missions::cancel(&state.pool, &state.http, who, id).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::SendInstructions => {
+                let id = mission_id(&mut args)?;
+                let req: InstructionsRequest = request(args)?;
+                let view = replan::instructions(&state.pool, &state.planning, who, id, req).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::ReviewResults => {
+                let id = mission_id(&mut args)?;
+                let req: ReviewRequest = request(args)?;
+                let view = missions::review(&state.pool, who, id, req).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::ResolveTask => {
+                let id = mission_id(&mut args)?;
+                let task = match args.remove("task") {
+                    Some(Value::String(t)) => t,
+                    _ => return Err(ApiError::invalid("task", "task is required")),
+                };
+                let req: ResolveRequest = request(args)?;
+                let view = human::resolve(&state.pool, &state.http, who, id, &task, req).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::PauseMission => {
+                let id = mission_id(&mut args)?;
+                let view = missions::pause(&state.pool, who, id).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::ResumeMission => {
+                let id = mission_id(&mut args)?;
+                let view = missions::resume(&state.pool, &state.http, who, id).await?;
+                Ok(mission_result(&view, false))
+            }
+        }
+    }
+}
+
+/// Takes the `mission_id` argument (already checked to be a UUID).
+fn mission_id(args: &mut Map<String, Value>) -> Result<Uuid, ApiError> {
+    args.remove("mission_id")
+        .and_then(|v| v.as_str().and_then(|s| s.parse().ok()))
+        .ok_or_else(|| ApiError::invalid("mission_id", "mission_id must be a mission's id"))
+}
+
+/// Turns the remaining arguments into the REST request body they mirror, so
+/// a tool and its REST route accept the same things.
+fn request<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, ApiError> {
+    // Plans are nested deeply enough that serde's message alone would not say
+    // where the problem is.
+    if let Some(plan) = args.get("plan") {
+        serde_json::from_value::<PlanSpec>(plan.clone())
+            .map_err(|e| ApiError::invalid("plan", format!("plan is not valid: {e}")))?;
+    }
+    serde_json::from_value(Value::Object(args)).map_err(|e| ApiError::BadRequest {
+        code: "invalid_request",
+        message: format!("invalid arguments: {e}"),
+        details: Value::Null,
+    })
+}
+
+async fn list_missions(
+    state: &AppState,
+    who: &Principal,
+    args: &Map<String, Value>,
+) -> Result<Value, ApiError> {
+    let status = args
+        .get("status")
+        .and_then(Value::as_str)
+        .map(str::parse::<MissionStatus>)
+        .transpose()?;
+    let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(20);
+    let cursor = args
+        .get("cursor")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<Uuid>().ok());
+    let rows = store::list(&state.pool, who.workspace_id, status, cursor, limit).await?;
+    let next_cursor = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|r| r.id))
+        .flatten();
+    let missions: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            json!({
+                "mission_id": r.id,
+                "goal": r.goal,
+                "status": r.status,
+                "autonomy": r.autonomy,
+                "plan_version": r.plan_version,
+                "created_at": rfc3339(r.created_at),
+                "finished_at": r.finished_at.map(rfc3339),
+            })
+        })
+        .collect();
+    let next_step = match (missions.is_empty(), next_cursor) {
+        (true, _) => "No missions match; create_mission starts one.".to_owned(),
+        (false, Some(c)) => format!(
+            "Newest first. More exist: call list_missions with cursor \"{c}\". Call mission_status with a mission_id for its tasks."
+        ),
+        (false, None) => {
+            "Newest first. Call mission_status with a mission_id for its tasks.".to_owned()
+        }
+    };
+    Ok(json!({
+        "count": missions.len(),
+        "missions": missions,
+        "next_cursor": next_cursor,
+        "next_step": next_step,
+    }))
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> Value {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .map(Value::String)
+        .unwrap_or(Value::Null)
+}
+
+/// A mission as a model reads it: status, counts, tasks by key, what next.
+pub fn mission_result(v: &MissionView, include_outputs: bool) -> Value {
+    let key_of: BTreeMap<Uuid, &str> = v.tasks.iter().map(|t| (t.id, t.key.as_str())).collect();
+    let tasks: Vec<Value> = v
+        .tasks
+        .iter()
+        .map(|t| {
+            let mut task = json!({
+                "key": t.key,
+                "title": t.title,
+                "status": t.status,
+                "agent": t.assigned_agent_id,
+                "depends_on": t.depends_on.iter().filter_map(|d| key_of.get(d)).collect::<Vec<_>>(),
+                "attempts": t.attempts,
+            });
+            if let Some(error) = &t.last_error {
+                task["last_error"] = json!(error);
+            }
+            if include_outputs && let Some(output) = &t.output {
+                task["output"] = shorten(output);
+            }
+            task
+        })
+        .collect();
+    json!({
+        "mission_id": v.id,
+        "goal": v.goal,
+        "status": v.status,
+        "autonomy": v.autonomy,
+        "plan_version": v.plan_version,
+        "planner": v.planner,
+        "progress": v.progress,
+        "budget": v.budget,
+        "failure_reason": v.failure_reason,
+        "tasks": tasks,
+        "created_at": rfc3339(v.created_at),
+        "finished_at": v.finished_at.map(rfc3339),
+        "next_step": next_step(v),
+    })
+}
+
+/// A task output, or its beginning when it is too long to show inline.
+fn shorten(output: &Value) -> Value {
+    let text = output.to_string();
+    if text.chars().count() <= MAX_OUTPUT_CHARS {
+        return output.clone();
+    }
+    let preview: String = text.chars().take(MAX_OUTPUT_CHARS).collect();
+    json!({ "truncated": true, "preview": preview })
+}
+
+/// What the caller should do next, in one or two sentences.
+fn next_step(v: &MissionView) -> String {
+    let waiting: Vec<&str> = v
+        .tasks
+        .iter()
+        .filter(|t| t.status == "awaiting_human")
+        .map(|t| t.key.as_str())
+        .collect();
+    let status = v.status.parse::<MissionStatus>().ok();
+    match status {
+        Some(MissionStatus::Planning) => {
+            "The plan is being made; call mission_status again in a few seconds.".to_owned()
+        }
+        Some(MissionStatus::AwaitingApproval) => format!(
+            "The plan ({} tasks) awaits approval: show it to the user, then call approve_plan, \
+             or reject_plan with feedback to get a different plan.",
+            v.progress.total
+        ),
+        Some(MissionStatus::Executing | MissionStatus::Paused) if !waiting.is_empty() => format!(
+            "Task(s) {} need a person: call resolve_task with action complete, retry, skip or fail.",
+            waiting.join(", ")
+        ),
+        Some(MissionStatus::Executing) => format!(
+            "Running: {} of {} tasks finished; call mission_status to follow progress.",
+            v.progress.finished, v.progress.total
+        ),
+        Some(MissionStatus::Paused) => {
+            "The mission is paused: nothing new is dispatched; call resume_mission to continue."
+                .to_owned()
+        }
+        Some(MissionStatus::AwaitingReview) => {
+            "Every task finished and the results await review: read them with mission_status \
+             (include_outputs: true), then call review_results with decision accept, or reject \
+             with feedback."
+                .to_owned()
+        }
+        Some(MissionStatus::Completed) => {
+            "The mission completed; call mission_status with include_outputs: true to read the results."
+                .to_owned()
+        }
+        Some(MissionStatus::Failed) => format!(
+            "The mission failed: {}. Tell the user; create_mission can start a new attempt.",
+            v.failure_reason.as_deref().unwrap_or("no reason recorded")
+        ),
+        Some(MissionStatus::Cancelled) => "The mission was cancelled.".to_owned(),
+        None => "Call mission_status to follow it.".to_owned(),
+    }
+}
+
+/// Checks `args` against a tool's object schema (top-level properties:
+/// unknown and missing names, types, enums, bounds, UUIDs) so that a model
+/// hears which argument is wrong. `null` stands for "not given".
+fn check_arguments(schema: &Value, args: Value) -> Result<Map<String, Value>, ApiError> {
+    let mut args = match args {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        _ => {
+            return Err(ApiError::invalid(
+                "arguments",
+                "the arguments must be a JSON object",
+            ));
+        }
+    };
+    args.retain(|_, v| !v.is_null());
+    let empty = Map::new();
+    let properties = schema["properties"].as_object().unwrap_or(&empty);
+    for name in args.keys() {
+        if !properties.contains_key(name) {
+            let known: Vec<&str> = properties.keys().map(String::as_str).collect();
+            return Err(ApiError::invalid(
+                name,
+                format!(
+                    "unknown argument '{name}' (expected: {})",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+    }
+    for name in schema["required"].as_array().into_iter().flatten() {
+        if let Some(name) = name.as_str()
+            && !args.contains_key(name)
+        {
+            return Err(ApiError::invalid(
+                name,
+                format!("missing required argument '{name}'"),
+            ));
+        }
+    }
+    for (name, value) in &args {
+        check_value(name, &properties[name.as_str()], value)?;
+    }
+    Ok(args)
+}
+
+fn check_value(name: &str, schema: &Value, value: &Value) -> Result<(), ApiError> {
+    let fits = match schema["type"].as_str() {
+        Some("string") => value.is_string(),
+        Some("integer") => value.is_i64() || value.is_u64(),
+        Some("number") => value.is_number(),
+        Some("boolean") => value.is_boolean(),
+        Some("object") => value.is_object(),
+        Some("array") => value.is_array(),
+        _ => true,
+    };
+    if !fits {
+        return Err(ApiError::invalid(
+            name,
+            format!(
+                "argument '{name}' must be of type {}",
+                schema["type"].as_str().unwrap_or("any")
+            ),
+        ));
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        return Err(ApiError::invalid(
+            name,
+            format!("argument '{name}' must be one of {}", allowed.join(", ")),
+        ));
+    }
+    if let Some(n) = value.as_f64() {
+        let below = schema["minimum"].as_f64().is_some_and(|min| n < min);
+        let above = schema["maximum"].as_f64().is_some_and(|max| n > max);
+        if below || above {
+            return Err(ApiError::invalid(
+                name,
+                format!(
+                    "argument '{name}' must be between {} and {}",
+                    schema["minimum"], schema["maximum"]
+                ),
+            ));
+        }
+    }
+    if let Some(s) = value.as_str() {
+        if schema["format"] == "uuid" && s.parse::<Uuid>().is_err() {
+            return Err(ApiError::invalid(
+                name,
+                format!("argument '{name}' must be an id (a UUID), not '{s}'"),
+            ));
+        }
+        if schema["minLength"]
+            .as_u64()
+            .is_some_and(|min| s.trim().len() < min as usize)
+        {
+            return Err(ApiError::invalid(
+                name,
+                format!("argument '{name}' must not be empty"),
+            ));
+        }
+    }
+    if let Some(items) = value.as_array()
+        && schema["items"]["type"] == "string"
+        && items.iter().any(|i| !i.is_string())
+    {
+        return Err(ApiError::invalid(
+            name,
+            format!("argument '{name}' must be a list of strings"),
+        ));
+    }
+    Ok(())
+}
+
+fn mission_id_schema(what: &str) -> Value {
+    json!({
+        "type": "string",
+        "format": "uuid",
+        "description": format!("Id of the mission {what} (the mission_id create_mission or list_missions returned)."),
+    })
+}
+
+fn plan_schema(what: &str) -> Value {
+    json!({
+        "type": "object",
+        "description": what,
+        "properties": {
+            "tasks": {
+                "type": "array",
+                "description": "The tasks of the plan.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": { "type": "string", "description": "Plan-local key, unique in the plan, e.g. \"research\"." },
+                        "title": { "type": "string", "description": "Short title." },
+                        "task_type": { "type": "string", "description": "Kind of work: research, writing, review, coding, analysis, planning, testing…" },
+                        "description": { "type": "string", "description": "Instructions for the agent doing it." },
+                        "required_skills": { "type": "array", "items": { "type": "string" }, "description": "Skills an agent needs, e.g. [\"research\"]." },
+                        "required_tools": { "type": "array", "items": { "type": "string" }, "description": "Tools an agent needs." },
+                        "depends_on": { "type": "array", "items": { "type": "string" }, "description": "Ids of the tasks that must finish first." },
+                        "success_criteria": {
+                            "type": "array",
+                            "description": "How the result is judged; at least one must have must_pass true.",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "description": { "type": "string" },
+                                    "must_pass": { "type": "boolean" }
+                                },
+                                "required": ["description"]
+                            }
+                        },
+                        "estimated_cost": { "type": "number", "description": "Estimated cost in the budget unit." },
+                        "optional": { "type": "boolean", "description": "Whether the mission may succeed without it." },
+                        "inputs": { "type": "object", "description": "Free-form inputs for the task." }
+                    },
+                    "required": ["id", "title", "task_type"]
+                }
+            }
+        },
+        "required": ["tasks"]
+    })
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn build() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "create_mission",
+            title: "Create a mission",
+            description: "Start a mission: the coordinator plans a graph of tasks for the goal and \
+                runs them on its agents. With autonomy \"approve\" (the default) the plan waits for \
+                approval (see approve_plan) and the results wait for review (see review_results); \
+                with \"autonomous\" it starts at once and completes by itself. Returns the mission \
+                id, its status, its tasks and what to do next.",
+            parameters: object(
+                json!({
+                    "goal": { "type": "string", "minLength": 1, "description": "What the mission should achieve, in plain language." },
+                    "autonomy": { "type": "string", "enum": ["approve", "autonomous"], "description": "approve (default): a person approves the plan and reviews the results. autonomous: runs without asking." },
+                    "budget": { "type": "number", "minimum": 0, "description": "Spending limit for the whole mission (optional)." },
+                    "priority": { "type": "integer", "minimum": -100, "maximum": 100, "description": "Dispatch priority, -100 to 100, higher first (default 0)." },
+                    "constraints": { "type": "object", "description": "Free-form constraints as a JSON object (optional), e.g. {\"human_escalation\": true}." },
+                    "plan": plan_schema("An explicit plan to run instead of letting the coordinator plan (optional; rarely needed).")
+                }),
+                &["goal"],
+            ),
+            roles: WRITERS,
+            read_only: false,
+            kind: Kind::CreateMission,
+        },
+        Tool {
+            name: "approve_plan",
+            title: "Approve a mission's plan",
+            description: "Approve the plan of a mission whose status is awaiting_approval; its tasks \
+                start running. Show the plan to the user before approving. Optionally pin tasks to \
+                agents.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("to approve"),
+                    "assignments": {
+                        "type": "object",
+                        "additionalProperties": { "type": "string" },
+                        "description": "Optional: task key → agent id, to run those tasks on those agents."
+                    }
+                }),
+                &["mission_id"],
+            ),
+            roles: APPROVERS,
+            read_only: false,
+            kind: Kind::ApprovePlan,
+        },
+        Tool {
+            name: "reject_plan",
+            title: "Reject a mission's plan",
+            description: "Reject the plan of a mission awaiting approval and get a new one: say what \
+                is wrong in feedback (the planner uses it), or give a replacement plan.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("whose plan to reject"),
+                    "feedback": { "type": "string", "minLength": 1, "description": "What is wrong with the plan." },
+                    "plan": plan_schema("A replacement plan (optional).")
+                }),
+                &["mission_id", "feedback"],
+            ),
+            roles: APPROVERS,
+            read_only: false,
+            kind: Kind::RejectPlan,
+        },
+        Tool {
+            name: "mission_status",
+            title: "Show a mission",
+            description: "Show where a mission is: its status, progress (task counts by state), \
+                each task's state and agent, and what to do next. Call it repeatedly to follow a \
+                running mission; set include_outputs to read the tasks' results.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("to show"),
+                    "include_outputs": { "type": "boolean", "description": "Include each finished task's output (default false)." }
+                }),
+                &["mission_id"],
+            ),
+            roles: READERS,
+            read_only: true,
+            kind: Kind::MissionStatus,
+        },
+        Tool {
+            name: "list_missions",
+            title: "List missions",
+            description: "List missions, newest first, optionally only those with one status. \
+                Returns ids, goals and statuses; use mission_status for details.",
+            parameters: object(
+                json!({
+                    "status": {
+                        "type": "string",
+                        "enum": MissionStatus::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                        "description": "Only missions with this status (optional)."
+                    },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 100, "description": "How many to return (default 20)." },
+                    "cursor": { "type": "string", "format": "uuid", "description": "The next_cursor of the previous page, to see older missions." }
+                }),
+                &[],
+            ),
+            roles: READERS,
+            read_only: true,
+            kind: Kind::ListMissions,
+        },
+        Tool {
+            name: "cancel_mission",
+            title: "Cancel a mission",
+            description: "Cancel a mission that has not finished: open tasks are cancelled and running \
+                work is stopped. This cannot be undone; confirm with the user first.",
+            parameters: object(
+                json!({ "mission_id": mission_id_schema("to cancel") }),
+                &["mission_id"],
+            ),
+            roles: WRITERS,
+            read_only: false,
+            kind: Kind::CancelMission,
+        },
+        Tool {
+            name: "send_instructions",
+            title: "Send new instructions",
+            description: "Change course: before approval this replans like reject_plan; while the \
+                mission runs (or is paused), the work not started yet is planned again around what \
+                is done or running. Optionally give the new plan for that work yourself.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("to instruct"),
+                    "instructions": { "type": "string", "minLength": 1, "description": "What should change." },
+                    "plan": plan_schema("A new plan for the work not started yet (optional; may depend on kept tasks by key).")
+                }),
+                &["mission_id", "instructions"],
+            ),
+            roles: WRITERS,
+            read_only: false,
+            kind: Kind::SendInstructions,
+        },
+        Tool {
+            name: "review_results",
+            title: "Review a mission's results",
+            description: "Accept or reject the results of a mission whose status is awaiting_review \
+                (approve mode). accept completes the mission; reject (with feedback) redoes the \
+                tasks named in tasks, or all of them, and their dependents.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("to review"),
+                    "decision": { "type": "string", "enum": ["accept", "reject"], "description": "accept or reject." },
+                    "feedback": { "type": "string", "description": "Why; required to reject." },
+                    "tasks": { "type": "array", "items": { "type": "string" }, "description": "With reject: keys of the tasks to redo." }
+                }),
+                &["mission_id", "decision"],
+            ),
+            roles: APPROVERS,
+            read_only: false,
+            kind: Kind::ReviewResults,
+        },
+        Tool {
+            name: "resolve_task",
+            title: "Resolve a task waiting for a person",
+            description: "Settle a task whose status is awaiting_human (its agents could not finish \
+                it): complete it with an output you supply, retry it (with guidance in feedback), \
+                skip it (dependents proceed without it), or fail it.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("the task belongs to"),
+                    "task": { "type": "string", "minLength": 1, "description": "The task's key (or id)." },
+                    "action": { "type": "string", "enum": ["complete", "retry", "skip", "fail"], "description": "What to do with the task." },
+                    "output": { "description": "With complete: the task's result (any JSON)." },
+                    "feedback": { "type": "string", "description": "Guidance for the retry, or the reason." }
+                }),
+                &["mission_id", "task", "action"],
+            ),
+            roles: APPROVERS,
+            read_only: false,
+            kind: Kind::ResolveTask,
+        },
+        Tool {
+            name: "pause_mission",
+            title: "Pause a mission",
+            description: "Pause a running mission: nothing new is dispatched; work already running \
+                finishes. resume_mission continues it.",
+            parameters: object(
+                json!({ "mission_id": mission_id_schema("to pause") }),
+                &["mission_id"],
+            ),
+            roles: WRITERS,
+            read_only: false,
+            kind: Kind::PauseMission,
+        },
+        Tool {
+            name: "resume_mission",
+            title: "Resume a mission",
+            description: "Resume a paused mission: ready tasks are dispatched again.",
+            parameters: object(
+                json!({ "mission_id": mission_id_schema("to resume") }),
+                &["mission_id"],
+            ),
+            roles: WRITERS,
+            read_only: false,
+            kind: Kind::ResumeMission,
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_an_object_schema_whose_required_names_exist() {
+        let mut names: Vec<&str> = all().iter().map(|t| t.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all().len(), "tool names are unique");
+        for tool in all() {
+            assert_eq!(tool.parameters["type"], "object", "{}", tool.name);
+            let props = tool.parameters["properties"].as_object().unwrap();
+            for r in tool.parameters["required"].as_array().unwrap() {
+                assert!(
+                    props.contains_key(r.as_str().unwrap()),
+                    "{}: {r}",
+                    tool.name
+                );
+            }
+            assert!(!tool.description.is_empty());
+        }
+    }
+
+    fn field(e: &ApiError) -> Value {
+        match e {
+            ApiError::BadRequest { details, .. } => details["field"].clone(),
+            other => panic!("not a 400: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn arguments_are_checked_by_name() {
+        let schema = &find("create_mission").unwrap().parameters;
+        let e = check_arguments(schema, json!({})).unwrap_err();
+        assert_eq!(field(&e), "goal");
+        let e = check_arguments(schema, json!({"goal": "x", "colour": "red"})).unwrap_err();
+        assert_eq!(field(&e), "colour");
+        let e = check_arguments(schema, json!({"goal": 3})).unwrap_err();
+        assert_eq!(field(&e), "goal");
+        let e = check_arguments(schema, json!({"goal": "  "})).unwrap_err();
+        assert_eq!(field(&e), "goal");
+        let e = check_arguments(schema, json!({"goal": "x", "autonomy": "yolo"})).unwrap_err();
+        assert_eq!(field(&e), "autonomy");
+        let e = check_arguments(schema, json!({"goal": "x", "priority": 101})).unwrap_err();
+        assert_eq!(field(&e), "priority");
+        let e = check_arguments(schema, json!({"goal": "x", "priority": 1.5})).unwrap_err();
+        assert_eq!(field(&e), "priority");
+        let e = check_arguments(schema, json!(["goal"])).unwrap_err();
+        assert_eq!(field(&e), "arguments");
+        // null means "not given".
+        let ok = check_arguments(schema, json!({"goal": "x", "budget": null})).unwrap();
+        assert!(!ok.contains_key("budget"));
+
+        let schema = &find("mission_status").unwrap().parameters;
+        let e = check_arguments(schema, json!({"mission_id": "m-1"})).unwrap_err();
+        assert_eq!(field(&e), "mission_id");
+    }
+
+    #[test]
+    fn a_bad_plan_is_blamed_on_the_plan() {
+        let mut args = Map::new();
+        args.insert("goal".into(), json!("x"));
+        args.insert("plan".into(), json!({"tasks": [{"id": "a"}]}));
+        let e = request::<CreateMission>(args).unwrap_err();
+        assert_eq!(field(&e), "plan");
+    }
+
+    #[test]
+    fn stakeholders_see_only_what_they_may_call() {
+        let names: Vec<&str> = visible_to(Role::Stakeholder).map(|t| t.name).collect();
+        assert!(names.contains(&"approve_plan") && names.contains(&"mission_status"));
+        assert!(!names.contains(&"create_mission"));
+        assert_eq!(visible_to(Role::Admin).count(), all().len());
+    }
+}
