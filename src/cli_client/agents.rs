@@ -224,7 +224,7 @@ mod tests {
             status: "working".into(),
             ..Agent::default()
         };
-        let text = agent_table(&[agent.clone()]).render();
+        let text = agent_table(std::slice::from_ref(&agent)).render();
         let mut lines = text.lines();
         assert!(
             lines
