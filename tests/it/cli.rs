@@ -1,12 +1,20 @@
 //! The `coordinator` binary's client commands against the real service.
 
-use std::{process::Stdio, time::Duration};
+use std::{
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
-use serde_json::Value;
-use tokio::process::{Child, Command};
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
 
 use crate::helpers::{
-    ManualWorker, fresh_database, spawn_app, spawn_app_on, spawn_worker, test_settings,
+    IsolatedReplica, ManualWorker, chain_plan, fresh_database, report, spawn_app, spawn_app_on,
+    spawn_worker, test_settings, wait_until,
 };
 
 /// What one run of the binary did.
@@ -535,5 +543,101 @@ async fn token_bootstrap_still_writes_into_the_database() {
     cli(&app.url, boot.stdout.trim(), &["agent", "list"])
         .await
         .ok();
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn watch_resumes_on_another_replica_after_its_server_dies() {
+    let db = fresh_database().await;
+    // This replica runs the engine and takes the workers' reports.
+    let app = spawn_app_on(&db, test_settings()).await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 1).await;
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().expect("id").to_owned();
+
+    // `watch` talks to another replica on a fixed address, which then dies.
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr")
+    };
+    let mut api_only = test_settings();
+    api_only.run_engine = false;
+    api_only.listen = addr;
+    let first_replica = IsolatedReplica::spawn(&db, api_only.clone()).await;
+    let mut watch = command(&[
+        "mission",
+        "watch",
+        &id,
+        "--json",
+        "--url",
+        &first_replica.url,
+        "--token",
+        &app.token,
+    ])
+    .spawn()
+    .expect("spawn watch");
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut stdout = BufReader::new(watch.stdout.take().expect("stdout")).lines();
+    let sink = lines.clone();
+    let reader = tokio::spawn(async move {
+        while let Ok(Some(line)) = stdout.next_line().await {
+            sink.lock().expect("lock").push(line);
+        }
+    });
+    let seen = |kind: &'static str| {
+        let lines = lines.clone();
+        move || {
+            let found = lines
+                .lock()
+                .expect("lock")
+                .iter()
+                .any(|l| l.contains(&format!("\"kind\":\"{kind}\"")));
+            async move { found.then_some(()) }
+        }
+    };
+    let http = reqwest::Client::new();
+    let succeed = |n: usize| {
+        let (worker, http) = (&worker, &http);
+        async move {
+            let d = worker.dispatch(n).await;
+            let body = json!({"status": "succeeded", "output": {"n": n}, "cost": 0.1, "tokens": 1});
+            let (status, answer) = report(http, &d, &d.callback.token, body).await;
+            assert!(status.is_success(), "{answer}");
+        }
+    };
+    wait_until("watch to show the first dispatch", seen("task.dispatched")).await;
+    first_replica.kill();
+
+    // Work goes on while nobody serves the stream; then another replica
+    // comes up on the same address and the watch resumes after its last event.
+    succeed(1).await;
+    succeed(2).await;
+    let second_replica = IsolatedReplica::spawn(&db, api_only).await;
+    succeed(3).await;
+    let watched = finish(watch, Duration::from_secs(60)).await;
+    reader.await.expect("reader");
+    assert_eq!(watched.code, 0, "{watched:#?}");
+    let lines = lines.lock().expect("lock").clone();
+    let seqs: Vec<i64> = lines
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("a JSON event per line")["seq"]
+                .as_i64()
+                .expect("seq")
+        })
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as i64).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    let (_, log) = app
+        .get(&format!("/v1/missions/{id}/events?limit=1000"))
+        .await;
+    assert_eq!(seqs.len(), log["events"].as_array().expect("events").len());
+    second_replica.kill();
     app.stop().await;
 }
