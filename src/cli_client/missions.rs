@@ -360,6 +360,8 @@ struct Follow {
     agents: HashMap<Uuid, String>,
     /// The last progress printed.
     shown: Option<(usize, usize)>,
+    /// A refresh failed (and was reported) already.
+    refresh_failed: bool,
 }
 
 impl Follow {
@@ -369,6 +371,7 @@ impl Follow {
             titles: HashMap::new(),
             agents: HashMap::new(),
             shown: None,
+            refresh_failed: false,
         };
         f.update(mission);
         f
@@ -382,6 +385,23 @@ impl Follow {
             }
         }
         self.mission = mission;
+    }
+
+    /// Re-reads the mission; a failure only costs the progress line (the
+    /// events keep coming), so it is reported once and otherwise ignored.
+    async fn refresh(&mut self, api: &Client, id: &str) -> bool {
+        match api.mission(id).await {
+            Ok(m) => {
+                self.update(m);
+                true
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut self.refresh_failed, true) {
+                    eprintln!("warning: could not read the mission for progress: {e}");
+                }
+                false
+            }
+        }
     }
 
     /// The progress line, if it changed since the last one printed.
@@ -498,16 +518,15 @@ async fn watch(api: &Client, id: &str, after: i64, json: bool) -> CliResult {
         if json {
             out(&format!("{}\n", sse.data.trim()))?;
         } else {
-            let unknown_task = ev.task_id.is_some_and(|t| !follow.titles.contains_key(&t));
-            if unknown_task {
+            if ev.task_id.is_some_and(|t| !follow.titles.contains_key(&t)) {
                 // A replan added tasks since we last looked.
-                follow.update(api.mission(id).await?);
+                follow.refresh(api, id).await;
             }
             out(&follow.line(&ev))?;
-        }
-        if !json && PROGRESS_KINDS.contains(&ev.kind.as_str()) {
-            follow.update(api.mission(id).await?);
-            if let Some(line) = follow.progress_line() {
+            if PROGRESS_KINDS.contains(&ev.kind.as_str())
+                && follow.refresh(api, id).await
+                && let Some(line) = follow.progress_line()
+            {
                 out(&line)?;
             }
         }
@@ -516,15 +535,18 @@ async fn watch(api: &Client, id: &str, after: i64, json: bool) -> CliResult {
         }
         let to = ev.payload.get("to").and_then(Value::as_str).unwrap_or("");
         if is_terminal_status(to) {
-            let mission = api.mission(id).await?;
-            return Ok(finish(&mission, json));
-        }
-        if json {
-            continue;
+            // The event is the truth; the mission adds the failure reason if we can read it.
+            follow.refresh(api, id).await;
+            let reason = follow.mission.failure_reason.clone().or_else(|| {
+                ev.payload
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            return Ok(finish(id, to, reason.as_deref(), json));
         }
         // Only a wait that is still on (not one replayed from the log) needs a person.
-        follow.update(api.mission(id).await?);
-        if follow.mission.status == to {
+        if !json && follow.refresh(api, id).await && follow.mission.status == to {
             match to {
                 "awaiting_approval" => {
                     eprintln!("the plan awaits approval: coordinator mission approve {id}")
@@ -539,32 +561,32 @@ async fn watch(api: &Client, id: &str, after: i64, json: bool) -> CliResult {
     // The service ended the stream for good (204): report where things are.
     let mission = api.mission(id).await?;
     if mission.is_terminal() {
-        return Ok(finish(&mission, json));
+        return Ok(finish(
+            id,
+            &mission.status,
+            mission.failure_reason.as_deref(),
+            json,
+        ));
     }
-    Err(CliError::Usage(format!(
+    Err(CliError::Failed(format!(
         "the event stream ended while the mission is {}",
         mission.status
     )))
 }
 
-fn finish(m: &Mission, json: bool) -> ExitCode {
-    if m.status == "completed" {
+/// Reports how the mission ended; 0 if it completed.
+fn finish(id: &str, status: &str, reason: Option<&str>, json: bool) -> ExitCode {
+    if status == "completed" {
         if !json {
-            eprintln!("mission {} completed", m.id);
+            eprintln!("mission {id} completed");
         }
-        ExitCode::SUCCESS
-    } else {
-        eprintln!(
-            "mission {} {}{}",
-            m.id,
-            m.status,
-            m.failure_reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        );
-        ExitCode::from(EXIT_MISSION_FAILED)
+        return ExitCode::SUCCESS;
     }
+    match reason {
+        Some(r) if !r.is_empty() => eprintln!("mission {id} {status}: {r}"),
+        _ => eprintln!("mission {id} {status}"),
+    }
+    ExitCode::from(EXIT_MISSION_FAILED)
 }
 
 #[cfg(test)]
@@ -680,6 +702,36 @@ mod tests {
         let mut bad = args(Some("x"));
         bad.constraints = Some("{oops".into());
         assert!(matches!(create_body(bad), Err(CliError::Usage(m)) if m.contains("--constraints")));
+    }
+
+    #[test]
+    fn a_mission_file_with_flags_on_top() {
+        let path = std::env::temp_dir().join(format!("mission-{}.json", Uuid::new_v4()));
+        std::fs::write(
+            &path,
+            r#"{"goal": "From the file", "budget": 1, "plan": {"tasks": []}}"#,
+        )
+        .expect("write");
+        let args = |goal: Option<&str>| CreateArgs {
+            goal: goal.map(str::to_owned),
+            file: Some(path.clone()),
+            autonomy: None,
+            budget: Some(2.0),
+            constraints: None,
+            priority: None,
+        };
+        assert_eq!(
+            create_body(args(None)).expect("body"),
+            json!({"goal": "From the file", "budget": 2.0, "plan": {"tasks": []}})
+        );
+        assert_eq!(
+            create_body(args(Some("Flag"))).expect("body")["goal"],
+            "Flag"
+        );
+        std::fs::write(&path, "[1, 2]").expect("write");
+        assert!(matches!(create_body(args(None)), Err(CliError::Usage(m)) if m.contains("object")));
+        std::fs::remove_file(&path).expect("remove");
+        assert!(matches!(create_body(args(None)), Err(CliError::Usage(m)) if m.contains("--file")));
     }
 
     #[test]

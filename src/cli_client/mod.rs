@@ -95,6 +95,9 @@ enum CliError {
     /// The service refused or could not be reached.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// Something else went wrong on the way (e.g. a stream ended early).
+    #[error("{0}")]
+    Failed(String),
     /// Writing the output failed.
     #[error("writing output: {0}")]
     Output(#[from] io::Error),
@@ -139,6 +142,10 @@ fn report(e: CliError, json: bool) -> ExitCode {
         }
         CliError::Client(other) => {
             eprintln!("error: {other}");
+            ExitCode::from(EXIT_REFUSED)
+        }
+        CliError::Failed(m) => {
+            eprintln!("error: {m}");
             ExitCode::from(EXIT_REFUSED)
         }
         // Output piped into `head` and closed: not worth an error.
