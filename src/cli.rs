@@ -1,4 +1,5 @@
-//! The `coordinator` command line: `serve`, `migrate`, `worker`, `demo`, `token`.
+//! The `coordinator` command line: `serve`, `migrate`, `worker`, `demo`, `bench`,
+//! `token`, and the client commands `mission` and `agent` (in [`crate::cli_client`]).
 
 use std::{net::SocketAddr, process::ExitCode, time::Duration};
 
@@ -7,6 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::{
     api::{Application, Settings},
     auth::{self, Bootstrap, Role},
+    cli_client::{self, AgentArgs, ClientArgs, MissionArgs},
     db::{Database, DatabaseArgs},
     demo::{self, DemoArgs},
     worker::simulate::{SimulatedWorker, SimulationConfig},
@@ -41,6 +43,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Benchmark the engine end to end (throughput, dispatch latency, step overhead).
     Bench(crate::bench::BenchArgs),
+    /// Missions on a running service: create, list, show, approve, cancel, review, watch.
+    Mission(MissionArgs),
+    /// Agents on a running service: register, list, show, heartbeat.
+    Agent(AgentArgs),
     /// Manage API tokens.
     Token {
         /// Token command.
@@ -312,24 +318,45 @@ pub struct WorkerArgs {
 /// `coordinator token …`.
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Create an API token (printed once) directly in the database.
-    Create {
-        /// admin, operator, stakeholder, agent or worker.
-        #[arg(long)]
-        role: Role,
-        /// A label for the token.
-        #[arg(long)]
-        name: Option<String>,
-        /// For role agent: the agent it acts as.
-        #[arg(long)]
-        agent_id: Option<String>,
-        /// Workspace name (created if missing).
-        #[arg(long, default_value = auth::DEFAULT_WORKSPACE)]
-        workspace: String,
-        /// Database.
-        #[command(flatten)]
-        db: DatabaseArgs,
-    },
+    /// Create an API token (printed once): through the API (`POST /v1/tokens`,
+    /// admin token) when `--url` or `--token` is given (or COORDINATOR_URL /
+    /// COORDINATOR_TOKEN is set), otherwise directly in the database.
+    Create(TokenCreateArgs),
+    /// Create an API token (printed once) directly in the database, whatever
+    /// COORDINATOR_URL / COORDINATOR_TOKEN say: for bootstrapping.
+    Bootstrap(TokenArgs),
+}
+
+/// What a new token is.
+#[derive(Debug, clap::Args)]
+pub struct TokenArgs {
+    /// admin, operator, stakeholder, agent or worker.
+    #[arg(long)]
+    pub role: Role,
+    /// A label for the token.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// For role agent: the agent it acts as.
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    /// Workspace name, created if missing (database form only; the API uses
+    /// the admin token's workspace) [default: default].
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// Database (database form only).
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+}
+
+/// `coordinator token create`.
+#[derive(Debug, clap::Args)]
+pub struct TokenCreateArgs {
+    /// The token.
+    #[command(flatten)]
+    pub token: TokenArgs,
+    /// The service to ask (API form).
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 /// Parses the command line, runs it, and maps errors to exit code 1.
@@ -338,6 +365,8 @@ pub async fn main() -> ExitCode {
     let default = match cli.command {
         // The demo and the benchmark print their own output; logs would drown it.
         Command::Demo(_) | Command::Bench(_) => "warn",
+        // Client commands print their own output; a failure is one error line.
+        Command::Mission(_) | Command::Agent(_) => "warn",
         _ => "info",
     };
     init_logging(cli.log.as_deref().unwrap_or(default));
@@ -406,7 +435,9 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Demo(args) => demo::run(args).await,
         Command::Bench(args) => crate::bench::run(args).await.map(|()| ExitCode::SUCCESS),
-        Command::Token { command } => token(command).await.map(|()| ExitCode::SUCCESS),
+        Command::Mission(args) => Ok(cli_client::mission(args).await),
+        Command::Agent(args) => Ok(cli_client::agent(args).await),
+        Command::Token { command } => token(command).await,
     }
 }
 
@@ -444,14 +475,34 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn token(command: TokenCommand) -> anyhow::Result<()> {
-    let TokenCommand::Create {
+async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
+    let args = match command {
+        TokenCommand::Create(TokenCreateArgs { token, client }) if client.is_set() => {
+            anyhow::ensure!(
+                token.workspace.is_none(),
+                "--workspace applies to the database form: through the API the token \
+                 belongs to the admin token's workspace (use `coordinator token bootstrap`)"
+            );
+            return Ok(cli_client::create_token(
+                &client,
+                &token.role.to_string(),
+                token.name,
+                token.agent_id,
+            )
+            .await);
+        }
+        TokenCommand::Create(TokenCreateArgs { token, .. }) | TokenCommand::Bootstrap(token) => {
+            token
+        }
+    };
+    let TokenArgs {
         role,
         name,
         agent_id,
         workspace,
         db,
-    } = command;
+    } = args;
+    let workspace = workspace.unwrap_or_else(|| auth::DEFAULT_WORKSPACE.to_owned());
     anyhow::ensure!(
         (role == Role::Agent) == agent_id.is_some(),
         "--agent-id is required for role agent, and only for it"
@@ -466,7 +517,7 @@ async fn token(command: TokenCommand) -> anyhow::Result<()> {
     db.close().await?;
     println!("{secret}");
     eprintln!("created a token with role {role} in workspace '{workspace}' (shown only once)");
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -17,7 +17,8 @@
 //! - [`worker`]: the worker protocol and the simulated reference worker.
 //! - [`auth`]: bearer tokens and roles; [`retry_after`]: reading `Retry-After`.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
-//! - [`cli`], [`demo`] and [`bench`]: the `coordinator` command.
+//! - [`cli`], [`demo`] and [`bench`]: the `coordinator` command; [`cli_client`]:
+//!   its `mission`, `agent` and `token` commands, over [`client`] (the REST/SSE client).
 
 pub mod api;
 pub mod assignment;
@@ -25,6 +26,8 @@ pub mod auth;
 pub mod bench;
 pub mod board;
 pub mod cli;
+pub mod cli_client;
+pub mod client;
 pub mod db;
 pub mod demo;
 pub mod domain;

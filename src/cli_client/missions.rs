@@ -1,0 +1,746 @@
+//! `coordinator mission create|list|show|approve|cancel|review|watch`.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::PathBuf,
+    process::ExitCode,
+};
+
+use clap::Subcommand;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::{
+    CliError, CliResult, ClientArgs, EXIT_MISSION_FAILED, out, out_json, parse_json_flag,
+    table::{Table, bar, clock, datetime, fields, or_dash, truncate},
+};
+use crate::client::{
+    Client, Event, Mission, MissionFilter, MissionSummary, Review, is_terminal_status,
+    sse::ReconnectPolicy,
+};
+
+/// `coordinator mission …`: missions on a running service.
+#[derive(Debug, clap::Args)]
+pub struct MissionArgs {
+    /// Service and output.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Mission command.
+    #[command(subcommand)]
+    pub command: MissionCommand,
+}
+
+/// Mission commands.
+#[derive(Debug, Subcommand)]
+pub enum MissionCommand {
+    /// Create a mission from a goal (or a mission JSON file) and show its plan.
+    Create(CreateArgs),
+    /// List missions, newest first.
+    List {
+        /// Only missions in this status (e.g. executing, awaiting_approval, completed).
+        #[arg(long)]
+        status: Option<String>,
+        /// Missions per page (1–500).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Continue after this mission (the `next_cursor` of the previous page).
+        #[arg(long)]
+        cursor: Option<Uuid>,
+    },
+    /// Show a mission: status, progress, budget and its tasks.
+    Show {
+        /// Mission id.
+        id: String,
+    },
+    /// Approve a mission's plan so its tasks start.
+    Approve {
+        /// Mission id.
+        id: String,
+        /// Run a task on a given agent: `TASK_KEY=AGENT_ID` (repeatable).
+        #[arg(long = "assign", value_name = "TASK_KEY=AGENT_ID", value_parser = parse_assignment)]
+        assignments: Vec<(String, String)>,
+    },
+    /// Cancel a mission: open tasks and live attempts stop.
+    Cancel {
+        /// Mission id.
+        id: String,
+    },
+    /// Accept or reject the results of a mission awaiting review.
+    #[command(group(clap::ArgGroup::new("decision").required(true).args(["accept", "reject"])))]
+    Review {
+        /// Mission id.
+        id: String,
+        /// Accept the results: the mission completes.
+        #[arg(long)]
+        accept: bool,
+        /// Reject the results: the named tasks (and what follows them) run again.
+        #[arg(long, requires = "tasks")]
+        reject: bool,
+        /// Why (given to the agents that redo the work).
+        #[arg(long)]
+        feedback: Option<String>,
+        /// Task key to redo (repeatable, or comma-separated).
+        #[arg(long = "task", value_delimiter = ',', value_name = "TASK_KEY")]
+        tasks: Vec<String>,
+    },
+    /// Follow a mission's events live until it ends: exit 0 when it
+    /// completes, 3 when it fails or is cancelled.
+    Watch {
+        /// Mission id.
+        id: String,
+        /// Start after this event `seq` (0: replay the whole log first).
+        #[arg(long, default_value_t = 0)]
+        after: i64,
+    },
+}
+
+/// `coordinator mission create`.
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// What to achieve (optional with --file when the file has a goal).
+    pub goal: Option<String>,
+    /// A mission as JSON (`goal`, `autonomy`, `budget`, `constraints`,
+    /// `priority`, `plan`); `-` reads stdin. Flags override its fields.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// `approve` (a person approves the plan, then reviews the results) or
+    /// `autonomous` [service default: approve].
+    #[arg(long, value_parser = ["approve", "autonomous"])]
+    pub autonomy: Option<String>,
+    /// Spending limit of the whole mission.
+    #[arg(long)]
+    pub budget: Option<f64>,
+    /// Constraints as a JSON object, e.g. `{"depth": "deep"}`.
+    #[arg(long, value_name = "JSON")]
+    pub constraints: Option<String>,
+    /// Dispatch priority, -100–100 (higher first).
+    #[arg(long, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+}
+
+fn parse_assignment(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, a)) if !k.trim().is_empty() && !a.trim().is_empty() => {
+            Ok((k.trim().to_owned(), a.trim().to_owned()))
+        }
+        _ => Err(format!("expected TASK_KEY=AGENT_ID, got '{s}'")),
+    }
+}
+
+pub(super) async fn run(args: MissionArgs) -> CliResult {
+    let json = args.client.json;
+    let api = args.client.client()?;
+    match args.command {
+        MissionCommand::Create(c) => {
+            let body = create_body(c)?;
+            let mission = api.create_mission(&body).await?;
+            if json {
+                out_json(&mission)?;
+            } else {
+                out(&mission_text(&mission))?;
+                if mission.status == "awaiting_approval" {
+                    eprintln!(
+                        "\nthe plan awaits approval: coordinator mission approve {}",
+                        mission.id
+                    );
+                }
+            }
+        }
+        MissionCommand::List {
+            status,
+            limit,
+            cursor,
+        } => {
+            let page = api
+                .missions(&MissionFilter {
+                    status,
+                    limit: Some(limit),
+                    cursor,
+                })
+                .await?;
+            if json {
+                out_json(&page)?;
+            } else {
+                if page.missions.is_empty() {
+                    eprintln!("no missions");
+                } else {
+                    out(&mission_table(&page.missions).render())?;
+                }
+                if let Some(next) = page.next_cursor {
+                    eprintln!("more: coordinator mission list --cursor {next}");
+                }
+            }
+        }
+        MissionCommand::Show { id } => {
+            let mission = api.mission(&id).await?;
+            if json {
+                out_json(&mission)?;
+            } else {
+                out(&mission_text(&mission))?;
+            }
+        }
+        MissionCommand::Approve { id, assignments } => {
+            let pins: BTreeMap<String, String> = assignments.into_iter().collect();
+            let mission = api.approve_mission(&id, &pins).await?;
+            status_line(json, "approved", &mission)?;
+        }
+        MissionCommand::Cancel { id } => {
+            let mission = api.cancel_mission(&id).await?;
+            status_line(json, "cancelled", &mission)?;
+        }
+        MissionCommand::Review {
+            id,
+            accept,
+            reject: _,
+            feedback,
+            tasks,
+        } => {
+            let review = Review {
+                decision: if accept { "accept" } else { "reject" }.to_owned(),
+                feedback,
+                tasks: if accept { Vec::new() } else { tasks },
+            };
+            let mission = api.review_mission(&id, &review).await?;
+            let verb = if accept { "accepted" } else { "rejected" };
+            status_line(json, verb, &mission)?;
+        }
+        MissionCommand::Watch { id, after } => return watch(&api, &id, after, json).await,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `POST /v1/missions` body: the file (if any), then the flags.
+fn create_body(c: CreateArgs) -> Result<Value, CliError> {
+    let mut body = match &c.file {
+        None => Map::new(),
+        Some(path) => {
+            let text = if path.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(path)
+            }
+            .map_err(|e| CliError::Usage(format!("--file {}: {e}", path.display())))?;
+            match parse_json_flag("--file", &text)? {
+                Value::Object(m) => m,
+                _ => {
+                    return Err(CliError::Usage(
+                        "--file must hold a JSON object (a mission)".to_owned(),
+                    ));
+                }
+            }
+        }
+    };
+    if let Some(goal) = c.goal {
+        body.insert("goal".into(), Value::String(goal));
+    }
+    if !body.contains_key("goal") {
+        return Err(CliError::Usage(
+            "a goal is required: coordinator mission create \"GOAL\" (or a --file with a goal)"
+                .to_owned(),
+        ));
+    }
+    if let Some(a) = c.autonomy {
+        body.insert("autonomy".into(), Value::String(a));
+    }
+    if let Some(b) = c.budget {
+        body.insert("budget".into(), b.into());
+    }
+    if let Some(p) = c.priority {
+        body.insert("priority".into(), p.into());
+    }
+    if let Some(text) = c.constraints {
+        let constraints = parse_json_flag("--constraints", &text)?;
+        if !constraints.is_object() {
+            return Err(CliError::Usage(
+                "--constraints must be a JSON object, e.g. '{\"depth\": \"deep\"}'".to_owned(),
+            ));
+        }
+        body.insert("constraints".into(), constraints);
+    }
+    Ok(Value::Object(body))
+}
+
+fn status_line(json: bool, verb: &str, m: &Mission) -> Result<(), CliError> {
+    if json {
+        out_json(m)
+    } else {
+        out(&format!("mission {} {verb}; status {}\n", m.id, m.status))
+    }
+}
+
+fn mission_table(missions: &[MissionSummary]) -> Table {
+    let mut t = Table::new(&["ID", "STATUS", "AUTONOMY", "CREATED", "GOAL"]);
+    for m in missions {
+        t.row(vec![
+            m.id.to_string(),
+            m.status.clone(),
+            m.autonomy.clone(),
+            datetime(m.created_at),
+            truncate(&m.goal, 60),
+        ]);
+    }
+    t
+}
+
+fn progress_text(m: &Mission) -> String {
+    format!(
+        "{} tasks done ({}%)",
+        bar(m.progress.finished, m.progress.total, 20),
+        m.progress.percent
+    )
+}
+
+fn mission_text(m: &Mission) -> String {
+    let budget = match m.budget.limit {
+        Some(limit) => format!("{:.2} spent of {limit:.2}", m.budget.spent),
+        None => format!("{:.2} spent (no limit)", m.budget.spent),
+    };
+    let mut text = fields(&[
+        ("mission", m.id.to_string()),
+        ("goal", m.goal.clone()),
+        ("status", format!("{} ({} mode)", m.status, m.autonomy)),
+        (
+            "plan",
+            format!(
+                "version {} by the {} planner",
+                m.plan_version,
+                or_dash(m.planner.as_deref())
+            ),
+        ),
+        ("progress", progress_text(m)),
+        ("budget", budget),
+        ("critical", m.critical_path.join(" → ")),
+        ("created", datetime(m.created_at)),
+        (
+            "started",
+            m.started_at.map(|t| datetime(Some(t))).unwrap_or_default(),
+        ),
+        (
+            "finished",
+            m.finished_at.map(|t| datetime(Some(t))).unwrap_or_default(),
+        ),
+        ("failure", m.failure_reason.clone().unwrap_or_default()),
+    ]);
+    if !m.tasks.is_empty() {
+        let mut t = Table::new(&["KEY", "TITLE", "STATUS", "AGENT", "ATTEMPTS", "COST"]);
+        for task in &m.tasks {
+            t.row(vec![
+                task.key.clone(),
+                truncate(&task.title, 48),
+                task.status.clone(),
+                or_dash(task.assigned_agent_id.as_deref()),
+                task.attempts.to_string(),
+                format!("{:.2}", task.actual_cost),
+            ]);
+        }
+        text.push('\n');
+        text.push_str(&t.render());
+    }
+    text
+}
+
+/// Task kinds after which the progress may have moved.
+const PROGRESS_KINDS: &[&str] = &[
+    "task.succeeded",
+    "task.failed",
+    "task.skipped",
+    "task.cancelled",
+    "task.resolved",
+    "task.reopened",
+    "plan.created",
+    "plan.replaced",
+];
+
+/// What `watch` knows about the mission's tasks.
+struct Follow {
+    mission: Mission,
+    /// Task id → title.
+    titles: HashMap<Uuid, String>,
+    /// Task id → agent of its latest dispatch.
+    agents: HashMap<Uuid, String>,
+    /// The last progress printed.
+    shown: Option<(usize, usize)>,
+    /// A refresh failed (and was reported) already.
+    refresh_failed: bool,
+}
+
+impl Follow {
+    fn new(mission: Mission) -> Follow {
+        let mut f = Follow {
+            mission: Mission::default(),
+            titles: HashMap::new(),
+            agents: HashMap::new(),
+            shown: None,
+            refresh_failed: false,
+        };
+        f.update(mission);
+        f
+    }
+
+    fn update(&mut self, mission: Mission) {
+        for t in &mission.tasks {
+            self.titles.insert(t.id, t.title.clone());
+            if let Some(a) = &t.assigned_agent_id {
+                self.agents.entry(t.id).or_insert_with(|| a.clone());
+            }
+        }
+        self.mission = mission;
+    }
+
+    /// Re-reads the mission; a failure only costs the progress line (the
+    /// events keep coming), so it is reported once and otherwise ignored.
+    async fn refresh(&mut self, api: &Client, id: &str) -> bool {
+        match api.mission(id).await {
+            Ok(m) => {
+                self.update(m);
+                true
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut self.refresh_failed, true) {
+                    eprintln!("warning: could not read the mission for progress: {e}");
+                }
+                false
+            }
+        }
+    }
+
+    /// The progress line, if it changed since the last one printed.
+    fn progress_line(&mut self) -> Option<String> {
+        let now = (self.mission.progress.finished, self.mission.progress.total);
+        if self.shown == Some(now) {
+            return None;
+        }
+        self.shown = Some(now);
+        Some(format!(
+            "{}  progress {}\n",
+            " ".repeat(8),
+            progress_text(&self.mission)
+        ))
+    }
+
+    /// One line for `ev`: time, kind, task title, and what the payload says.
+    fn line(&mut self, ev: &Event) -> String {
+        let p = &ev.payload;
+        let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
+        let task = ev.task_id.map(|id| {
+            self.titles
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| s("key").to_owned())
+        });
+        if let (Some(id), "task.dispatched") = (ev.task_id, ev.kind.as_str())
+            && !s("agent_id").is_empty()
+        {
+            self.agents.insert(id, s("agent_id").to_owned());
+        }
+        let agent = ev
+            .task_id
+            .and_then(|id| self.agents.get(&id))
+            .cloned()
+            .unwrap_or_else(|| "?".to_owned());
+        let detail = match ev.kind.as_str() {
+            "mission.created" => truncate(s("goal"), 60),
+            "mission.status_changed" => {
+                let reason = s("reason");
+                if reason.is_empty() {
+                    format!("{} → {}", s("from"), s("to"))
+                } else {
+                    format!("{} → {}: {}", s("from"), s("to"), truncate(reason, 60))
+                }
+            }
+            "plan.created" => format!(
+                "version {}: {} tasks by the {} planner",
+                p.get("plan_version").unwrap_or(&Value::Null),
+                // A count (or, in older logs, the task list).
+                p.get("tasks")
+                    .and_then(|t| t.as_u64().or_else(|| t.as_array().map(|a| a.len() as u64)))
+                    .unwrap_or(0),
+                p.pointer("/provenance/planner")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+            ),
+            "task.dispatched" => format!(
+                "→ {agent} (attempt {})",
+                p.get("attempt").unwrap_or(&Value::Null)
+            ),
+            "task.succeeded" => format!("by {agent}"),
+            "task.retry_scheduled" => format!(
+                "attempt {} by {agent} failed: {}",
+                p.get("attempt").unwrap_or(&Value::Null),
+                truncate(s("error"), 60)
+            ),
+            "task.failed" | "task.awaiting_human" => truncate(s("error"), 70),
+            "task.escalated" => format!("rung {}", s("rung")),
+            "task.skipped" | "task.cancelled" | "task.deferred" => truncate(s("reason"), 70),
+            "task.resolved" => s("action").to_owned(),
+            _ => String::new(),
+        };
+        let mut line = match task {
+            Some(title) => format!(
+                "{}  {:<24}  {:<36}  {detail}",
+                clock(ev.created_at),
+                ev.kind,
+                truncate(&title, 36)
+            ),
+            None => format!("{}  {:<24}  {detail}", clock(ev.created_at), ev.kind),
+        };
+        line.truncate(line.trim_end().len());
+        line.push('\n');
+        line
+    }
+}
+
+/// Follows the mission's SSE stream until the mission ends.
+async fn watch(api: &Client, id: &str, after: i64, json: bool) -> CliResult {
+    let mission = api.mission(id).await?;
+    let mut follow = Follow::new(mission);
+    if !json {
+        out(&format!(
+            "mission {}: {}\nstatus {}\n",
+            follow.mission.id,
+            truncate(&follow.mission.goal, 70),
+            follow.mission.status
+        ))?;
+        if let Some(line) = follow.progress_line() {
+            out(&line)?;
+        }
+    }
+    let mut stream = api.mission_events(id, after.max(0), ReconnectPolicy::default());
+    while let Some(next) = stream.next().await {
+        let sse = next?;
+        let ev: Event = match serde_json::from_str(&sse.data) {
+            Ok(ev) => ev,
+            Err(e) => {
+                eprintln!("warning: skipped an event that is not JSON ({e})");
+                continue;
+            }
+        };
+        if json {
+            out(&format!("{}\n", sse.data.trim()))?;
+        } else {
+            if ev.task_id.is_some_and(|t| !follow.titles.contains_key(&t)) {
+                // A replan added tasks since we last looked.
+                follow.refresh(api, id).await;
+            }
+            out(&follow.line(&ev))?;
+            if PROGRESS_KINDS.contains(&ev.kind.as_str())
+                && follow.refresh(api, id).await
+                && let Some(line) = follow.progress_line()
+            {
+                out(&line)?;
+            }
+        }
+        if ev.kind != "mission.status_changed" {
+            continue;
+        }
+        let to = ev.payload.get("to").and_then(Value::as_str).unwrap_or("");
+        if is_terminal_status(to) {
+            // The event is the truth; the mission adds the failure reason if we can read it.
+            follow.refresh(api, id).await;
+            let reason = follow.mission.failure_reason.clone().or_else(|| {
+                ev.payload
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            return Ok(finish(id, to, reason.as_deref(), json));
+        }
+        // Only a wait that is still on (not one replayed from the log) needs a person.
+        if !json && follow.refresh(api, id).await && follow.mission.status == to {
+            match to {
+                "awaiting_approval" => {
+                    eprintln!("the plan awaits approval: coordinator mission approve {id}")
+                }
+                "awaiting_review" => {
+                    eprintln!("the results await review: coordinator mission review {id} --accept")
+                }
+                _ => {}
+            }
+        }
+    }
+    // The service ended the stream for good (204): report where things are.
+    let mission = api.mission(id).await?;
+    if mission.is_terminal() {
+        return Ok(finish(
+            id,
+            &mission.status,
+            mission.failure_reason.as_deref(),
+            json,
+        ));
+    }
+    Err(CliError::Failed(format!(
+        "the event stream ended while the mission is {}",
+        mission.status
+    )))
+}
+
+/// Reports how the mission ended; 0 if it completed.
+fn finish(id: &str, status: &str, reason: Option<&str>, json: bool) -> ExitCode {
+    if status == "completed" {
+        if !json {
+            eprintln!("mission {id} completed");
+        }
+        return ExitCode::SUCCESS;
+    }
+    match reason {
+        Some(r) if !r.is_empty() => eprintln!("mission {id} {status}: {r}"),
+        _ => eprintln!("mission {id} {status}"),
+    }
+    ExitCode::from(EXIT_MISSION_FAILED)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn mission() -> Mission {
+        let task_id = Uuid::from_u128(7);
+        serde_json::from_value(json!({
+            "id": Uuid::from_u128(1), "goal": "Write a report", "autonomy": "approve",
+            "status": "executing", "plan_version": 1, "planner": "template",
+            "budget": {"limit": 5.0, "spent": 1.5},
+            "progress": {"total": 4, "finished": 1, "percent": 25, "by_status": {}},
+            "critical_path": ["scope", "draft"],
+            "tasks": [{"id": task_id, "key": "scope", "title": "Scope the report",
+                       "status": "succeeded", "assigned_agent_id": "planner", "attempts": 1,
+                       "actual_cost": 0.5}],
+            "created_at": "2025-06-01T12:00:00Z"
+        }))
+        .expect("mission")
+    }
+
+    #[test]
+    fn a_mission_as_text() {
+        let text = mission_text(&mission());
+        assert!(
+            text.contains("status    executing (approve mode)\n"),
+            "{text}"
+        );
+        assert!(text.contains("budget    1.50 spent of 5.00\n"), "{text}");
+        assert!(text.contains("critical  scope → draft\n"), "{text}");
+        assert!(text.contains("1/4 tasks done (25%)"), "{text}");
+        assert!(!text.contains("finished"), "{text}");
+        assert!(
+            text.contains("scope  Scope the report  succeeded  planner  1         0.50"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn watch_lines_name_the_task_and_agent() {
+        let mut f = Follow::new(mission());
+        let task = Some(Uuid::from_u128(7));
+        let ev = |kind: &str, payload: Value| Event {
+            kind: kind.into(),
+            task_id: task,
+            payload,
+            created_at: Some(time::macros::datetime!(2025-06-01 12:00:05 UTC)),
+            ..Event::default()
+        };
+        let line = f.line(&ev(
+            "task.dispatched",
+            json!({"key": "scope", "agent_id": "writer", "attempt": 2}),
+        ));
+        assert_eq!(
+            line,
+            format!(
+                "12:00:05  task.dispatched           {:<36}  → writer (attempt 2)\n",
+                "Scope the report"
+            )
+        );
+        let line = f.line(&ev("task.succeeded", json!({"key": "scope"})));
+        assert!(line.ends_with("by writer\n"), "{line}");
+        let mut status = ev(
+            "mission.status_changed",
+            json!({"from": "executing", "to": "completed"}),
+        );
+        status.task_id = None;
+        let line = f.line(&status);
+        assert!(line.contains("mission.status_changed"), "{line}");
+        assert_eq!(
+            line,
+            "12:00:05  mission.status_changed    executing → completed\n"
+        );
+        let mut plan = ev(
+            "plan.created",
+            json!({"plan_version": 1, "tasks": 4,
+            "provenance": {"planner": "template"}}),
+        );
+        plan.task_id = None;
+        assert!(
+            f.line(&plan)
+                .ends_with("version 1: 4 tasks by the template planner\n")
+        );
+        assert!(f.progress_line().is_some());
+        assert!(
+            f.progress_line().is_none(),
+            "unchanged progress is not repeated"
+        );
+    }
+
+    #[test]
+    fn create_bodies() {
+        let args = |goal: Option<&str>| CreateArgs {
+            goal: goal.map(str::to_owned),
+            file: None,
+            autonomy: Some("autonomous".into()),
+            budget: Some(3.0),
+            constraints: Some(r#"{"depth": "deep"}"#.into()),
+            priority: Some(-5),
+        };
+        assert_eq!(
+            create_body(args(Some("Do it"))).expect("body"),
+            json!({"goal": "Do it", "autonomy": "autonomous", "budget": 3.0,
+                   "constraints": {"depth": "deep"}, "priority": -5})
+        );
+        assert!(matches!(create_body(args(None)), Err(CliError::Usage(_))));
+        let mut bad = args(Some("x"));
+        bad.constraints = Some("[1]".into());
+        assert!(matches!(create_body(bad), Err(CliError::Usage(_))));
+        let mut bad = args(Some("x"));
+        bad.constraints = Some("{oops".into());
+        assert!(matches!(create_body(bad), Err(CliError::Usage(m)) if m.contains("--constraints")));
+    }
+
+    #[test]
+    fn a_mission_file_with_flags_on_top() {
+        let path = std::env::temp_dir().join(format!("mission-{}.json", Uuid::new_v4()));
+        std::fs::write(
+            &path,
+            r#"{"goal": "From the file", "budget": 1, "plan": {"tasks": []}}"#,
+        )
+        .expect("write");
+        let args = |goal: Option<&str>| CreateArgs {
+            goal: goal.map(str::to_owned),
+            file: Some(path.clone()),
+            autonomy: None,
+            budget: Some(2.0),
+            constraints: None,
+            priority: None,
+        };
+        assert_eq!(
+            create_body(args(None)).expect("body"),
+            json!({"goal": "From the file", "budget": 2.0, "plan": {"tasks": []}})
+        );
+        assert_eq!(
+            create_body(args(Some("Flag"))).expect("body")["goal"],
+            "Flag"
+        );
+        std::fs::write(&path, "[1, 2]").expect("write");
+        assert!(matches!(create_body(args(None)), Err(CliError::Usage(m)) if m.contains("object")));
+        std::fs::remove_file(&path).expect("remove");
+        assert!(matches!(create_body(args(None)), Err(CliError::Usage(m)) if m.contains("--file")));
+    }
+
+    #[test]
+    fn assignments() {
+        assert_eq!(
+            parse_assignment("draft = writer"),
+            Ok(("draft".into(), "writer".into()))
+        );
+        assert!(parse_assignment("draft").is_err());
+        assert!(parse_assignment("=writer").is_err());
+    }
+}
