@@ -5,6 +5,7 @@ mod attempts;
 mod failures;
 mod helpers;
 mod missions;
+mod openapi;
 mod peers;
 mod planning;
 mod proof;
