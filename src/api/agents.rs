@@ -95,6 +95,8 @@ fn check_names(field: &str, names: &[String]) -> ApiResult<()> {
 }
 
 /// Registers an agent.
+///
+/// Roles: admin, operator, worker.
 #[utoipa::path(
     post,
     path = "/v1/agents",
@@ -195,6 +197,8 @@ async fn register(
 }
 
 /// Lists the agents of the workspace.
+///
+/// Roles: any token of the workspace.
 #[utoipa::path(
     get,
     path = "/v1/agents",
@@ -212,6 +216,8 @@ async fn list(State(state): State<AppState>, who: Principal) -> ApiResult<Json<V
 }
 
 /// Shows one agent.
+///
+/// Roles: any token of the workspace.
 #[utoipa::path(
     get,
     path = "/v1/agents/{agent_id}",
@@ -236,8 +242,11 @@ async fn show(
         .ok_or_else(|| ApiError::NotFound(format!("no agent '{agent_id}'")))
 }
 
-/// `POST /v1/agents/{agent_id}/heartbeat`: the agent is alive (an offline
-/// agent comes back). Agent tokens may only speak for their own agent.
+/// Records that the agent is alive (an offline agent comes back).
+///
+/// Agent tokens may only speak for their own agent.
+///
+/// Roles: admin, operator, worker, or the agent's own token.
 #[utoipa::path(
     post,
     path = "/v1/agents/{agent_id}/heartbeat",

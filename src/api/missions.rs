@@ -50,6 +50,8 @@ const WRITERS: &[Role] = &[Role::Admin, Role::Operator];
 const APPROVERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder];
 
 /// Creates a mission: plans it (or takes the given plan) and, in autonomous mode, starts it.
+///
+/// Roles: admin, operator.
 #[utoipa::path(
     post,
     path = "/v1/missions",
@@ -90,6 +92,8 @@ struct ListParams {
 }
 
 /// Lists missions, newest first, a page at a time.
+///
+/// Roles: any token of the workspace.
 #[utoipa::path(
     get,
     path = "/v1/missions",
@@ -131,6 +135,8 @@ async fn list(
 }
 
 /// Shows a mission with its tasks and progress.
+///
+/// Roles: any token of the workspace.
 #[utoipa::path(
     get,
     path = "/v1/missions/{id}",
@@ -168,6 +174,8 @@ fn optional_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> ApiRe
 }
 
 /// Approves the plan of a mission awaiting approval and starts it.
+///
+/// Roles: admin, operator, stakeholder.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/approve",
@@ -198,6 +206,8 @@ async fn approve(
 }
 
 /// Rejects the proposed plan: replans with the feedback, or takes a replacement plan.
+///
+/// Roles: admin, operator, stakeholder.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/reject-plan",
@@ -229,6 +239,8 @@ async fn reject_plan(
 }
 
 /// Changes course mid-mission: replans the work not started yet.
+///
+/// Roles: admin, operator.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/instructions",
@@ -268,6 +280,8 @@ struct PlanParams {
 }
 
 /// Shows a plan version of a mission (default: the current one).
+///
+/// Roles: any token of the workspace.
 #[utoipa::path(
     get,
     path = "/v1/missions/{id}/plan",
@@ -294,6 +308,8 @@ async fn plan(
 }
 
 /// Saves the mission's plan as a routine that plans future missions like it.
+///
+/// Roles: admin, operator.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/save-as-routine",
@@ -324,6 +340,8 @@ async fn save_as_routine(
 }
 
 /// Accepts or rejects the results of a mission awaiting review.
+///
+/// Roles: admin, operator, stakeholder.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/review",
@@ -353,6 +371,8 @@ async fn review(
 }
 
 /// Settles a task awaiting a person: complete, retry, skip or fail it.
+///
+/// Roles: admin, operator, stakeholder.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/tasks/{task}/resolve",
@@ -383,6 +403,8 @@ async fn resolve_task(
 }
 
 /// Cancels a task and every unfinished task downstream of it; the rest runs on.
+///
+/// Roles: admin, operator.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/tasks/{task}/cancel",
@@ -414,6 +436,8 @@ async fn cancel_task(
 }
 
 /// Cancels a mission: live attempts end and workers are told.
+///
+/// Roles: admin, operator.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/cancel",
@@ -442,6 +466,8 @@ async fn cancel(
 }
 
 /// Pauses a mission: nothing new is dispatched; running attempts finish.
+///
+/// Roles: admin, operator.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/pause",
@@ -468,6 +494,8 @@ async fn pause(
 }
 
 /// Resumes a paused mission.
+///
+/// Roles: admin, operator.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/resume",
@@ -507,6 +535,8 @@ struct EventParams {
 }
 
 /// A mission's events, oldest first: a JSON page, or a live Server-Sent Events stream with `Accept: text/event-stream`.
+///
+/// Roles: any token of the workspace.
 #[utoipa::path(
     get,
     path = "/v1/missions/{id}/events",

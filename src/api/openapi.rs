@@ -37,8 +37,8 @@ pub const DOCS_PATH: &str = "/docs";
         title = "Mission coordinator API",
         description = "Plans missions into task graphs, dispatches tasks to agents and reconciles \
             their results. Errors are always `{\"error\": {\"code\", \"message\", \"details\"}}` \
-            with a stable `code`; any operation may also answer 500 (`internal_error`) or 503 \
-            (`unavailable`) with that body."
+            with a stable `code`; any operation may also answer 413 (`payload_too_large`, bodies \
+            over 1 MiB), 500 (`internal_error`) or 503 (`unavailable`) with that body."
     ),
     paths(
         super::healthz,

@@ -30,6 +30,8 @@ struct CreateToken {
 }
 
 /// Creates an API token in the caller's workspace (admins only).
+///
+/// Roles: admin.
 #[utoipa::path(
     post,
     path = "/v1/tokens",

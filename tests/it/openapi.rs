@@ -508,6 +508,27 @@ async fn answers_match_their_schemas() {
         "{body}"
     );
     check("GET", "/v1/missions/{id}/events", status, &body);
+    // The stream is the operation's other documented content.
+    let stream = app
+        .http
+        .get(format!("{}/v1/missions/{id}/events", app.url))
+        .bearer_auth(&app.token)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("event stream");
+    assert_eq!(stream.status().as_u16(), 200);
+    let media = stream.headers()["content-type"]
+        .to_str()
+        .expect("content type")
+        .to_owned();
+    drop(stream);
+    let documented =
+        &doc["paths"]["/v1/missions/{id}/events"]["get"]["responses"]["200"]["content"];
+    assert!(
+        documented.get(&media).is_some(),
+        "{media} is not documented: {documented}"
+    );
     let (status, body) = app
         .post(
             &format!("/v1/missions/{id}/review"),
