@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::planning::Criterion;
 
 /// A deterministic check on a task's output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Check {
     /// The output is present and not empty (`null`, `""`, `[]`, `{}` fail).

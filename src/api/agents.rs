@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::{
     AppState,
     extract::{Json, Path},
+    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -28,28 +29,44 @@ pub fn router() -> Router<AppState> {
 }
 
 /// `POST /v1/agents` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RegisterAgent {
+    /// Unique id in the workspace: 1–128 letters, digits, `.`, `_`, `:` or `-`,
+    /// starting with a letter or digit.
     agent_id: String,
+    /// Role, free text of 1–64 characters (e.g. `researcher`).
     role: String,
+    /// Skills (at most 100, each 1–64 characters).
     #[serde(default)]
     skills: Vec<String>,
+    /// Tools (at most 100, each 1–64 characters).
     #[serde(default)]
     tools: Vec<String>,
+    /// Worker base URL (http or https); tasks are sent to `{endpoint_url}/v1/tasks`.
     endpoint_url: String,
+    /// Most tasks at once.
     #[serde(default = "one")]
+    #[schema(minimum = 1, maximum = 10000, default = 1)]
     max_concurrency: i32,
+    /// Model name, if any.
     #[serde(default)]
     model: Option<String>,
+    /// Model tier, 0–10 (higher is stronger; default 1).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 10)]
     model_tier: Option<i32>,
+    /// Trust in [0, 1] (default 0.5).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
     trust: Option<f64>,
+    /// Cost per task, non-negative (default 0).
     #[serde(default)]
+    #[schema(minimum = 0)]
     cost_per_task: Option<f64>,
     /// Promise a heartbeat at least this often; silent longer, the agent goes offline.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 86400)]
     heartbeat_timeout_secs: Option<i32>,
 }
 
@@ -77,6 +94,24 @@ fn check_names(field: &str, names: &[String]) -> ApiResult<()> {
     Ok(())
 }
 
+/// Registers an agent.
+///
+/// Roles: admin, operator, worker.
+#[utoipa::path(
+    post,
+    path = "/v1/agents",
+    tag = "agents",
+    operation_id = "register_agent",
+    request_body = RegisterAgent,
+    responses(
+        (status = 201, description = "Registered", body = AgentRow),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 409, description = "An agent with this id is already registered (`agent_exists`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
 async fn register(
     State(state): State<AppState>,
     who: Principal,
@@ -161,11 +196,41 @@ async fn register(
     Ok((StatusCode::CREATED, Json(row)))
 }
 
+/// Lists the agents of the workspace.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/agents",
+    tag = "agents",
+    operation_id = "list_agents",
+    responses(
+        (status = 200, description = "Every agent", body = doc::AgentList),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
 async fn list(State(state): State<AppState>, who: Principal) -> ApiResult<Json<Value>> {
     let rows = agents::list(&state.pool, who.workspace_id).await?;
     Ok(Json(json!({ "agents": rows })))
 }
 
+/// Shows one agent.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{agent_id}",
+    tag = "agents",
+    operation_id = "get_agent",
+    params(("agent_id" = String, Path, description = "Agent id")),
+    responses(
+        (status = 200, description = "The agent", body = AgentRow),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn show(
     State(state): State<AppState>,
     who: Principal,
@@ -177,8 +242,25 @@ async fn show(
         .ok_or_else(|| ApiError::NotFound(format!("no agent '{agent_id}'")))
 }
 
-/// `POST /v1/agents/{agent_id}/heartbeat`: the agent is alive (an offline
-/// agent comes back). Agent tokens may only speak for their own agent.
+/// Records that the agent is alive (an offline agent comes back).
+///
+/// Agent tokens may only speak for their own agent.
+///
+/// Roles: admin, operator, worker, or the agent's own token.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent_id}/heartbeat",
+    tag = "agents",
+    operation_id = "agent_heartbeat",
+    params(("agent_id" = String, Path, description = "Agent id")),
+    responses(
+        (status = 204, description = "Recorded"),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn heartbeat(
     State(state): State<AppState>,
     who: Principal,

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     extract::{Json, Path, bearer},
+    openapi as doc,
 };
 use crate::{
     auth::hash_token,
@@ -55,6 +56,23 @@ impl From<ReportError> for ApiError {
     }
 }
 
+/// Reports the outcome of an attempt (a worker's callback).
+#[utoipa::path(
+    post,
+    path = "/v1/attempts/{id}/result",
+    tag = "attempts",
+    operation_id = "report_attempt_result",
+    params(("id" = Uuid, Path, description = "Attempt id")),
+    request_body = WorkerReport,
+    responses(
+        (status = 200, description = "Recorded (or a duplicate of a recorded report)", body = doc::ReportAccepted),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The attempt is no longer live (`stale_attempt`) or another update won (`concurrent_update`)", body = doc::ErrorBody)
+    ),
+    security(("attempt_token" = []))
+)]
 async fn result(
     State(state): State<AppState>,
     AttemptToken(token): AttemptToken,
@@ -86,6 +104,23 @@ async fn result(
     }))
 }
 
+/// Extends the lease of a live attempt (a worker's callback while working).
+#[utoipa::path(
+    post,
+    path = "/v1/attempts/{id}/heartbeat",
+    tag = "attempts",
+    operation_id = "attempt_heartbeat",
+    params(("id" = Uuid, Path, description = "Attempt id")),
+    request_body(content = Option<Heartbeat>, description = "Optional progress; the body may be empty"),
+    responses(
+        (status = 200, description = "Lease extended", body = doc::HeartbeatAck),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The attempt is no longer live: stop working on it (`stale_attempt`)", body = doc::ErrorBody)
+    ),
+    security(("attempt_token" = []))
+)]
 async fn heartbeat(
     State(state): State<AppState>,
     AttemptToken(token): AttemptToken,

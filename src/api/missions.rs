@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     extract::{Json, Path, Query},
+    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -50,6 +51,24 @@ pub(crate) const WRITERS: &[Role] = &[Role::Admin, Role::Operator];
 /// Roles that may approve plans, review results and settle tasks.
 pub(crate) const APPROVERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder];
 
+/// Creates a mission: plans it (or takes the given plan) and, in autonomous mode, starts it.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions",
+    tag = "missions",
+    operation_id = "create_mission",
+    request_body = CreateMission,
+    responses(
+        (status = 201, description = "Created", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 422, response = doc::Unprocessable)
+    ),
+    security(("api_token" = []))
+)]
 async fn create(
     State(state): State<AppState>,
     who: Principal,
@@ -60,14 +79,36 @@ async fn create(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ListParams {
+    /// Only missions with this status.
+    #[param(value_type = Option<MissionStatus>)]
     status: Option<String>,
+    /// Page size, 1–500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
+    /// The `next_cursor` of the previous page.
     cursor: Option<Uuid>,
 }
 
+/// Lists missions, newest first, a page at a time.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/missions",
+    tag = "missions",
+    operation_id = "list_missions",
+    params(ListParams),
+    responses(
+        (status = 200, description = "One page", body = doc::MissionList),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
 async fn list(
     State(state): State<AppState>,
     who: Principal,
@@ -95,6 +136,23 @@ async fn list(
     ))
 }
 
+/// Shows a mission with its tasks and progress.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/missions/{id}",
+    tag = "missions",
+    operation_id = "get_mission",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    responses(
+        (status = 200, description = "The mission", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn show(
     State(state): State<AppState>,
     who: Principal,
@@ -117,6 +175,27 @@ fn optional_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> ApiRe
     })
 }
 
+/// Approves the plan of a mission awaiting approval and starts it.
+///
+/// Roles: admin, operator, stakeholder.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/approve",
+    tag = "missions",
+    operation_id = "approve_mission",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body(content = Option<ApproveRequest>, description = "Optional; an empty body approves as planned"),
+    responses(
+        (status = 200, description = "Approved", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission's status does not allow this (`invalid_state`)", body = doc::ErrorBody),
+        (status = 422, response = doc::Unprocessable)
+    ),
+    security(("api_token" = []))
+)]
 async fn approve(
     State(state): State<AppState>,
     who: Principal,
@@ -128,6 +207,27 @@ async fn approve(
     Ok(Json(missions::approve(&state.pool, &who, id, req).await?))
 }
 
+/// Rejects the proposed plan: replans with the feedback, or takes a replacement plan.
+///
+/// Roles: admin, operator, stakeholder.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/reject-plan",
+    tag = "missions",
+    operation_id = "reject_plan",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body = RejectPlanRequest,
+    responses(
+        (status = 200, description = "Replanned", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission's status does not allow this (`invalid_state`)", body = doc::ErrorBody),
+        (status = 422, response = doc::Unprocessable)
+    ),
+    security(("api_token" = []))
+)]
 async fn reject_plan(
     State(state): State<AppState>,
     who: Principal,
@@ -140,6 +240,27 @@ async fn reject_plan(
     ))
 }
 
+/// Changes course mid-mission: replans the work not started yet.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/instructions",
+    tag = "missions",
+    operation_id = "give_instructions",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body = InstructionsRequest,
+    responses(
+        (status = 200, description = "Replanned", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission's status does not allow this (`invalid_state`)", body = doc::ErrorBody),
+        (status = 422, response = doc::Unprocessable)
+    ),
+    security(("api_token" = []))
+)]
 async fn instructions(
     State(state): State<AppState>,
     who: Principal,
@@ -152,12 +273,31 @@ async fn instructions(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct PlanParams {
+    /// Plan version (default: the current one).
     version: Option<i32>,
 }
 
+/// Shows a plan version of a mission (default: the current one).
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/missions/{id}/plan",
+    tag = "missions",
+    operation_id = "get_plan",
+    params(("id" = Uuid, Path, description = "Mission id"), PlanParams),
+    responses(
+        (status = 200, description = "The plan version", body = store::PlanRecord),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn plan(
     State(state): State<AppState>,
     who: Principal,
@@ -169,6 +309,26 @@ async fn plan(
     ))
 }
 
+/// Saves the mission's plan as a routine that plans future missions like it.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/save-as-routine",
+    tag = "missions",
+    operation_id = "save_as_routine",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body(content = Option<SaveRoutineRequest>, description = "Optional; an empty body derives the name from the goal"),
+    responses(
+        (status = 201, description = "Saved", body = doc::RoutineSaved),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission cannot be saved as a routine in its state, or the name is taken", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
 async fn save_as_routine(
     State(state): State<AppState>,
     who: Principal,
@@ -181,6 +341,27 @@ async fn save_as_routine(
     Ok((StatusCode::CREATED, Json(json!({ "routine": routine }))))
 }
 
+/// Accepts or rejects the results of a mission awaiting review.
+///
+/// Roles: admin, operator, stakeholder.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/review",
+    tag = "missions",
+    operation_id = "review_mission",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body = ReviewRequest,
+    responses(
+        (status = 200, description = "Reviewed", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission's status does not allow this (`invalid_state`)", body = doc::ErrorBody),
+        (status = 422, response = doc::Unprocessable)
+    ),
+    security(("api_token" = []))
+)]
 async fn review(
     State(state): State<AppState>,
     who: Principal,
@@ -191,6 +372,26 @@ async fn review(
     Ok(Json(missions::review(&state.pool, &who, id, req).await?))
 }
 
+/// Settles a task awaiting a person: complete, retry, skip or fail it.
+///
+/// Roles: admin, operator, stakeholder.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/tasks/{task}/resolve",
+    tag = "missions",
+    operation_id = "resolve_task",
+    params(("id" = Uuid, Path, description = "Mission id"), ("task" = String, Path, description = "Task key or id")),
+    request_body = ResolveRequest,
+    responses(
+        (status = 200, description = "Resolved", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The task is not awaiting a person (`invalid_state`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
 async fn resolve_task(
     State(state): State<AppState>,
     who: Principal,
@@ -203,6 +404,26 @@ async fn resolve_task(
     ))
 }
 
+/// Cancels a task and every unfinished task downstream of it; the rest runs on.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/tasks/{task}/cancel",
+    tag = "missions",
+    operation_id = "cancel_task",
+    params(("id" = Uuid, Path, description = "Mission id"), ("task" = String, Path, description = "Task key or id")),
+    request_body(content = Option<CancelTaskRequest>, description = "Optional reason"),
+    responses(
+        (status = 200, description = "Cancelled", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The task or mission is already finished (`invalid_state`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
 async fn cancel_task(
     State(state): State<AppState>,
     who: Principal,
@@ -216,6 +437,25 @@ async fn cancel_task(
     ))
 }
 
+/// Cancels a mission: live attempts end and workers are told.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/cancel",
+    tag = "missions",
+    operation_id = "cancel_mission",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    responses(
+        (status = 200, description = "Cancelled", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission's status does not allow this (`invalid_state`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
 async fn cancel(
     State(state): State<AppState>,
     who: Principal,
@@ -227,6 +467,25 @@ async fn cancel(
     ))
 }
 
+/// Pauses a mission: nothing new is dispatched; running attempts finish.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/pause",
+    tag = "missions",
+    operation_id = "pause_mission",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    responses(
+        (status = 200, description = "Paused", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission's status does not allow this (`invalid_state`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
 async fn pause(
     State(state): State<AppState>,
     who: Principal,
@@ -236,6 +495,25 @@ async fn pause(
     Ok(Json(missions::pause(&state.pool, &who, id).await?))
 }
 
+/// Resumes a paused mission.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/resume",
+    tag = "missions",
+    operation_id = "resume_mission",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    responses(
+        (status = 200, description = "Resumed", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission's status does not allow this (`invalid_state`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
 async fn resume(
     State(state): State<AppState>,
     who: Principal,
@@ -247,14 +525,37 @@ async fn resume(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct EventParams {
     /// Only events with `seq` greater than this.
     after: Option<i64>,
+    /// Page size, 1–1000 (default 500; JSON pages only).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
 }
 
+/// A mission's events, oldest first: a JSON page, or a live Server-Sent Events stream with `Accept: text/event-stream`.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/missions/{id}/events",
+    tag = "missions",
+    operation_id = "list_mission_events",
+    params(("id" = Uuid, Path, description = "Mission id"), EventParams, ("Last-Event-ID" = Option<i64>, Header, description = "Streams only: resume after this `seq` (takes precedence over `after`)")),
+    responses(
+        (status = 200, description = "A page of events (JSON), or with `Accept: text/event-stream` a stream that never ends on its own: each event's `id` is its `seq`, `event` its `kind`, `data` the event as in a page (`EventView`); comments keep the connection alive every 15 s.", content(
+            (doc::EventPage = "application/json"),
+            (String = "text/event-stream", example = "id: 1\nevent: mission.created\ndata: {\"id\":1,\"seq\":1,\"kind\":\"mission.created\",...}\n\n")
+        )),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn list_events(
     State(state): State<AppState>,
     who: Principal,

@@ -8,6 +8,7 @@ pub mod events;
 pub mod extract;
 pub mod mcp;
 pub mod missions;
+pub mod openapi;
 pub mod stream;
 pub mod tokens;
 pub mod tools;
@@ -69,6 +70,7 @@ pub fn router(state: AppState) -> Router {
         .merge(tokens::router())
         .merge(tools::router())
         .merge(mcp::router())
+        .merge(openapi::router())
         .fallback(extract::not_found)
         .method_not_allowed_fallback(extract::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -83,10 +85,29 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
 }
 
+/// Liveness: the process answers.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "health",
+    operation_id = "healthz",
+    responses((status = 200, description = "Alive", body = openapi::Health))
+)]
 async fn healthz() -> impl IntoResponse {
     axum::Json(json!({ "status": "ok" }))
 }
 
+/// Readiness: the database answers within 2 s.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "health",
+    operation_id = "readyz",
+    responses(
+        (status = 200, description = "Ready", body = openapi::Health),
+        (status = 503, description = "The database is not reachable (`unavailable`)", body = openapi::ErrorBody)
+    )
+)]
 async fn readyz(State(state): State<AppState>) -> Response {
     let ping = tokio::time::timeout(
         Duration::from_secs(2),

@@ -4,7 +4,7 @@ use axum::{Router, extract::State, http::StatusCode, routing::post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{AppState, extract::Json};
+use super::{AppState, extract::Json, openapi as doc};
 use crate::{
     auth::{self, Principal, Role},
     error::{ApiError, ApiResult},
@@ -15,10 +15,13 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/v1/tokens", post(create))
 }
 
-#[derive(Debug, Deserialize)]
+/// `POST /v1/tokens` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateToken {
+    /// What the token may do.
     role: Role,
+    /// A name to recognise it by (default: `{role} token`).
     #[serde(default)]
     name: Option<String>,
     /// Required for role `agent`: the agent the token acts as.
@@ -26,6 +29,23 @@ struct CreateToken {
     agent_id: Option<String>,
 }
 
+/// Creates an API token in the caller's workspace (admins only).
+///
+/// Roles: admin.
+#[utoipa::path(
+    post,
+    path = "/v1/tokens",
+    tag = "tokens",
+    operation_id = "create_token",
+    request_body = CreateToken,
+    responses(
+        (status = 201, description = "Created; the secret is shown only now", body = doc::TokenCreated),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden)
+    ),
+    security(("api_token" = []))
+)]
 async fn create(
     State(state): State<AppState>,
     who: Principal,

@@ -26,7 +26,7 @@ pub struct IllegalTransition {
     pub event: &'static str,
 }
 
-/// Generates `as_str`, `FromStr`, `Display` and serde for a status enum whose
+/// Generates `as_str`, `FromStr`, `Display`, serde and an OpenAPI schema for a status enum whose
 /// variants are stored as snake_case text in PostgreSQL.
 macro_rules! text_enum {
     ($name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
@@ -72,6 +72,18 @@ macro_rules! text_enum {
                 s.parse().map_err(serde::de::Error::custom)
             }
         }
+
+        // In the OpenAPI document: a string limited to the values above.
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text),+]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
     };
 }
 pub(crate) use text_enum;

@@ -22,7 +22,7 @@ use crate::{
 };
 
 /// What a person does with a task waiting for them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HumanAction {
     /// Mark it done, with the output the person supplies.
@@ -36,7 +36,7 @@ pub enum HumanAction {
 }
 
 /// `POST /v1/missions/{id}/tasks/{task}/resolve` body.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveRequest {
     /// `complete`, `retry`, `skip` or `fail`.
@@ -329,7 +329,7 @@ pub async fn reject_results(
 }
 
 /// `POST /v1/missions/{id}/tasks/{task}/cancel` body (optional).
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelTaskRequest {
     /// Why (kept on the events).

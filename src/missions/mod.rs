@@ -67,7 +67,7 @@ impl Default for PlanningConfig {
 }
 
 /// `POST /v1/missions` body.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateMission {
     /// What to achieve.
@@ -316,7 +316,7 @@ pub(crate) async fn locked(
 }
 
 /// `POST /v1/missions/{id}/approve` body (optional).
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveRequest {
     /// Task key → agent id: run these tasks on these agents.
@@ -445,7 +445,7 @@ pub async fn resume(
 }
 
 /// `POST /v1/missions/{id}/review` body.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReviewRequest {
     /// `accept` or `reject`.
@@ -495,15 +495,17 @@ pub async fn review(
 }
 
 /// A mission as the API shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MissionView {
     /// Id.
     pub id: Uuid,
     /// Goal.
     pub goal: String,
     /// `approve` or `autonomous`.
+    #[schema(value_type = crate::domain::Autonomy)]
     pub autonomy: String,
     /// Lifecycle status.
+    #[schema(value_type = crate::domain::MissionStatus)]
     pub status: String,
     /// Dispatch priority.
     pub priority: i32,
@@ -535,7 +537,7 @@ pub struct MissionView {
 }
 
 /// Budget limit and spend.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BudgetView {
     /// Limit, if any.
     pub limit: Option<f64>,
@@ -544,7 +546,7 @@ pub struct BudgetView {
 }
 
 /// Task counts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Progress {
     /// All tasks.
     pub total: usize,
@@ -557,7 +559,7 @@ pub struct Progress {
 }
 
 /// A task as the API shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TaskView {
     /// Id.
     pub id: Uuid,
@@ -570,6 +572,7 @@ pub struct TaskView {
     /// Instructions.
     pub description: String,
     /// Status.
+    #[schema(value_type = crate::domain::TaskStatus)]
     pub status: String,
     /// Skills needed.
     pub required_skills: Vec<String>,
@@ -676,15 +679,17 @@ pub async fn view(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> Result<Mission
 }
 
 /// A mission in a list (no tasks).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MissionSummary {
     /// Id.
     pub id: Uuid,
     /// Goal.
     pub goal: String,
     /// Autonomy.
+    #[schema(value_type = crate::domain::Autonomy)]
     pub autonomy: String,
     /// Status.
+    #[schema(value_type = crate::domain::MissionStatus)]
     pub status: String,
     /// Priority.
     pub priority: i32,

@@ -35,7 +35,7 @@ use crate::{
 pub const MAX_FEEDBACK_CHARS: usize = 5_000;
 
 /// `POST /v1/missions/{id}/reject-plan` body.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectPlanRequest {
     /// What is wrong with the plan (kept on the event, given to the LLM planner).
@@ -46,7 +46,7 @@ pub struct RejectPlanRequest {
 }
 
 /// `POST /v1/missions/{id}/instructions` body.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InstructionsRequest {
     /// What should change.
@@ -349,7 +349,7 @@ pub async fn plan_version(
 }
 
 /// `POST /v1/missions/{id}/save-as-routine` body.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveRoutineRequest {
     /// Name of the routine (default: derived from the goal).

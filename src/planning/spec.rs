@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A plan: the tasks of a mission and their dependencies, as submitted or produced by a planner.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanSpec {
     /// The tasks, in the author's order; validation keeps this order where dependencies allow.
@@ -14,7 +14,7 @@ pub struct PlanSpec {
 }
 
 /// One task of a plan, keyed by a plan-local id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
     /// Plan-local key such as `"research"`; unique within the plan.
@@ -50,7 +50,7 @@ pub struct TaskSpec {
 }
 
 /// A success criterion for a task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Criterion {
     /// What must be true of the result.

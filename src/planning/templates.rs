@@ -105,7 +105,7 @@ pub fn parse_methods(json: &str) -> Result<Vec<Method>, serde_json::Error> {
 /// A flat, reusable plan shape such as a saved routine; `{goal}` in its text is filled per mission.
 ///
 /// In a [`TemplateLibrary`] it becomes a root method of `mission` whose subtasks are all primitive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanTemplate {
     /// Unique name, e.g. `"weekly-digest"`.

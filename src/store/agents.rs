@@ -14,7 +14,7 @@ use uuid::Uuid;
 use crate::assignment::AgentProfile;
 
 /// An agent as stored and shown.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AgentRow {
     /// Stable, unique id within the workspace.
     pub agent_id: String,

@@ -116,7 +116,7 @@ pub async fn append(
 }
 
 /// An event as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct EventView {
     /// Global id (also the SSE id).
     pub id: i64,

@@ -369,7 +369,7 @@ pub async fn store_plan(
 }
 
 /// A stored plan version.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct PlanRecord {
     /// Version (1, 2, …).
     pub plan_version: i32,

@@ -87,7 +87,7 @@ pub struct Callback {
 }
 
 /// What a worker reports about an attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerReport {
     /// `succeeded`, `failed` or `continue`.
@@ -114,7 +114,7 @@ pub struct WorkerReport {
 }
 
 /// A heartbeat: optional progress for people watching.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
     /// Fraction done, 0–1.

@@ -7,6 +7,7 @@ mod cli;
 mod failures;
 mod helpers;
 mod missions;
+mod openapi;
 mod peers;
 mod planning;
 mod proof;

@@ -1,0 +1,294 @@
+//! The OpenAPI 3.1 document of the HTTP API, served at `/openapi.json`, and
+//! an interactive reference for people at `/docs` (both without a token).
+//!
+//! Each handler carries `#[utoipa::path]`; [`ApiDoc`] lists them. The types
+//! here only describe bodies that handlers build with `json!`. The
+//! integration test `openapi` fails when the routes and the document differ.
+
+use axum::{Router, routing::get};
+use serde_json::Value;
+use utoipa::{
+    Modify, OpenApi, ToResponse, ToSchema,
+    openapi::{
+        RefOr, Required,
+        schema::Schema,
+        security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+    },
+};
+use utoipa_scalar::{Scalar, Servable};
+use uuid::Uuid;
+
+use super::{AppState, agents, attempts, missions, tokens};
+use crate::{
+    auth::Role,
+    domain::TaskStatus,
+    missions::MissionSummary,
+    planning::PlanTemplate,
+    store::{agents::AgentRow, events::EventView},
+};
+
+/// Where the interactive reference is served.
+pub const DOCS_PATH: &str = "/docs";
+
+/// The document: every operation of the API and the schemas they use.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Mission coordinator API",
+        description = "Plans missions into task graphs, dispatches tasks to agents and reconciles \
+            their results. Errors are always `{\"error\": {\"code\", \"message\", \"details\"}}` \
+            with a stable `code`; any operation may also answer 413 (`payload_too_large`, bodies \
+            over 1 MiB), 500 (`internal_error`) or 503 (`unavailable`) with that body."
+    ),
+    paths(
+        super::healthz,
+        super::readyz,
+        agents::list,
+        agents::register,
+        agents::show,
+        agents::heartbeat,
+        missions::list,
+        missions::create,
+        missions::show,
+        missions::approve,
+        missions::reject_plan,
+        missions::instructions,
+        missions::plan,
+        missions::save_as_routine,
+        missions::review,
+        missions::cancel,
+        missions::pause,
+        missions::resume,
+        missions::list_events,
+        missions::resolve_task,
+        missions::cancel_task,
+        attempts::heartbeat,
+        attempts::result,
+        tokens::create,
+    ),
+    components(
+        schemas(ErrorBody, ErrorDetail),
+        responses(BadRequest, Unauthorized, Forbidden, NotFound, Unprocessable)
+    ),
+    modifiers(&SecuritySchemes, &OptionalBodies),
+    tags(
+        (name = "missions", description = "Missions: plans, approval, progress, reviews and events."),
+        (name = "agents", description = "The agent registry."),
+        (name = "attempts", description = "Worker callbacks, authenticated by the attempt's own token."),
+        (name = "tokens", description = "API tokens of a workspace."),
+        (name = "health", description = "Probes for load balancers and orchestrators."),
+    )
+)]
+pub struct ApiDoc;
+
+/// Adds the two bearer schemes operations refer to by name.
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An API token of a workspace (`coordinator token create`, or POST /v1/tokens); \
+                         its role decides what it may do.",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "attempt_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The token of one attempt, sent to the worker in the dispatch's `callback.token`.",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Optional bodies are left out, never sent as `null` (the handlers reject
+/// `null`): describe them as their type alone, not "the type or null".
+struct OptionalBodies;
+
+impl Modify for OptionalBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [&mut item.post, &mut item.put, &mut item.patch];
+            for operation in operations.into_iter().flatten() {
+                let Some(RefOr::T(body)) = operation.request_body.as_mut() else {
+                    continue;
+                };
+                if body.required == Some(Required::True) {
+                    continue;
+                }
+                for content in body.content.values_mut() {
+                    let RefOr::T(content) = content else {
+                        continue;
+                    };
+                    let inner = match &content.schema {
+                        Some(RefOr::T(Schema::OneOf(one))) => one
+                            .items
+                            .iter()
+                            .find(|s| matches!(s, RefOr::Ref(_)))
+                            .cloned(),
+                        _ => None,
+                    };
+                    if inner.is_some() {
+                        content.schema = inner;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The document as served.
+pub fn document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// Routes serving the document and the docs page.
+pub fn router() -> Router<AppState> {
+    // The page loads the document from /openapi.json, so nothing is embedded in it.
+    let docs: Router<AppState> = Scalar::with_url(DOCS_PATH, Value::Null)
+        .custom_html(DOCS_HTML)
+        .title("Mission coordinator API")
+        .into();
+    Router::new()
+        .route("/openapi.json", get(|| async { axum::Json(document()) }))
+        .merge(docs)
+}
+
+/// The Scalar page, pointed at the served document.
+const DOCS_HTML: &str = r#"<!doctype html>
+<html>
+<head>
+    <title>$title</title>
+    <meta charset="utf-8"/>
+    <meta name="viewport" content="width=device-width, initial-scale=1"/>
+</head>
+<body>
+<noscript>This page needs JavaScript. The OpenAPI document is at <a href="/openapi.json">/openapi.json</a>.</noscript>
+<script id="api-reference" data-url="/openapi.json"></script>
+<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script>
+</body>
+</html>
+"#;
+
+/// Every error response: `{"error": {"code", "message", "details"}}`.
+#[derive(ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `invalid_request`, `not_found`, `invalid_state`.
+    pub code: String,
+    /// What is wrong, for a person.
+    pub message: String,
+    /// Structured detail (the offending field, every problem found…), or null.
+    pub details: Value,
+}
+
+/// The request is malformed: bad JSON, a missing or invalid field (`details.field`
+/// names it), a malformed path or query parameter.
+#[derive(ToResponse)]
+pub struct BadRequest(pub ErrorBody);
+
+/// No valid bearer token (`unauthorized`).
+#[derive(ToResponse)]
+pub struct Unauthorized(pub ErrorBody);
+
+/// The token's role may not do this (`forbidden`).
+#[derive(ToResponse)]
+pub struct Forbidden(pub ErrorBody);
+
+/// No such thing in this workspace (`not_found`).
+#[derive(ToResponse)]
+pub struct NotFound(pub ErrorBody);
+
+/// Well-formed but invalid, e.g. a plan that fails validation; `details` lists every problem.
+#[derive(ToResponse)]
+pub struct Unprocessable(pub ErrorBody);
+
+/// `GET /healthz` and `GET /readyz` answer.
+#[derive(ToSchema)]
+pub struct Health {
+    /// `ok` (alive) or `ready` (the database answers).
+    pub status: String,
+}
+
+/// `GET /v1/agents` answer.
+#[derive(ToSchema)]
+pub struct AgentList {
+    /// Every agent of the workspace.
+    pub agents: Vec<AgentRow>,
+}
+
+/// `GET /v1/missions` answer: one page, newest first.
+#[derive(ToSchema)]
+pub struct MissionList {
+    /// The missions of this page.
+    pub missions: Vec<MissionSummary>,
+    /// Pass as `cursor` for the next page; null when this page is the last.
+    pub next_cursor: Option<Uuid>,
+}
+
+/// `GET /v1/missions/{id}/events` answer (JSON): one page, oldest first.
+#[derive(ToSchema)]
+pub struct EventPage {
+    /// Events with `seq` greater than `after`.
+    pub events: Vec<EventView>,
+    /// Pass as `after` for the next page (the last `seq` seen).
+    pub next_after: i64,
+}
+
+/// `POST /v1/missions/{id}/save-as-routine` answer.
+#[derive(ToSchema)]
+pub struct RoutineSaved {
+    /// The stored routine; new missions whose goal matches it are planned from it.
+    pub routine: PlanTemplate,
+}
+
+/// `POST /v1/tokens` answer. The secret is shown only here.
+#[derive(ToSchema)]
+pub struct TokenCreated {
+    /// Token id.
+    pub id: Uuid,
+    /// What the token may do.
+    pub role: Role,
+    /// Its name.
+    pub name: String,
+    /// The secret to send as `Authorization: Bearer …`; it cannot be read again.
+    pub token: String,
+}
+
+/// `POST /v1/attempts/{id}/result` answer.
+#[derive(ToSchema)]
+pub struct ReportAccepted {
+    /// Always true: the report is recorded.
+    pub accepted: bool,
+    /// True when the same report was applied before (nothing changed).
+    pub duplicate: bool,
+    /// The task's status after the report (absent for duplicates).
+    pub task_status: Option<TaskStatus>,
+}
+
+/// `POST /v1/attempts/{id}/heartbeat` answer.
+#[derive(ToSchema)]
+pub struct HeartbeatAck {
+    /// Always true.
+    pub ok: bool,
+    /// The lease the heartbeat extended, in seconds: beat again well before it ends.
+    pub lease_seconds: u64,
+}
