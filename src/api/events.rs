@@ -119,6 +119,7 @@ async fn list(
             after,
             filter,
             state.wake.clone(),
+            state.stop.clone(),
         )
         .into_response());
     }

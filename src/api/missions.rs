@@ -580,6 +580,7 @@ async fn list_events(
             id,
             after,
             state.wake.clone(),
+            state.stop.clone(),
         )
         .into_response());
     }

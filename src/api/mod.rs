@@ -54,6 +54,9 @@ pub struct AppState {
     pub http: reqwest::Client,
     /// Ticks on every engine wake-up: event streams wait on it.
     pub wake: tokio::sync::watch::Receiver<u64>,
+    /// Turns true when the server starts shutting down: open streams end,
+    /// so a graceful shutdown does not wait on them forever.
+    pub stop: watch::Receiver<bool>,
 }
 
 /// The router with every route and layer.
@@ -168,6 +171,7 @@ impl Settings {
 /// A bound, ready-to-run service: API plus engine.
 pub struct Application {
     listener: TcpListener,
+    stop: watch::Sender<bool>,
     state: AppState,
     run_engine: bool,
     retention: RetentionConfig,
@@ -190,10 +194,13 @@ impl Application {
             .public_url
             .unwrap_or_else(|| format!("http://{addr}"));
         let http = http_client()?;
+        let (stop, stop_rx) = watch::channel(false);
         Ok(Application {
             listener,
+            stop,
             state: AppState {
                 wake: stream::spawn_wake_listener(pool.clone()),
+                stop: stop_rx,
                 pool,
                 engine: Arc::new(engine),
                 planning: Arc::new(planning),
@@ -223,7 +230,7 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let (stop_tx, stop_rx) = watch::channel(false);
+        let (stop_tx, stop_rx) = (self.stop, self.state.stop.clone());
         let engine = self.run_engine.then(|| {
             let engine = Engine::new(
                 self.state.pool.clone(),

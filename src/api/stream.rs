@@ -120,6 +120,7 @@ struct Cursor {
     source: Source,
     pending: VecDeque<(i64, EventView)>,
     wake: watch::Receiver<u64>,
+    stop: watch::Receiver<bool>,
     greeted: bool,
 }
 
@@ -130,8 +131,15 @@ pub fn mission_events(
     run_id: Uuid,
     after: i64,
     wake: watch::Receiver<u64>,
+    stop: watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    serve(pool, workspace_id, Source::Mission { run_id, after }, wake)
+    serve(
+        pool,
+        workspace_id,
+        Source::Mission { run_id, after },
+        wake,
+        stop,
+    )
 }
 
 /// The workspace's events after `after` that match `filter`, in commit order, then live.
@@ -141,12 +149,14 @@ pub fn workspace_events(
     after: LogPosition,
     filter: EventFilter,
     wake: watch::Receiver<u64>,
+    stop: watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     serve(
         pool,
         workspace_id,
         Source::Workspace { after, filter },
         wake,
+        stop,
     )
 }
 
@@ -155,6 +165,7 @@ fn serve(
     workspace_id: Uuid,
     source: Source,
     wake: watch::Receiver<u64>,
+    stop: watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let cursor = Cursor {
         pool,
@@ -162,6 +173,7 @@ fn serve(
         source,
         pending: VecDeque::new(),
         wake,
+        stop,
         greeted: false,
     };
     let stream = futures::stream::unfold(cursor, |mut c| async move {
@@ -172,6 +184,11 @@ fn serve(
             return Some((Ok(hello), c));
         }
         loop {
+            if *c.stop.borrow() {
+                // The server is stopping: end the stream; the client
+                // reconnects (to another replica) with Last-Event-ID.
+                return None;
+            }
             if let Some((id, ev)) = c.pending.pop_front() {
                 let event = Event::default()
                     .id(id.to_string())
@@ -192,6 +209,7 @@ fn serve(
                                 tokio::time::sleep(RECHECK).await;
                             }
                         }
+                        _ = c.stop.changed() => {}
                         _ = tokio::time::sleep(RECHECK) => {}
                     }
                 }

@@ -500,3 +500,29 @@ async fn the_eventsource_client_reconnects_and_resumes_without_loss_or_repeats()
     assert_eq!(unique.len(), got.len(), "nothing repeated: {report}");
     assert_eq!(sorted(got), all, "nothing lost");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_ends_open_streams_instead_of_waiting_on_them() {
+    let app = spawn_app().await;
+    let mut resp = app
+        .http
+        .get(format!("{}/v1/events", app.url))
+        .bearer_auth(&app.token)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    // The greeting arrives, so the stream is open.
+    let first = resp.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("retry: 1000"));
+    tokio::time::timeout(Duration::from_secs(10), app.stop())
+        .await
+        .expect("the service stopped with a stream open");
+    // The stream ended cleanly rather than hanging.
+    let rest = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = resp.chunk().await {}
+    })
+    .await;
+    assert!(rest.is_ok(), "the stream ended");
+}
