@@ -15,7 +15,7 @@ use tokio_cron_scheduler::{Job, JobScheduler};
 use crate::store::events;
 
 /// Advisory lock key of the retention job ("retentn" in ASCII).
-pub const LOCK_KEY: i64 = 0x7265_7465_6e74_6e;
+pub const LOCK_KEY: i64 = 0x0072_6574_656e_746e;
 /// Rows deleted per transaction.
 const BATCH: i64 = 5000;
 

@@ -429,10 +429,7 @@ async fn cutting_proxy(upstream: std::net::SocketAddr, cuts: usize, bytes: usize
                 let up = tokio::spawn(async move { tokio::io::copy(&mut cr, &mut sw).await });
                 let mut sent = 0;
                 let mut buf = vec![0u8; 512];
-                loop {
-                    let Ok(k) = sr.read(&mut buf).await else {
-                        break;
-                    };
+                while let Ok(k) = sr.read(&mut buf).await {
                     if k == 0 {
                         break;
                     }
