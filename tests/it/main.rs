@@ -2,6 +2,7 @@
 
 mod api_input;
 mod attempts;
+mod board_page;
 mod failures;
 mod helpers;
 mod missions;
