@@ -434,8 +434,7 @@ function renderBoard(board) {
       section.addEventListener('drop', (e) => {
         e.preventDefault();
         section.classList.remove('drop');
-        const card = JSON.parse(e.dataTransfer.getData('application/x-card'));
-        act(null, () => moveCard(card, name, ''));
+        act(null, () => moveCard(JSON.parse(e.dataTransfer.getData('application/x-card')), name, ''));
       });
     }
     return section;
@@ -721,11 +720,7 @@ async function start() {
   }
   followWorkspace();
   const wanted = new URL(location.href).searchParams.get('mission');
-  if (wanted) {
-    state.missionStream = null;
-    state.missionId = null;
-    selectMission(wanted);
-  }
+  if (wanted) selectMission(wanted);
 }
 
 takeTokenFromUrl();

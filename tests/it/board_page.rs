@@ -124,6 +124,17 @@ async fn a_person_approves_watches_and_accepts_a_mission_in_headless_chromium() 
     );
     let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
 
+    // Asked for a token, refused a wrong one with the service's message.
+    let (_, refused) = app
+        .request(
+            reqwest::Method::GET,
+            "/v1/missions",
+            None,
+            Some("not-a-real-token"),
+        )
+        .await;
+    assert_eq!(s["wrongToken"], refused["error"]["message"], "{s}");
+    assert_eq!(s["tokenFormHidden"], true, "{s}");
     // The token was taken from the fragment and left the address bar.
     let url_after = s["urlAfterToken"].as_str().unwrap();
     assert!(!url_after.contains("token"), "{url_after}");

@@ -27,6 +27,24 @@ const cards = (column) =>
 const waitFor = (fn, arg, timeout) => page.waitForFunction(fn, arg, { timeout, polling: 50 });
 
 try {
+  // Without a token the page asks for one; a wrong one is refused with the
+  // service's message, the right one opens the board. (A fresh context: its
+  // own local storage.)
+  const asking = await browser.newContext();
+  const first = await asking.newPage();
+  await first.goto(`${base}/`);
+  await first.locator('[data-testid=token-form]').waitFor({ state: 'visible', timeout: 10000 });
+  await first.getByLabel('API token').fill('not-a-real-token');
+  await first.getByRole('button', { name: 'Use token' }).click();
+  await first.locator('[data-testid=error]').waitFor({ state: 'visible', timeout: 10000 });
+  summary.wrongToken = await first.textContent('[data-testid=error]');
+  await first.getByLabel('API token').fill(token);
+  await first.getByRole('button', { name: 'Use token' }).click();
+  await first.locator(`[data-testid=mission-item][data-mission-id="${missionId}"]`).waitFor({ timeout: 10000 });
+  summary.tokenFormHidden = await first.locator('[data-testid=token-form]').isHidden();
+  await asking.close();
+  step('token form');
+
   await page.goto(`${base}/#token=${encodeURIComponent(token)}`);
   // The token leaves the address bar once read.
   await waitFor(() => !location.hash.includes('token'), null, 10000);
