@@ -1,5 +1,6 @@
 //! The HTTP surface: `/v1` REST routes (one file per resource), health
-//! probes, and [`Application`], which binds, serves and runs the engine.
+//! probes, the web board at `/` ([`web`]), and [`Application`], which
+//! binds, serves and runs the engine.
 
 pub mod agents;
 pub mod attempts;
@@ -12,6 +13,7 @@ pub mod openapi;
 pub mod stream;
 pub mod tokens;
 pub mod tools;
+pub mod web;
 pub mod webhooks;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
@@ -74,6 +76,8 @@ pub fn router(state: AppState) -> Router {
         .merge(tools::router())
         .merge(mcp::router())
         .merge(openapi::router())
+        // Only `/` and `/assets/…`: unknown paths still get the JSON 404 below.
+        .merge(web::router())
         .fallback(extract::not_found)
         .method_not_allowed_fallback(extract::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

@@ -3,6 +3,7 @@
 mod api_input;
 mod attempts;
 mod board;
+mod board_page;
 mod cli;
 mod failures;
 mod helpers;

@@ -1,0 +1,219 @@
+//! The built-in web board: served without a token, and driven end to end in
+//! a real headless Chromium (`tests/js/board-page.mjs`).
+
+use std::{collections::BTreeSet, time::Duration};
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::{helpers::*, peers};
+
+/// `GET path` without a token: (status, headers, body).
+async fn fetch(
+    app: &TestApp,
+    path: &str,
+    if_none_match: Option<&str>,
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let mut req = app.http.get(format!("{}{path}", app.url));
+    if let Some(tag) = if_none_match {
+        req = req.header("if-none-match", tag);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    (status, headers, resp.text().await.expect("body"))
+}
+
+fn header<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_and_its_assets_are_served_without_a_token_and_unknown_paths_stay_json() {
+    let app = spawn_app().await;
+
+    let (status, headers, body) = fetch(&app, "/", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(header(&headers, "content-type"), "text/html; charset=utf-8");
+    assert_eq!(header(&headers, "cache-control"), "no-cache");
+    assert!(header(&headers, "content-security-policy").contains("script-src 'self'"));
+    assert!(body.contains("/assets/board.js") && body.contains("/assets/board.css"));
+
+    for (path, content_type, needle) in [
+        (
+            "/assets/board.js",
+            "text/javascript; charset=utf-8",
+            "text/event-stream",
+        ),
+        ("/assets/board.css", "text/css; charset=utf-8", ".board"),
+    ] {
+        let (status, headers, body) = fetch(&app, path, None).await;
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(header(&headers, "content-type"), content_type, "{path}");
+        assert_eq!(header(&headers, "x-content-type-options"), "nosniff");
+        assert!(body.contains(needle), "{path}");
+        // The browser's copy is revalidated, not downloaded again.
+        let etag = header(&headers, "etag").to_owned();
+        assert!(etag.starts_with('"'), "{path}: {etag}");
+        let (status, _, body) = fetch(&app, path, Some(&etag)).await;
+        assert_eq!((status, body.as_str()), (304, ""), "{path}");
+    }
+
+    // Only `/` and the known assets: everything else is still the JSON 404.
+    for path in [
+        "/nope",
+        "/assets/nope.js",
+        "/assets/../Cargo.toml",
+        "/v1/nope",
+    ] {
+        let (status, headers, body) = fetch(&app, path, None).await;
+        assert_eq!(status, 404, "{path}");
+        assert!(header(&headers, "content-type").starts_with("application/json"));
+        let body: Value = serde_json::from_str(&body).expect("json 404");
+        assert_eq!(body["error"]["code"], "not_found", "{path}");
+    }
+    // The API itself still wants a token.
+    let (status, _) = app
+        .request(reqwest::Method::GET, "/v1/missions", None, None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_approves_watches_and_accepts_a_mission_in_headless_chromium() {
+    let (Some(js), Some(chromium)) = (peers::js_dir(), peers::chromium()) else {
+        return;
+    };
+    let app = spawn_app().await;
+    // Slow enough that a card is seen in progress, fast enough for a short test.
+    let worker = spawn_worker(400).await;
+    app.register_fleet(&worker.url(), 2).await;
+    let m = app
+        .create_mission(
+            json!({"goal": "Research the board in a browser", "autonomy": "approve",
+                               "plan": chain_plan()}),
+        )
+        .await;
+    let id = m["id"].as_str().unwrap().to_owned();
+    app.wait_for_status(&id, &["awaiting_approval"]).await;
+
+    let shot = peers::artifacts().join("board.png");
+    let _ = std::fs::remove_file(&shot);
+    let run = tokio::process::Command::new("node")
+        .arg(js.join("board-page.mjs"))
+        .arg(&app.url)
+        .arg(&app.token)
+        .arg(&id)
+        .arg(&shot)
+        .arg(&chromium)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), run)
+        .await
+        .expect("the browser run finished within 3 minutes")
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
+
+    // Asked for a token, refused a wrong one with the service's message.
+    let (_, refused) = app
+        .request(
+            reqwest::Method::GET,
+            "/v1/missions",
+            None,
+            Some("not-a-real-token"),
+        )
+        .await;
+    assert_eq!(s["wrongToken"], refused["error"]["message"], "{s}");
+    assert_eq!(s["tokenFormHidden"], true, "{s}");
+    // The token was taken from the fragment and left the address bar.
+    let url_after = s["urlAfterToken"].as_str().unwrap();
+    assert!(!url_after.contains("token"), "{url_after}");
+    // Before approval: three cards in backlog and the graph a → b → c.
+    assert_eq!(s["listedStatus"], "awaiting_approval", "{s}");
+    assert_eq!(s["statusBefore"], "awaiting_approval", "{s}");
+    assert_eq!(s["backlogBefore"], json!(["a", "b", "c"]), "{s}");
+    assert_eq!(s["dagNodes"], 3, "{s}");
+    assert_eq!(s["dagEdges"], json!(["a->b", "b->c"]), "{s}");
+    // After: every card done, the review step offered, then completed.
+    assert_eq!(s["doneAfter"], json!(["a", "b", "c"]), "{s}");
+    assert_eq!(s["statusAtReview"], "awaiting_review", "{s}");
+    assert_eq!(s["statusAfter"], "completed", "{s}");
+    assert_eq!(s["dagSucceeded"], 3, "{s}");
+
+    // Live, not on reload: the same document showed the cards moving
+    // through intermediate states, one board at a time.
+    assert_eq!(s["sameDocument"], true, "{s}");
+    let boards = s["boards"].as_array().unwrap();
+    assert_eq!(
+        boards.first().unwrap(),
+        &json!({"a": "backlog", "b": "backlog", "c": "backlog"})
+    );
+    assert_eq!(
+        boards.last().unwrap(),
+        &json!({"a": "done", "b": "done", "c": "done"})
+    );
+    // c waits in backlog for b (400 ms of work) after a is done: a page that
+    // follows the stream shows that middle state, one that reloads does not.
+    assert!(
+        boards
+            .iter()
+            .any(|b| b["a"] == "done" && b["c"] == "backlog"),
+        "no board between start and end was shown: {s}"
+    );
+    assert!(boards.len() >= 3, "{s}");
+
+    // The timeline: newest first, with the mission's story in it.
+    let timeline = s["timeline"].as_array().unwrap();
+    let seqs: Vec<i64> = timeline
+        .iter()
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] > w[1]),
+        "newest first: {seqs:?}"
+    );
+    let kinds: BTreeSet<&str> = timeline
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    for kind in [
+        "mission.created",
+        "mission.status_changed",
+        "task.dispatched",
+        "task.succeeded",
+    ] {
+        assert!(kinds.contains(kind), "{kind} missing from {kinds:?}");
+    }
+    // A refused action shows the service's own message.
+    let (status, refused) = app
+        .post(&format!("/v1/missions/{id}/approve"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(s["refusal"], refused["error"]["message"], "{s}");
+    assert_eq!(s["pageErrors"], json!([]), "{s}");
+
+    // The service agrees, and the screenshot is a real PNG.
+    let (_, mission) = app.get(&format!("/v1/missions/{id}")).await;
+    assert_eq!(mission["status"], "completed", "{mission}");
+    assert!(
+        mission["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["status"] == "succeeded"),
+        "{mission}"
+    );
+    let png = std::fs::read(&shot).expect("screenshot saved");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000);
+    app.stop().await;
+}

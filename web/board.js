@@ -1,0 +1,728 @@
+// The built-in web board: the missions list, a mission's kanban columns,
+// task graph and event timeline, and the plan and result decisions.
+//
+// Everything live comes from the service's Server-Sent Event streams. They
+// are read with fetch() and a small parser rather than EventSource, because
+// EventSource cannot send the Authorization header the API requires.
+// No framework and no build step: this file is served as it is.
+
+const TOKEN_KEY = 'coordinator.token';
+const COLUMNS = [
+  ['backlog', 'Backlog'],
+  ['ready', 'Ready'],
+  ['in_progress', 'In progress'],
+  ['needs_human', 'Needs a person'],
+  ['review', 'Review'],
+  ['done', 'Done'],
+  ['failed', 'Failed'],
+];
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+/// Timeline entries kept in the page (the API holds the full log).
+const TIMELINE_MAX = 300;
+/// Events arrive in bursts; one board refresh per burst is enough.
+const REFRESH_DELAY_MS = 100;
+
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  token: null,
+  missionId: null,
+  mission: null,
+  /// Task id → key, for events that name a task by id only.
+  taskKeys: new Map(),
+  lastSeq: 0,
+  missionStream: null,
+  workspaceStream: null,
+  streamStates: new Map(),
+};
+
+// ---------------------------------------------------------------- API
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${state.token}`, Accept: 'application/json' };
+  const init = { method, headers, cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, init);
+  const text = await resp.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!resp.ok) {
+    const err = data && data.error;
+    const e = new ApiError(resp.status, err?.code ?? 'http_error',
+      err?.message ?? `the service answered ${resp.status}`);
+    if (resp.status === 401) needToken(e.message);
+    throw e;
+  }
+  return data;
+}
+
+// ------------------------------------------------------ SSE over fetch
+
+const sleep = (ms, signal) => new Promise((resolve) => {
+  const timer = setTimeout(resolve, ms);
+  signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+});
+
+/// Follows the stream at `path` until `signal` aborts, calling `onEvent`
+/// with each {id, event, data}. After a drop it reconnects with
+/// Last-Event-ID, so the service resumes exactly after the last event seen.
+async function follow(path, { signal, onEvent, onState }) {
+  let lastId = null;
+  let retryMs = 1000;
+  let failures = 0;
+  while (!signal.aborted) {
+    try {
+      const headers = { Authorization: `Bearer ${state.token}`, Accept: 'text/event-stream' };
+      if (lastId !== null) headers['Last-Event-ID'] = lastId;
+      const resp = await fetch(path, { headers, signal, cache: 'no-store' });
+      if (resp.status === 401) {
+        needToken('the token was refused');
+        return;
+      }
+      if (resp.status >= 400 && resp.status < 500 && resp.status !== 429) {
+        // Asking again will not help (an unknown mission, a bad request).
+        onState('stopped');
+        showError(`the event stream answered ${resp.status}`);
+        return;
+      }
+      if (!resp.ok || !resp.body) throw new Error(`the event stream answered ${resp.status}`);
+      onState('live');
+      failures = 0;
+      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = '';
+      let ev = { data: [], event: null, id: null };
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value;
+        let start = 0;
+        const eol = /\r\n|\r|\n/g;
+        let m;
+        while ((m = eol.exec(buf))) {
+          // A lone \r at the end may be the first half of \r\n.
+          if (m[0] === '\r' && m.index === buf.length - 1) break;
+          const line = buf.slice(start, m.index);
+          start = eol.lastIndex;
+          if (line === '') {
+            // Blank line: dispatch. The id counts even for an event without data.
+            if (ev.id !== null) lastId = ev.id;
+            if (ev.data.length) onEvent({ id: lastId, event: ev.event ?? 'message', data: ev.data.join('\n') });
+            ev = { data: [], event: null, id: null };
+            continue;
+          }
+          if (line.startsWith(':')) continue;
+          const colon = line.indexOf(':');
+          const field = colon < 0 ? line : line.slice(0, colon);
+          let val = colon < 0 ? '' : line.slice(colon + 1);
+          if (val.startsWith(' ')) val = val.slice(1);
+          if (field === 'data') ev.data.push(val);
+          else if (field === 'event') ev.event = val;
+          else if (field === 'id' && !val.includes('\0')) ev.id = val;
+          else if (field === 'retry' && /^\d+$/.test(val)) retryMs = Number(val);
+        }
+        buf = buf.slice(start);
+      }
+      // The server ended the stream: a half-received event is dropped, and
+      // Last-Event-ID brings it back on the next connection.
+    } catch (e) {
+      if (signal.aborted) return;
+    }
+    if (signal.aborted) return;
+    onState('reconnecting');
+    failures += 1;
+    await sleep(Math.min(retryMs * failures, 15000), signal);
+  }
+}
+
+function setStreamState(name, s) {
+  state.streamStates.set(name, s);
+  showStreamState();
+}
+
+function showStreamState() {
+  const all = [...state.streamStates.values()];
+  const shown = all.length === 0 ? 'offline'
+    : all.every((v) => v === 'live') ? 'live'
+      : all.includes('reconnecting') ? 'reconnecting' : all.find((v) => v !== 'live');
+  const el = $('stream-state');
+  el.textContent = shown;
+  el.dataset.state = shown;
+}
+
+function stopStream(name) {
+  const ctl = name === 'mission' ? state.missionStream : state.workspaceStream;
+  if (ctl) ctl.abort();
+  state.streamStates.delete(name);
+  showStreamState();
+  if (name === 'mission') state.missionStream = null;
+  else state.workspaceStream = null;
+}
+
+/// Runs `fn` at most once per `ms`, and once more if asked while it ran.
+function coalesce(fn, ms) {
+  let timer = null;
+  let running = false;
+  let again = false;
+  const run = async () => {
+    timer = null;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      await fn();
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) return;
+      showError(e.message);
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        schedule();
+      }
+    }
+  };
+  const schedule = () => {
+    if (!timer) timer = setTimeout(run, ms);
+  };
+  return schedule;
+}
+
+// ---------------------------------------------------------- messages
+
+function showError(message) {
+  const el = $('error');
+  el.textContent = message || '';
+  el.hidden = !message;
+}
+
+/// Runs a user action: clears the last error, disables `button` meanwhile,
+/// and shows the API's message if it fails.
+async function act(button, fn) {
+  showError('');
+  if (button) button.disabled = true;
+  try {
+    await fn();
+  } catch (e) {
+    showError(e.message);
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+// -------------------------------------------------------------- token
+
+function takeTokenFromUrl() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const token = params.get('token');
+  if (!token) return;
+  localStorage.setItem(TOKEN_KEY, token);
+  params.delete('token');
+  const rest = params.toString();
+  // Out of the address bar (and the history) as soon as it is read.
+  history.replaceState(null, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+}
+
+function needToken(message) {
+  stopStream('mission');
+  stopStream('workspace');
+  state.token = null;
+  $('token-form').hidden = false;
+  $('token-forget').hidden = true;
+  $('token-input').focus();
+  if (message) showError(message);
+}
+
+// ----------------------------------------------------------- missions
+
+const refreshMissions = coalesce(loadMissions, REFRESH_DELAY_MS);
+
+async function loadMissions() {
+  const { missions } = await api('GET', '/v1/missions?limit=100');
+  const list = $('missions');
+  list.replaceChildren(...missions.map((m) => {
+    const li = document.createElement('li');
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = 'mission-item';
+    b.dataset.testid = 'mission-item';
+    b.dataset.missionId = m.id;
+    b.dataset.status = m.status;
+    if (m.id === state.missionId) b.setAttribute('aria-current', 'true');
+    const goal = document.createElement('span');
+    goal.className = 'goal';
+    goal.textContent = m.goal;
+    const status = badge(m.status);
+    const when = document.createElement('time');
+    when.dateTime = m.created_at;
+    when.textContent = new Date(m.created_at).toLocaleString();
+    b.append(goal, status, when);
+    b.addEventListener('click', () => selectMission(m.id));
+    li.append(b);
+    return li;
+  }));
+  $('missions-empty').hidden = missions.length > 0;
+}
+
+function badge(status) {
+  const s = document.createElement('span');
+  s.className = `badge st-${status}`;
+  s.textContent = status.replaceAll('_', ' ');
+  return s;
+}
+
+function followWorkspace() {
+  stopStream('workspace');
+  const ctl = new AbortController();
+  state.workspaceStream = ctl;
+  // Only mission-level events change the list.
+  follow('/v1/events?kind=mission.*', {
+    signal: ctl.signal,
+    onEvent: () => refreshMissions(),
+    onState: (s) => setStreamState('workspace', s),
+  });
+}
+
+// ------------------------------------------------------------ mission
+
+const refreshMission = coalesce(loadMission, REFRESH_DELAY_MS);
+
+async function selectMission(id) {
+  if (state.missionId === id && state.missionStream) return;
+  stopStream('mission');
+  state.missionId = id;
+  state.mission = null;
+  state.taskKeys = new Map();
+  state.lastSeq = 0;
+  $('timeline').replaceChildren();
+  $('board').replaceChildren();
+  $('dag').replaceChildren();
+  const url = new URL(location.href);
+  url.searchParams.set('mission', id);
+  history.replaceState(null, '', url);
+  for (const b of document.querySelectorAll('.mission-item')) {
+    if (b.dataset.missionId === id) b.setAttribute('aria-current', 'true');
+    else b.removeAttribute('aria-current');
+  }
+  $('mission').hidden = false;
+  $('no-mission').hidden = true;
+  try {
+    await loadMission();
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) showError(e.message);
+    return;
+  }
+  const ctl = new AbortController();
+  state.missionStream = ctl;
+  // From the first event: the stream replays the log (filling the
+  // timeline), then stays open for what happens next.
+  follow(`/v1/missions/${id}/events`, {
+    signal: ctl.signal,
+    onEvent: (e) => {
+      if (state.missionId !== id) return;
+      let ev;
+      try {
+        ev = JSON.parse(e.data);
+      } catch {
+        return;
+      }
+      appendTimeline(ev);
+      refreshMission();
+    },
+    onState: (s) => setStreamState('mission', s),
+  });
+}
+
+async function loadMission() {
+  const id = state.missionId;
+  if (!id) return;
+  const [mission, board] = await Promise.all([
+    api('GET', `/v1/missions/${id}`),
+    api('GET', `/v1/board?mission=${id}`),
+  ]);
+  // A newer selection wins over this answer.
+  if (state.missionId !== id) return;
+  const statusChanged = state.mission && state.mission.status !== mission.status;
+  state.mission = mission;
+  for (const t of mission.tasks) state.taskKeys.set(t.id, t.key);
+  renderMission(mission);
+  renderBoard(board);
+  renderDag(mission);
+  if (statusChanged) refreshMissions();
+}
+
+function renderMission(m) {
+  $('mission-goal').textContent = m.goal;
+  const status = $('mission-status');
+  status.textContent = m.status.replaceAll('_', ' ');
+  status.className = `badge st-${m.status}`;
+  status.dataset.status = m.status;
+  $('mission-progress').textContent =
+    `${m.progress.finished} of ${m.progress.total} tasks finished (${m.progress.percent} %)`;
+  const limit = m.budget.limit == null ? 'no limit' : `limit ${money(m.budget.limit)}`;
+  $('mission-budget').textContent = `spent ${money(m.budget.spent)}, ${limit}`;
+  const failure = $('mission-failure');
+  failure.textContent = m.failure_reason ?? '';
+  failure.hidden = !m.failure_reason;
+  $('plan-actions').hidden = m.status !== 'awaiting_approval';
+  $('review-actions').hidden = m.status !== 'awaiting_review';
+  $('run-actions').hidden = TERMINAL.has(m.status);
+  // The reviewer may name the tasks to redo.
+  const boxes = $('reject-result-tasks');
+  const checked = new Set([...boxes.querySelectorAll('input:checked')].map((i) => i.value));
+  boxes.replaceChildren(...m.tasks.map((t) => {
+    const label = document.createElement('label');
+    const input = document.createElement('input');
+    input.type = 'checkbox';
+    input.value = t.key;
+    input.checked = checked.has(t.key);
+    label.append(input, ` ${t.key}: ${t.title}`);
+    return label;
+  }));
+}
+
+const money = (n) => `$${Number(n).toFixed(2)}`;
+
+// -------------------------------------------------------------- board
+
+function renderBoard(board) {
+  const root = $('board');
+  const byName = new Map(board.columns.map((c) => [c.name, c]));
+  root.replaceChildren(...COLUMNS.map(([name, label]) => {
+    const col = byName.get(name) ?? { name, count: 0, cards: [] };
+    const section = document.createElement('section');
+    section.className = 'column';
+    section.dataset.testid = `column-${name}`;
+    section.dataset.column = name;
+    const h = document.createElement('h4');
+    h.id = `column-${name}-heading`;
+    h.textContent = `${label} `;
+    const count = document.createElement('span');
+    count.className = 'count';
+    count.dataset.testid = 'column-count';
+    count.textContent = String(col.count);
+    h.append(count);
+    section.setAttribute('aria-labelledby', h.id);
+    const ul = document.createElement('ul');
+    ul.append(...col.cards.map(renderCard));
+    section.append(h, ul);
+    // A card that needs a person can be dropped on done or ready.
+    if (name === 'done' || name === 'ready') {
+      section.addEventListener('dragover', (e) => {
+        if (e.dataTransfer.types.includes('application/x-card')) {
+          e.preventDefault();
+          section.classList.add('drop');
+        }
+      });
+      section.addEventListener('dragleave', () => section.classList.remove('drop'));
+      section.addEventListener('drop', (e) => {
+        e.preventDefault();
+        section.classList.remove('drop');
+        act(null, () => moveCard(JSON.parse(e.dataTransfer.getData('application/x-card')), name, ''));
+      });
+    }
+    return section;
+  }));
+}
+
+function renderCard(c) {
+  const li = document.createElement('li');
+  li.className = `card col-${c.column}`;
+  li.dataset.testid = 'card';
+  li.dataset.cardId = c.id;
+  li.dataset.taskKey = c.task_key ?? '';
+  li.dataset.column = c.column;
+  const title = document.createElement('strong');
+  title.textContent = c.title;
+  const meta = document.createElement('span');
+  meta.className = 'meta';
+  const bits = [c.task_key, c.assignee, c.attempt ? `attempt ${c.attempt}` : null,
+    c.cost ? money(c.cost) : null].filter(Boolean);
+  meta.textContent = bits.join(' · ');
+  li.append(title, meta);
+  if (c.column === 'needs_human') {
+    li.draggable = true;
+    li.addEventListener('dragstart', (e) => {
+      e.dataTransfer.setData('application/x-card', JSON.stringify({ id: c.id, version: c.version }));
+      e.dataTransfer.effectAllowed = 'move';
+    });
+    const form = document.createElement('form');
+    form.className = 'human';
+    const fieldId = `note-${c.id}`;
+    const label = document.createElement('label');
+    label.htmlFor = fieldId;
+    label.textContent = 'Result or guidance';
+    const note = document.createElement('textarea');
+    note.id = fieldId;
+    note.rows = 2;
+    const done = button('Mark done', 'card-done');
+    const retry = button('Retry', 'card-retry');
+    done.addEventListener('click', () => act(done, () => moveCard(c, 'done', note.value)));
+    retry.addEventListener('click', () => act(retry, () => moveCard(c, 'ready', note.value)));
+    form.addEventListener('submit', (e) => e.preventDefault());
+    form.append(label, note, done, retry);
+    li.append(form);
+  }
+  return li;
+}
+
+function button(text, testid) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.textContent = text;
+  b.dataset.testid = testid;
+  return b;
+}
+
+async function moveCard(card, to, note) {
+  const body = { to, version: card.version };
+  if (note.trim()) {
+    if (to === 'done') body.output = note.trim();
+    else body.feedback = note.trim();
+  }
+  await api('POST', `/v1/board/cards/${card.id}/move`, body);
+  refreshMission();
+}
+
+// ---------------------------------------------------------------- DAG
+
+const SVG = 'http://www.w3.org/2000/svg';
+const NODE_W = 168;
+const NODE_H = 44;
+const GAP_X = 56;
+const GAP_Y = 18;
+const PAD = 12;
+
+function svg(tag, attrs = {}) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  return el;
+}
+
+/// Draws the plan as layers by depth (longest path from a root), left to
+/// right, nodes coloured by status, an arrow from each dependency.
+function renderDag(m) {
+  const tasks = m.tasks;
+  const byId = new Map(tasks.map((t) => [t.id, t]));
+  const depth = new Map();
+  const depthOf = (t, seen = new Set()) => {
+    if (depth.has(t.id)) return depth.get(t.id);
+    if (seen.has(t.id)) return 0; // a cycle cannot be stored, but never loop
+    seen.add(t.id);
+    const deps = t.depends_on.map((d) => byId.get(d)).filter(Boolean);
+    const d = deps.length ? 1 + Math.max(...deps.map((p) => depthOf(p, seen))) : 0;
+    depth.set(t.id, d);
+    return d;
+  };
+  const layers = [];
+  for (const t of tasks) {
+    const d = depthOf(t);
+    (layers[d] ??= []).push(t);
+  }
+  const pos = new Map();
+  layers.forEach((layer, d) => layer.forEach((t, i) => pos.set(t.id, {
+    x: PAD + d * (NODE_W + GAP_X),
+    y: PAD + i * (NODE_H + GAP_Y),
+  })));
+  const tallest = Math.max(1, ...layers.map((l) => l?.length ?? 0));
+  const width = PAD * 2 + Math.max(1, layers.length) * (NODE_W + GAP_X) - GAP_X;
+  const height = PAD * 2 + tallest * (NODE_H + GAP_Y) - GAP_Y;
+  const critical = new Set(m.critical_path ?? []);
+
+  const root = svg('svg', {
+    viewBox: `0 0 ${width} ${height}`, width, height, role: 'img',
+    'aria-labelledby': 'dag-title', 'data-testid': 'dag',
+  });
+  const title = svg('title', { id: 'dag-title' });
+  title.textContent = `Task graph: ${tasks.length} tasks in ${layers.length} layers`;
+  const defs = svg('defs');
+  const marker = svg('marker', {
+    id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5,
+    markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse',
+  });
+  marker.append(svg('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead' }));
+  defs.append(marker);
+  root.append(title, defs);
+
+  for (const t of tasks) {
+    const to = pos.get(t.id);
+    for (const dep of t.depends_on) {
+      const from = pos.get(dep);
+      if (!from) continue;
+      const x1 = from.x + NODE_W;
+      const y1 = from.y + NODE_H / 2;
+      const x2 = to.x;
+      const y2 = to.y + NODE_H / 2;
+      const mid = (x1 + x2) / 2;
+      root.append(svg('path', {
+        d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
+        class: 'edge', 'marker-end': 'url(#arrow)', 'data-testid': 'dag-edge',
+        'data-from': byId.get(dep).key, 'data-to': t.key,
+      }));
+    }
+  }
+  for (const t of tasks) {
+    const { x, y } = pos.get(t.id);
+    const g = svg('g', {
+      class: `node st-${t.status}${critical.has(t.key) ? ' critical' : ''}`,
+      transform: `translate(${x},${y})`,
+      'data-testid': 'dag-node', 'data-task-key': t.key, 'data-status': t.status,
+    });
+    const tip = svg('title');
+    tip.textContent = `${t.key}: ${t.title} (${t.status})`;
+    const rect = svg('rect', { width: NODE_W, height: NODE_H, rx: 6 });
+    const key = svg('text', { x: 8, y: 17, class: 'key' });
+    key.textContent = `${t.key} · ${t.status.replaceAll('_', ' ')}`;
+    const name = svg('text', { x: 8, y: 34 });
+    name.textContent = t.title.length > 24 ? `${t.title.slice(0, 23)}…` : t.title;
+    g.append(tip, rect, key, name);
+    root.append(g);
+  }
+  $('dag').replaceChildren(root);
+}
+
+// ----------------------------------------------------------- timeline
+
+function appendTimeline(ev) {
+  // A resumed stream never repeats, but a reselected mission replays.
+  if (ev.seq <= state.lastSeq) return;
+  state.lastSeq = ev.seq;
+  const li = document.createElement('li');
+  li.dataset.testid = 'timeline-item';
+  li.dataset.kind = ev.kind;
+  li.dataset.seq = ev.seq;
+  const when = document.createElement('time');
+  when.dateTime = ev.created_at;
+  when.textContent = new Date(ev.created_at).toLocaleTimeString();
+  const kind = document.createElement('span');
+  kind.className = `kind k-${ev.kind.split('.')[0]}`;
+  kind.textContent = ev.kind;
+  li.append(when, kind);
+  const task = ev.payload?.key ?? (ev.task_id ? state.taskKeys.get(ev.task_id) : null);
+  if (task) {
+    const t = document.createElement('span');
+    t.className = 'task';
+    t.textContent = task;
+    li.append(t);
+  }
+  const summary = summarize(ev.payload);
+  if (summary) {
+    const s = document.createElement('span');
+    s.className = 'summary';
+    s.textContent = summary;
+    li.append(s);
+  }
+  const list = $('timeline');
+  list.prepend(li);
+  while (list.children.length > TIMELINE_MAX) list.lastElementChild.remove();
+}
+
+/// A short line from the payload: the transition, who, and why.
+function summarize(p) {
+  if (!p || typeof p !== 'object') return '';
+  const parts = [];
+  if (p.from && p.to) parts.push(`${p.from} → ${p.to}`);
+  else if (p.to) parts.push(`→ ${p.to}`);
+  else if (p.status) parts.push(`→ ${p.status}`);
+  for (const k of ['agent_id', 'attempt', 'action', 'rung', 'failure_kind', 'reason', 'error', 'feedback', 'goal']) {
+    const v = p[k];
+    if (typeof v === 'string' || typeof v === 'number') parts.push(k === 'agent_id' ? `agent ${v}` : `${k.replace('_', ' ')} ${v}`);
+  }
+  if (typeof p.cost === 'number' && p.cost > 0) parts.push(`cost ${money(p.cost)}`);
+  const text = parts.join(' · ');
+  return text.length > 160 ? `${text.slice(0, 159)}…` : text;
+}
+
+// ------------------------------------------------------------ actions
+
+function missionAction(path, body) {
+  return async () => {
+    const id = state.missionId;
+    if (!id) return;
+    const mission = await api('POST', `/v1/missions/${id}/${path}`, body());
+    if (state.missionId === id && mission?.status) {
+      state.mission = mission;
+      renderMission(mission);
+    }
+    refreshMission();
+    refreshMissions();
+  };
+}
+
+function wireActions() {
+  const approve = $('approve-plan');
+  approve.addEventListener('click', () => act(approve, missionAction('approve', () => ({}))));
+  const accept = $('accept-result');
+  accept.addEventListener('click', () => act(accept, missionAction('review', () => ({ decision: 'accept' }))));
+  const cancel = $('cancel-mission');
+  cancel.addEventListener('click', () => {
+    if (!window.confirm('Cancel this mission? Running work is stopped.')) return;
+    act(cancel, missionAction('cancel', () => ({})));
+  });
+  $('reject-plan-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const feedback = $('reject-plan-feedback').value.trim();
+    act(e.submitter, missionAction('reject-plan', () => ({ feedback })));
+  });
+  $('reject-result-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const feedback = $('reject-result-feedback').value.trim();
+    const tasks = [...$('reject-result-tasks').querySelectorAll('input:checked')].map((i) => i.value);
+    act(e.submitter, missionAction('review', () => ({ decision: 'reject', feedback, tasks })));
+  });
+  $('token-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const token = $('token-input').value.trim();
+    if (!token) return;
+    localStorage.setItem(TOKEN_KEY, token);
+    $('token-input').value = '';
+    start();
+  });
+  $('token-forget').addEventListener('click', () => {
+    localStorage.removeItem(TOKEN_KEY);
+    needToken('');
+  });
+  $('error').addEventListener('click', () => showError(''));
+}
+
+// -------------------------------------------------------------- start
+
+async function start() {
+  state.token = localStorage.getItem(TOKEN_KEY);
+  if (!state.token) {
+    needToken('');
+    return;
+  }
+  showError('');
+  $('token-form').hidden = true;
+  $('token-forget').hidden = false;
+  try {
+    await loadMissions();
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) showError(e.message);
+    if (!state.token) return;
+  }
+  followWorkspace();
+  const wanted = new URL(location.href).searchParams.get('mission');
+  if (wanted) selectMission(wanted);
+}
+
+takeTokenFromUrl();
+wireActions();
+start();
