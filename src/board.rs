@@ -20,15 +20,16 @@ use crate::{
 };
 
 /// `POST /v1/board/cards/{id}/move` body.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveCard {
-    /// Target column.
+    /// Target column: from `needs_human`, `done` completes the task and `ready` retries it.
+    #[schema(value_type = crate::domain::BoardColumn)]
     pub to: String,
     /// The card version the mover saw; a newer card refuses the move (409).
     #[serde(default)]
     pub version: Option<i64>,
-    /// The result, when moving to `done`.
+    /// The result, when moving to `done` (any JSON; default `{"completed_on": "board"}`).
     #[serde(default)]
     pub output: Option<Value>,
     /// Guidance for the retry, when moving to `ready`; a note otherwise.

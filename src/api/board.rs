@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     extract::{Json, Path, Query},
+    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -41,13 +42,30 @@ pub const COLUMNS: &[&str] = &[
 /// Most cards one board answer holds.
 const MAX_CARDS: i64 = 2000;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct BoardParams {
     /// Only this mission's cards.
     mission: Option<Uuid>,
 }
 
+/// The board: every column in board order with its cards (at most 2000 in all), optionally of one mission.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/board",
+    tag = "board",
+    operation_id = "get_board",
+    params(BoardParams),
+    responses(
+        (status = 200, description = "The board", body = doc::Board),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
 async fn show(
     State(state): State<AppState>,
     who: Principal,
@@ -71,6 +89,23 @@ async fn show(
     ))
 }
 
+/// Shows a card.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/board/cards/{id}",
+    tag = "board",
+    operation_id = "get_card",
+    params(("id" = Uuid, Path, description = "Card id")),
+    responses(
+        (status = 200, description = "The card", body = CardView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn card(
     State(state): State<AppState>,
     who: Principal,
@@ -82,6 +117,26 @@ async fn card(
         .ok_or_else(|| ApiError::NotFound(format!("no card {id}")))
 }
 
+/// Moves a card by hand: a card in `needs_human` moved to `done` completes its task, to `ready` retries it; the coordinator moves all others.
+///
+/// Roles: admin, operator, stakeholder.
+#[utoipa::path(
+    post,
+    path = "/v1/board/cards/{id}/move",
+    tag = "board",
+    operation_id = "move_card",
+    params(("id" = Uuid, Path, description = "Card id")),
+    request_body = MoveCard,
+    responses(
+        (status = 200, description = "Moved: the card after the move", body = CardView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The move is refused (`move_refused`: not from `needs_human`, not to `done` or `ready`, or not a mission task), the card changed since `version` (`version_conflict`), or the task changed meanwhile (`invalid_state`, `conflict`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
 async fn move_card(
     State(state): State<AppState>,
     who: Principal,

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     extract::{Json, Query},
-    stream,
+    openapi as doc, stream,
 };
 use crate::{
     auth::Principal,
@@ -31,17 +31,22 @@ pub fn router() -> Router<AppState> {
 /// Events examined per JSON page (a page may return fewer when filtered).
 const SCAN: i64 = 2000;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct Params {
-    /// Only events after this event id (the SSE id of this stream).
+    /// Only events after this event id (the SSE id of this stream; the `next_after` of the previous page).
+    #[param(minimum = 0)]
     after: Option<i64>,
     /// Only this mission's events.
     mission: Option<Uuid>,
-    /// Comma-separated kinds; `task.*` matches a prefix.
+    /// Comma-separated kinds, e.g. `task.succeeded,mission.completed`; a trailing `*` matches a prefix (`task.*`).
     kind: Option<String>,
     /// Only events about this agent.
+    #[param(min_length = 1, max_length = 128)]
     agent: Option<String>,
+    /// Page size, 1–1000 (default 500; JSON pages only).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
 }
 
@@ -86,6 +91,25 @@ impl Params {
     }
 }
 
+/// The workspace's event log in commit order, filtered: a JSON page, or a live Server-Sent Events stream with `Accept: text/event-stream`.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/events",
+    tag = "events",
+    operation_id = "list_events",
+    params(Params, ("Last-Event-ID" = Option<i64>, Header, description = "Streams only: resume after this event id (takes precedence over `after`)")),
+    responses(
+        (status = 200, description = "A page of events (JSON), or with `Accept: text/event-stream` a stream that never ends on its own: each event's `id` is its event `id` (not `seq`), `event` its `kind`, `data` the event as in a page (`EventView`); comments keep the connection alive every 15 s.", content(
+            (doc::WorkspaceEventPage = "application/json"),
+            (String = "text/event-stream", example = "id: 42\nevent: task.succeeded\ndata: {\"id\":42,\"seq\":7,\"kind\":\"task.succeeded\",...}\n\n")
+        )),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
 async fn list(
     State(state): State<AppState>,
     who: Principal,

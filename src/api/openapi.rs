@@ -5,6 +5,8 @@
 //! here only describe bodies that handlers build with `json!`. The
 //! integration test `openapi` fails when the routes and the document differ.
 
+use std::collections::BTreeMap;
+
 use axum::{Router, routing::get};
 use serde_json::Value;
 use utoipa::{
@@ -18,13 +20,18 @@ use utoipa::{
 use utoipa_scalar::{Scalar, Servable};
 use uuid::Uuid;
 
-use super::{AppState, agents, attempts, missions, tokens};
+use super::{AppState, agents, attempts, board, events, missions, tokens, tools, webhooks};
 use crate::{
     auth::Role,
-    domain::TaskStatus,
+    domain::{BoardColumn, TaskStatus},
     missions::MissionSummary,
     planning::PlanTemplate,
-    store::{agents::AgentRow, events::EventView},
+    store::{
+        agents::AgentRow,
+        board::CardView,
+        events::EventView,
+        webhooks::{DeliveryView, WebhookView},
+    },
 };
 
 /// Where the interactive reference is served.
@@ -65,6 +72,17 @@ pub const DOCS_PATH: &str = "/docs";
         attempts::heartbeat,
         attempts::result,
         tokens::create,
+        events::list,
+        board::show,
+        board::card,
+        board::move_card,
+        webhooks::list,
+        webhooks::create,
+        webhooks::show,
+        webhooks::remove,
+        webhooks::deliveries,
+        tools::list,
+        tools::invoke,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -76,6 +94,10 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "agents", description = "The agent registry."),
         (name = "attempts", description = "Worker callbacks, authenticated by the attempt's own token."),
         (name = "tokens", description = "API tokens of a workspace."),
+        (name = "events", description = "The workspace's event log across missions, as pages or a live stream."),
+        (name = "board", description = "The kanban bridge: mission tasks as cards in columns, and moving the cards that need a person."),
+        (name = "webhooks", description = "Outbound webhooks: signed deliveries of workspace events to external tools, and their delivery logs."),
+        (name = "tools", description = "The chat tools in function-calling form, and a route to run each (the same tools as the MCP server at `/mcp`)."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]
@@ -291,4 +313,111 @@ pub struct HeartbeatAck {
     pub ok: bool,
     /// The lease the heartbeat extended, in seconds: beat again well before it ends.
     pub lease_seconds: u64,
+}
+
+/// `GET /v1/events` answer (JSON): one page, in commit order.
+#[derive(ToSchema)]
+pub struct WorkspaceEventPage {
+    /// Matching events after `after`.
+    pub events: Vec<EventView>,
+    /// Pass as `after` for the next page: an event `id` (it moves past filtered-out events too).
+    pub next_after: i64,
+}
+
+/// `GET /v1/board` answer.
+#[derive(ToSchema)]
+pub struct Board {
+    /// The mission asked for, or null for the whole workspace.
+    pub mission_id: Option<Uuid>,
+    /// Every column, in board order, even when empty.
+    pub columns: Vec<BoardColumnCards>,
+    /// True when there were more than 2000 cards and some are left out.
+    pub truncated: bool,
+}
+
+/// One column of the board.
+#[derive(ToSchema)]
+pub struct BoardColumnCards {
+    /// The column.
+    pub name: BoardColumn,
+    /// Cards shown in it.
+    #[schema(minimum = 0)]
+    pub count: u64,
+    /// Its cards, in plan order.
+    pub cards: Vec<CardView>,
+}
+
+/// `GET /v1/webhooks` answer.
+#[derive(ToSchema)]
+pub struct WebhookList {
+    /// Every webhook of the workspace, newest first.
+    pub webhooks: Vec<WebhookView>,
+}
+
+/// `GET /v1/webhooks/{id}/deliveries` answer.
+#[derive(ToSchema)]
+pub struct DeliveryList {
+    /// The latest deliveries, newest first.
+    pub deliveries: Vec<DeliveryView>,
+}
+
+/// Where a webhook delivery stands.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    /// Not accepted yet; tried again at `next_attempt_at`.
+    Pending,
+    /// The receiver accepted it (2xx).
+    Delivered,
+    /// Given up on (retries exhausted, or the webhook was deleted).
+    Failed,
+}
+
+/// `GET /v1/tools` answer.
+#[derive(ToSchema)]
+pub struct ToolList {
+    /// The tools the caller's role may call; pass them to the model as they are.
+    pub tools: Vec<FunctionTool>,
+}
+
+/// A tool in OpenAI function-calling form.
+#[derive(ToSchema)]
+pub struct FunctionTool {
+    /// Always `function`.
+    #[schema(rename = "type")]
+    pub kind: FunctionKind,
+    /// The function.
+    pub function: FunctionSpec,
+}
+
+/// The only kind of tool.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum FunctionKind {
+    /// A function the model may call.
+    Function,
+}
+
+/// A function a model may call.
+#[derive(ToSchema)]
+pub struct FunctionSpec {
+    /// The tool's name, for `POST /v1/tools/{name}`.
+    pub name: String,
+    /// What it does and when to use it, written for a model.
+    pub description: String,
+    /// JSON Schema (an object schema) of its arguments.
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+}
+
+/// `POST /v1/tools/{name}` body: the tool's arguments object (`null` values count as not given).
+#[derive(ToSchema)]
+pub struct ToolArguments(pub BTreeMap<String, Value>);
+
+/// `POST /v1/tools/{name}` answer.
+#[derive(ToSchema)]
+pub struct ToolResult {
+    /// The tool's result, compact JSON for a model (e.g. the mission with a `next_step` sentence).
+    #[schema(value_type = Object)]
+    pub result: Value,
 }

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::{
     AppState,
     extract::{Json, Path, Query},
+    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -26,6 +27,23 @@ pub fn router() -> Router<AppState> {
 
 const MANAGERS: &[Role] = &[Role::Admin, Role::Operator];
 
+/// Creates a webhook: matching events from now on are POSTed to its URL, signed with its secret.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/webhooks",
+    tag = "webhooks",
+    operation_id = "create_webhook",
+    request_body = CreateWebhook,
+    responses(
+        (status = 201, description = "Created", body = WebhookView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden)
+    ),
+    security(("api_token" = []))
+)]
 async fn create(
     State(state): State<AppState>,
     who: Principal,
@@ -45,12 +63,45 @@ async fn create(
     Ok((StatusCode::CREATED, Json(hook)))
 }
 
+/// Lists the workspace's webhooks, newest first (deleted ones too, inactive).
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    get,
+    path = "/v1/webhooks",
+    tag = "webhooks",
+    operation_id = "list_webhooks",
+    responses(
+        (status = 200, description = "Every webhook", body = doc::WebhookList),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden)
+    ),
+    security(("api_token" = []))
+)]
 async fn list(State(state): State<AppState>, who: Principal) -> ApiResult<Json<Value>> {
     who.require(MANAGERS)?;
     let hooks = store::list(&state.pool, who.workspace_id).await?;
     Ok(Json(json!({ "webhooks": hooks })))
 }
 
+/// Shows a webhook.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    get,
+    path = "/v1/webhooks/{id}",
+    tag = "webhooks",
+    operation_id = "get_webhook",
+    params(("id" = Uuid, Path, description = "Webhook id")),
+    responses(
+        (status = 200, description = "The webhook", body = WebhookView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn show(
     State(state): State<AppState>,
     who: Principal,
@@ -63,6 +114,24 @@ async fn show(
         .ok_or_else(|| ApiError::NotFound(format!("no webhook {id}")))
 }
 
+/// Deletes a webhook: it goes inactive, its pending deliveries fail, its delivery log stays.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    delete,
+    path = "/v1/webhooks/{id}",
+    tag = "webhooks",
+    operation_id = "delete_webhook",
+    params(("id" = Uuid, Path, description = "Webhook id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn remove(
     State(state): State<AppState>,
     who: Principal,
@@ -76,12 +145,33 @@ async fn remove(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct DeliveryParams {
+    /// Most deliveries, 1–1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
 }
 
+/// A webhook's delivery log, newest first.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    get,
+    path = "/v1/webhooks/{id}/deliveries",
+    tag = "webhooks",
+    operation_id = "list_webhook_deliveries",
+    params(("id" = Uuid, Path, description = "Webhook id"), DeliveryParams),
+    responses(
+        (status = 200, description = "The latest deliveries", body = doc::DeliveryList),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
 async fn deliveries(
     State(state): State<AppState>,
     who: Principal,

@@ -9,11 +9,12 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// A card as the board shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CardView {
     /// Card id.
     pub id: Uuid,
     /// Column (`backlog`, `ready`, `in_progress`, `needs_human`, `review`, `done`, `failed`).
+    #[schema(value_type = crate::domain::BoardColumn)]
     pub column: String,
     /// Task title.
     pub title: String,
@@ -38,7 +39,9 @@ pub struct CardView {
     /// Last change.
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
-    /// Related API addresses.
+    /// Related API addresses by name: `move` always; `mission` and `events` for
+    /// mission tasks; `resolve` while the card is in `needs_human`.
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
     pub links: Value,
 }
 

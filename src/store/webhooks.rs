@@ -12,13 +12,13 @@ use super::{
 };
 
 /// A webhook as the API shows it (never its secret).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct WebhookView {
     /// Id.
     pub id: Uuid,
     /// Where deliveries go.
     pub url: String,
-    /// Kinds delivered.
+    /// Kinds delivered (`task.*` style prefixes allowed).
     pub events: Vec<String>,
     /// False once deleted.
     pub active: bool,
@@ -105,7 +105,7 @@ pub async fn deactivate(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Re
 }
 
 /// A delivery as the log shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DeliveryView {
     /// Delivery id (also sent as a header; stable across retries).
     pub id: i64,
@@ -114,6 +114,7 @@ pub struct DeliveryView {
     /// Its kind.
     pub event_kind: String,
     /// `pending`, `delivered` or `failed`.
+    #[schema(value_type = crate::api::openapi::DeliveryStatus)]
     pub status: String,
     /// Tries so far.
     pub attempts: i32,

@@ -30,8 +30,8 @@ pub const DELIVERY_HEADER: &str = "x-coordinator-delivery";
 /// Kinds delivered when a hook names none: every card change.
 pub const DEFAULT_KINDS: &[&str] = &["task.*"];
 
-/// `POST /v1/webhooks`.
-#[derive(Debug, Clone, Deserialize)]
+/// `POST /v1/webhooks` body.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
     /// Where to POST deliveries (http or https).

@@ -220,7 +220,8 @@ fn balanced(text: &str, open: usize) -> &str {
 }
 
 /// Methods of a route's method router, e.g. `get(list).post(create)`:
-/// identifiers directly followed by `(` outside any parenthesis.
+/// identifiers directly followed by `(` outside any parenthesis. `any(h)`
+/// (e.g. the MCP endpoint) answers every method, so it stands for all of them.
 fn chain_methods(chain: &str) -> Vec<String> {
     let mut methods = Vec::new();
     let (mut depth, mut ident) = (0, String::new());
@@ -231,6 +232,8 @@ fn chain_methods(chain: &str) -> Vec<String> {
                     let name = ident.rsplit("::").next().unwrap_or("").to_owned();
                     if METHODS.contains(&name.as_str()) {
                         methods.push(name.to_uppercase());
+                    } else if name == "any" {
+                        methods.extend(METHODS.iter().map(|m| m.to_uppercase()));
                     }
                 }
                 depth += 1;
@@ -487,6 +490,18 @@ async fn answers_match_their_schemas() {
         .await;
     check("POST", "/v1/agents", status, &body);
 
+    // A hook made before the mission gets deliveries of its events; the
+    // receiver is down, so they stay pending with an error.
+    let (status, hook) = app
+        .post(
+            "/v1/webhooks",
+            json!({"url": "http://127.0.0.1:9/hook", "secret": "a-very-secret-secret",
+                   "events": ["mission.*", "task.*"]}),
+        )
+        .await;
+    check("POST", "/v1/webhooks", status, &hook);
+    let hook_id = hook["id"].as_str().expect("webhook id").to_owned();
+
     let (status, mission) = app
         .post(
             "/v1/missions",
@@ -529,6 +544,85 @@ async fn answers_match_their_schemas() {
         documented.get(&media).is_some(),
         "{media} is not documented: {documented}"
     );
+
+    // The workspace log (in commit order: an event shows once every older
+    // transaction is done), the board and the tools see the same mission.
+    let (status, body) = wait_until("the mission's events in the workspace log", || async {
+        let (status, body) = app.get(&format!("/v1/events?mission={id}")).await;
+        (!body["events"].as_array()?.is_empty()).then_some((status, body))
+    })
+    .await;
+    check("GET", "/v1/events", status, &body);
+    let (status, body) = app.get("/v1/events?kind=task.*&limit=1").await;
+    check("GET", "/v1/events", status, &body);
+    let (status, body) = app.get("/v1/events?kind=Nope!").await;
+    check("GET", "/v1/events", status, &body);
+    let (status, board) = app.get(&format!("/v1/board?mission={id}")).await;
+    check("GET", "/v1/board", status, &board);
+    let card = board["columns"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .flat_map(|c| c["cards"].as_array().expect("cards"))
+        .next()
+        .unwrap_or_else(|| panic!("no card: {board}"))
+        .clone();
+    let card_id = card["id"].as_str().expect("card id");
+    let (status, body) = app.get(&format!("/v1/board/cards/{card_id}")).await;
+    check("GET", "/v1/board/cards/{id}", status, &body);
+    let (status, body) = app
+        .post(
+            &format!("/v1/board/cards/{card_id}/move"),
+            json!({"to": "done", "version": card["version"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    check("POST", "/v1/board/cards/{id}/move", status, &body);
+    let (status, body) = app.get("/v1/tools").await;
+    check("GET", "/v1/tools", status, &body);
+    let (status, body) = app
+        .post("/v1/tools/mission_status", json!({"mission_id": id}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    check("POST", "/v1/tools/{name}", status, &body);
+    let (status, body) = app
+        .request(
+            reqwest::Method::POST,
+            "/v1/tools/list_missions",
+            None,
+            Some(&app.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    check("POST", "/v1/tools/{name}", status, &body);
+    let (status, body) = app.post("/v1/tools/cancel_mission", json!({})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    check("POST", "/v1/tools/{name}", status, &body);
+
+    let (status, body) = app.get("/v1/webhooks").await;
+    check("GET", "/v1/webhooks", status, &body);
+    let (status, body) = app.get(&format!("/v1/webhooks/{hook_id}")).await;
+    check("GET", "/v1/webhooks/{id}", status, &body);
+    let deliveries = wait_until("a delivery to be logged", || async {
+        let (status, body) = app.get(&format!("/v1/webhooks/{hook_id}/deliveries")).await;
+        (!body["deliveries"].as_array()?.is_empty()).then_some((status, body))
+    })
+    .await;
+    check(
+        "GET",
+        "/v1/webhooks/{id}/deliveries",
+        deliveries.0,
+        &deliveries.1,
+    );
+    let (status, body) = app
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/v1/webhooks/{hook_id}"),
+            None,
+            Some(&app.token),
+        )
+        .await;
+    check("DELETE", "/v1/webhooks/{id}", status, &body);
     let (status, body) = app
         .post(
             &format!("/v1/missions/{id}/review"),
@@ -596,6 +690,7 @@ fn route_scanner_reads_chains() {
         chain_methods("\n  routing::get(|| async { Json(json!({})) })\n  .delete(remove)"),
         ["GET", "DELETE"]
     );
+    assert_eq!(chain_methods(" any(serve)").len(), METHODS.len());
     let text = r#"x.route(
         "/v1/a/{id}",
         post(a).get(b),
