@@ -185,7 +185,26 @@ pub fn router() -> Router<AppState> {
         .into();
     Router::new()
         .route("/openapi.json", get(|| async { axum::Json(document()) }))
+        .route("/docs/scalar.js", get(scalar_js))
         .merge(docs)
+}
+
+/// Scalar's standalone bundle, served at `/docs/scalar.js` so the docs page
+/// works without internet access.
+///
+/// Scalar's standalone bundle (@scalar/api-reference 1.52.0, MIT; see web/vendor/).
+const SCALAR_JS: &[u8] = include_bytes!("../../web/vendor/scalar-api-reference-1.52.0.js");
+
+async fn scalar_js() -> impl axum::response::IntoResponse {
+    use axum::http::header;
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            // Versioned by the binary; a day is a fair cache.
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        SCALAR_JS,
+    )
 }
 
 /// The Scalar page, pointed at the served document.
@@ -198,8 +217,8 @@ const DOCS_HTML: &str = r#"<!doctype html>
 </head>
 <body>
 <noscript>This page needs JavaScript. The OpenAPI document is at <a href="/openapi.json">/openapi.json</a>.</noscript>
-<script id="api-reference" data-url="/openapi.json"></script>
-<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script>
+<script id="api-reference" data-url="/openapi.json" data-configuration='{"withDefaultFonts": false}'></script>
+<script src="/docs/scalar.js"></script>
 </body>
 </html>
 "#;

@@ -679,6 +679,22 @@ async fn docs_page_loads_the_document() {
         html.contains("<title>Mission coordinator API</title>"),
         "{html}"
     );
+    // Everything the page loads comes from the service itself (no CDN).
+    assert!(!html.contains("https://"), "{html}");
+    let js = app
+        .http
+        .get(format!("{}/docs/scalar.js", app.url))
+        .send()
+        .await
+        .expect("scalar bundle");
+    assert_eq!(js.status().as_u16(), 200);
+    assert!(
+        js.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(js.bytes().await.unwrap().len() > 1_000_000);
     app.stop().await;
 }
 
