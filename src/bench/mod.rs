@@ -40,6 +40,7 @@ use crate::{
 pub mod idle;
 pub mod long;
 pub mod memory;
+pub mod streams;
 
 /// `coordinator bench` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -87,6 +88,9 @@ pub struct BenchArgs {
     /// Missions kept in flight during the long run.
     #[arg(long, default_value_t = 32)]
     pub long_inflight: usize,
+    /// Concurrent SSE clients in the stream phase; 0 skips it.
+    #[arg(long, default_value_t = 16)]
+    pub stream_clients: usize,
 }
 
 fn task(id: String, deps: Vec<String>) -> Value {
@@ -447,6 +451,16 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let _ = tx.send(());
     let _ = handle.await;
 
+    let streams = if args.stream_clients == 0 {
+        None
+    } else {
+        eprintln!(
+            "reading the event log as pages and as {} streams…",
+            args.stream_clients
+        );
+        Some(streams::measure(&pool, &token, args.stream_clients).await?)
+    };
+
     let idle = if args.idle_levels.is_empty() {
         None
     } else {
@@ -536,6 +550,26 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             step_overhead_ms / baseline_ms
         ),
     ]);
+    if let Some(st) = &streams {
+        println!(
+            "event log, {} events: JSON pages {:.0} events/s (the stream baseline); one SSE stream {:.0} events/s ({:.2}× pages); {} streams at once {:.0} events/s in all ({:.2}× pages); a new event reached {} waiting streams in p50 {:.1} ms, max {:.1} ms",
+            st.events,
+            st.json_eps,
+            st.sse_one_eps,
+            st.sse_one_eps / st.json_eps,
+            st.clients,
+            st.sse_many_eps,
+            st.sse_many_eps / st.json_eps,
+            st.clients,
+            st.fanout_ms.0,
+            st.fanout_ms.1
+        );
+        line.extend([
+            format!("stream_one_x_pages={:.2}", st.sse_one_eps / st.json_eps),
+            format!("stream_many_x_pages={:.2}", st.sse_many_eps / st.json_eps),
+            format!("stream_fanout_p50_ms={:.1}", st.fanout_ms.0),
+        ]);
+    }
     if let Some(idle) = &idle {
         let first = idle.levels.first().map_or(f64::NAN, |l| l.tick_us);
         for l in &idle.levels {
