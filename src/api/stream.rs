@@ -5,9 +5,9 @@
 //! stream each event's SSE id is its gap-free per-mission `seq`; on the
 //! workspace stream it is the event id, and the stream reads in commit order
 //! (see [`events::list_for_workspace`]). `Last-Event-ID` (or `?after=`) says
-//! where to continue. Streams wake on the engine's `NOTIFY` (one
-//! listener per process, shared through a watch channel) and re-check every
-//! second anyway. Events are read from the database only as the client
+//! where to continue. Streams wake on a `NOTIFY` that every
+//! event-writing commit sends (one listener per process, shared through a
+//! watch channel) and re-check every second anyway. Events are read from the database only as the client
 //! pulls them, so a slow client cannot grow server memory beyond one page.
 
 use std::{collections::VecDeque, convert::Infallible, time::Duration};
@@ -35,15 +35,20 @@ const RECONNECT: Duration = Duration::from_secs(1);
 /// Comment lines sent on a quiet stream so proxies and clients keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Starts this process's one listener on the engine's wake-up channel and
-/// returns the receiver streams wait on (it ticks on every notification).
+/// Notified at the commit of every transaction that wrote events (a trigger
+/// on the event log; see the `event_notify` migration).
+pub const EVENTS_CHANNEL: &str = "coordinator_events";
+
+/// Starts this process's one listener on [`EVENTS_CHANNEL`] and returns the
+/// receiver streams (and the webhook pump) wait on; it ticks on every
+/// notification.
 pub fn spawn_wake_listener(pool: PgPool) -> watch::Receiver<u64> {
     let (tx, rx) = watch::channel(0u64);
     tokio::spawn(async move {
         loop {
             let listener = async {
                 let mut l = PgListener::connect_with(&pool).await?;
-                l.listen("coordinator_wake").await?;
+                l.listen(EVENTS_CHANNEL).await?;
                 Ok::<_, sqlx::Error>(l)
             }
             .await;

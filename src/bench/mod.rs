@@ -552,7 +552,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     ]);
     if let Some(st) = &streams {
         println!(
-            "event log, {} events: JSON pages {:.0} events/s (the stream baseline); one SSE stream {:.0} events/s ({:.2}× pages); {} streams at once {:.0} events/s in all ({:.2}× pages); a new event reached {} waiting streams in p50 {:.1} ms, max {:.1} ms",
+            "event log, {} events: JSON pages {:.0} events/s (the stream baseline); one SSE stream {:.0} events/s ({:.2}× pages); {} streams at once {:.0} events/s in all ({:.2}× pages); a new event reached {} waiting streams in p50 {:.1} ms, max {:.1} ms from sending the request that wrote it ({:.1} ms for its own answer)",
             st.events,
             st.json_eps,
             st.sse_one_eps,
@@ -562,7 +562,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             st.sse_many_eps / st.json_eps,
             st.clients,
             st.fanout_ms.0,
-            st.fanout_ms.1
+            st.fanout_ms.1,
+            st.request_ms
         );
         line.extend([
             format!("stream_one_x_pages={:.2}", st.sse_one_eps / st.json_eps),
