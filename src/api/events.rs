@@ -59,12 +59,7 @@ impl Params {
                 .map(str::trim)
                 .filter(|k| !k.is_empty())
                 .map(|k| {
-                    let name = k.strip_suffix('*').unwrap_or(k);
-                    let ok = name.len() <= 64
-                        && name
-                            .chars()
-                            .all(|c| c.is_ascii_lowercase() || c == '.' || c == '_');
-                    if ok {
+                    if events::is_kind_pattern(k) {
                         Ok(k.to_owned())
                     } else {
                         Err(ApiError::invalid(

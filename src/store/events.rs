@@ -173,6 +173,17 @@ pub struct LogPosition {
     pub id: i64,
 }
 
+/// Whether `k` names an event kind, or a kind prefix ending in `*` (`task.*`):
+/// what readers and webhooks may filter on.
+pub fn is_kind_pattern(k: &str) -> bool {
+    let name = k.strip_suffix('*').unwrap_or(k);
+    !k.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c == '.' || c == '_')
+}
+
 /// Which workspace events a reader wants.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {

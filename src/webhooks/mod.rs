@@ -71,13 +71,7 @@ impl CreateWebhook {
             return Err(ApiError::invalid("events", "at most 64 event kinds"));
         }
         for k in &self.events {
-            let name = k.strip_suffix('*').unwrap_or(k);
-            let ok = !k.is_empty()
-                && name.len() <= 64
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c == '.' || c == '_');
-            if !ok {
+            if !crate::store::events::is_kind_pattern(k) {
                 return Err(ApiError::invalid(
                     "events",
                     format!("{k:?} is not an event kind (e.g. task.succeeded or task.*)"),
