@@ -11,6 +11,8 @@
 //! - [`assignment`]: the pure, deterministic agent scorer.
 //! - [`store`]: SQL, one module per aggregate (missions, tasks, attempts, agents, events).
 //! - [`missions`]: mission use cases (create, approve, cancel, review, view).
+//! - [`coordination`]: messages, reservations, contract net, governance,
+//!   workforce and handoffs around missions.
 //! - [`engine`]: the tick — dispatch (claim, assign, send) and reconcile (leases, sweeps).
 //! - [`api`]: HTTP handlers (thin), extractors, [`api::Application`].
 //! - [`tools`]: the chat tools, served as function-calling schemas and over MCP.
@@ -28,6 +30,7 @@ pub mod board;
 pub mod cli;
 pub mod cli_client;
 pub mod client;
+pub mod coordination;
 pub mod db;
 pub mod demo;
 pub mod domain;

@@ -1,5 +1,5 @@
 //! `/v1/events`: the workspace's event log, as JSON pages or a live SSE
-//! stream, filterable by mission, kind and agent.
+//! stream, filterable by mission, kind, agent and agent role.
 
 use axum::{
     Router,
@@ -45,6 +45,9 @@ struct Params {
     /// Only events about this agent.
     #[param(min_length = 1, max_length = 128)]
     agent: Option<String>,
+    /// Only events about an agent of this role.
+    #[param(min_length = 1, max_length = 64)]
+    role: Option<String>,
     /// Page size, 1–1000 (default 500; JSON pages only).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
@@ -78,10 +81,16 @@ impl Params {
                 "agent must be an agent id (1 to 128 characters)",
             ));
         }
+        if let Some(role) = &self.role
+            && (role.is_empty() || role.len() > 64)
+        {
+            return Err(ApiError::invalid("role", "role must be 1 to 64 characters"));
+        }
         Ok(EventFilter {
             mission_id: self.mission,
             kinds,
             agent_id: self.agent.clone(),
+            agent_role: self.role.clone(),
         })
     }
 }

@@ -608,6 +608,6 @@ async fn list_event_page(
         return Err(ApiError::NotFound(format!("no mission {id}")));
     }
     let events = events::list_for_mission(&state.pool, who.workspace_id, id, after, limit).await?;
-    let next_after = events.last().map(|e| e.seq).unwrap_or(after);
+    let next_after = events.last().and_then(|e| e.seq).unwrap_or(after);
     Ok(Json(json!({ "events": events, "next_after": next_after })))
 }

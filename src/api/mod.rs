@@ -5,16 +5,22 @@
 pub mod agents;
 pub mod attempts;
 pub mod board;
+pub mod contract_net;
 pub mod events;
 pub mod extract;
+pub mod governance;
+pub mod handoffs;
 pub mod mcp;
+pub mod messages;
 pub mod missions;
 pub mod openapi;
+pub mod reservations;
 pub mod stream;
 pub mod tokens;
 pub mod tools;
 pub mod web;
 pub mod webhooks;
+pub mod workforce;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -72,6 +78,12 @@ pub fn router(state: AppState) -> Router {
         .merge(events::router())
         .merge(board::router())
         .merge(webhooks::router())
+        .merge(messages::router())
+        .merge(reservations::router())
+        .merge(contract_net::router())
+        .merge(governance::router())
+        .merge(workforce::router())
+        .merge(handoffs::router())
         .merge(tokens::router())
         .merge(tools::router())
         .merge(mcp::router())

@@ -97,10 +97,15 @@ impl Source {
             Source::Mission { run_id, after } => {
                 let page =
                     events::list_for_mission(pool, workspace_id, *run_id, *after, PAGE).await?;
-                if let Some(last) = page.last() {
-                    *after = last.seq;
+                // Mission events always have a seq.
+                let page: Vec<(i64, EventView)> = page
+                    .into_iter()
+                    .map(|e| (e.seq.unwrap_or_default(), e))
+                    .collect();
+                if let Some((seq, _)) = page.last() {
+                    *after = *seq;
                 }
-                Ok(page.into_iter().map(|e| (e.seq, e)).collect())
+                Ok(page)
             }
             Source::Workspace { after, filter } => {
                 let (page, reached) = events::list_for_workspace(

@@ -115,15 +115,69 @@ pub async fn append(
     .await
 }
 
+/// An event of the workspace that may or may not belong to a mission
+/// (messages, reservations, decisions, contractors…).
+#[derive(Debug)]
+pub struct WorkspaceEvent<'a> {
+    /// The mission, if it is about one (then it also gets a `seq`).
+    pub mission_id: Option<Uuid>,
+    /// The task, if it is about one.
+    pub task_id: Option<Uuid>,
+    /// What happened (see [`kind`] and the coordination modules).
+    pub kind: &'a str,
+    /// Who caused it.
+    pub actor: &'a str,
+    /// Details.
+    pub payload: Value,
+}
+
+/// Appends an event to the workspace log: a mission event (with its `seq`)
+/// when it names a mission, otherwise a workspace event without one.
+pub async fn record(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    ev: WorkspaceEvent<'_>,
+) -> sqlx::Result<()> {
+    if let Some(run_id) = ev.mission_id {
+        append(
+            conn,
+            workspace_id,
+            NewEvent {
+                run_id,
+                task_id: ev.task_id,
+                attempt_id: None,
+                kind: ev.kind,
+                actor: ev.actor,
+                payload: ev.payload,
+            },
+        )
+        .await?;
+        return Ok(());
+    }
+    sqlx::query!(
+        "INSERT INTO orchestration_events (workspace_id, task_id, kind, actor, payload)
+         VALUES ($1, $2, $3, $4, $5)",
+        workspace_id,
+        ev.task_id,
+        ev.kind,
+        ev.actor,
+        ev.payload
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// An event as the API shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct EventView {
     /// Global id (also the SSE id).
     pub id: i64,
-    /// Gap-free position within the mission.
-    pub seq: i64,
-    /// The mission.
-    pub mission_id: Uuid,
+    /// Gap-free position within the mission (`None` for a workspace event
+    /// that belongs to no mission, such as a reservation or a message).
+    pub seq: Option<i64>,
+    /// The mission, if any.
+    pub mission_id: Option<Uuid>,
     /// The task, if any.
     pub task_id: Option<Uuid>,
     /// The attempt, if any.
@@ -149,7 +203,7 @@ pub async fn list_for_mission(
 ) -> sqlx::Result<Vec<EventView>> {
     sqlx::query_as!(
         EventView,
-        r#"SELECT id, seq AS "seq!", run_id AS "mission_id!", task_id, attempt_id, kind, actor, payload, created_at
+        r#"SELECT id, seq, run_id AS mission_id, task_id, attempt_id, kind, actor, payload, created_at
            FROM orchestration_events
            WHERE workspace_id = $1 AND run_id = $2 AND seq > $3
            ORDER BY seq
@@ -193,6 +247,8 @@ pub struct EventFilter {
     pub kinds: Vec<String>,
     /// Only events about this agent (its attempts, or naming it).
     pub agent_id: Option<String>,
+    /// Only events about an agent of this role (its attempts, or naming it).
+    pub agent_role: Option<String>,
 }
 
 impl EventFilter {
@@ -254,6 +310,11 @@ pub async fn list_for_workspace(
                    AND ($6 OR e.kind = ANY($7) OR EXISTS (SELECT 1 FROM unnest($8::text[]) p WHERE starts_with(e.kind, p)))
                    AND ($9::text IS NULL OR e.payload->>'agent_id' = $9
                         OR EXISTS (SELECT 1 FROM task_attempts a WHERE a.id = e.attempt_id AND a.agent_id = $9))
+                   AND ($10::text IS NULL OR EXISTS (
+                        SELECT 1 FROM agents ag
+                        WHERE ag.workspace_id = e.workspace_id AND ag.role = $10
+                          AND (ag.agent_id = e.payload->>'agent_id'
+                               OR ag.agent_id = (SELECT a.agent_id FROM task_attempts a WHERE a.id = e.attempt_id))))
                   ) AS "wanted!"
            FROM window_ w JOIN orchestration_events e ON e.id = w.id
            ORDER BY w.xid, w.id"#,
@@ -266,6 +327,7 @@ pub async fn list_for_workspace(
         &exact,
         &prefixes,
         filter.agent_id.as_deref(),
+        filter.agent_role.as_deref(),
     )
     .fetch_all(db)
     .await?;
@@ -280,17 +342,13 @@ pub async fn list_for_workspace(
             id: r.id,
         };
         reached = position;
-        // Workspace events without a mission are not written today; skip rather than invent one.
-        let (Some(seq), Some(mission_id)) = (r.seq, r.run_id) else {
-            continue;
-        };
         if r.wanted {
             out.push(LoggedEvent {
                 position,
                 event: EventView {
                     id: r.id,
-                    seq,
-                    mission_id,
+                    seq: r.seq,
+                    mission_id: r.run_id,
                     task_id: r.task_id,
                     attempt_id: r.attempt_id,
                     kind: r.kind,

@@ -8,8 +8,14 @@
 pub mod agents;
 pub mod attempts;
 pub mod board;
+pub mod contract_net;
 pub mod events;
+pub mod governance;
+pub mod handoffs;
+pub mod messages;
 pub mod missions;
+pub mod reservations;
 pub mod tasks;
 pub mod templates;
 pub mod webhooks;
+pub mod workforce;

@@ -1,0 +1,10 @@
+//! `/v1` routes of reservations.
+
+use axum::Router;
+
+use super::AppState;
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+}

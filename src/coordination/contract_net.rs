@@ -1,0 +1,1 @@
+//! Contract net: pure rules and use cases (see [`crate::coordination`]).

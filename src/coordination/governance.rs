@@ -1,0 +1,1 @@
+//! Governance: pure rules and use cases (see [`crate::coordination`]).

@@ -1,0 +1,1 @@
+//! Handoffs: pure rules and use cases (see [`crate::coordination`]).

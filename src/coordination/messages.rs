@@ -1,0 +1,487 @@
+//! FIPA-style ACL messages between agents: performatives, the coordination
+//! categories of RFC-001, the per-recipient inbox lifecycle, and sending.
+//!
+//! A message is one row; each recipient has an inbox entry that moves
+//! unread → read → acked. `BLOCKED` and `HANDOFF` need an ack; a categorised
+//! message must name the mission or task it is about (the RFC's bead link).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::{
+    domain::{IllegalTransition, text_enum},
+    error::ApiError,
+    store::{
+        events::{self, WorkspaceEvent},
+        messages::{self as store, MessageView},
+    },
+};
+
+/// Event kinds written by messaging.
+pub mod kind {
+    /// A message was sent (payload: id, from, to, performative, category, recipients).
+    pub const MESSAGE_SENT: &str = "message.sent";
+    /// A recipient acknowledged a message.
+    pub const MESSAGE_ACKED: &str = "message.acked";
+}
+
+/// The speech act of a message (FIPA ACL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Performative {
+    /// Asks the receiver to do something.
+    Request,
+    /// States a fact.
+    Inform,
+    /// Asks for information.
+    Query,
+    /// Offers to do something under conditions.
+    Propose,
+    /// Accepts a proposal.
+    Accept,
+    /// Declines a proposal.
+    Reject,
+    /// Confirms something provisional.
+    Confirm,
+    /// Cancels an earlier request or commitment.
+    Cancel,
+}
+
+text_enum!(Performative {
+    Request => "REQUEST",
+    Inform => "INFORM",
+    Query => "QUERY",
+    Propose => "PROPOSE",
+    Accept => "ACCEPT",
+    Reject => "REJECT",
+    Confirm => "CONFIRM",
+    Cancel => "CANCEL",
+});
+
+/// The coordination category of RFC-001.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// Work changes hands: needs an ack and a single next owner.
+    Handoff,
+    /// A hard blocker: needs an ack, a requested action and an urgency.
+    Blocked,
+    /// A decision record with its rationale.
+    Decision,
+    /// Non-blocking context.
+    Info,
+}
+
+text_enum!(Category {
+    Handoff => "HANDOFF",
+    Blocked => "BLOCKED",
+    Decision => "DECISION",
+    Info => "INFO",
+});
+
+impl Category {
+    /// Whether recipients must acknowledge it.
+    pub fn requires_ack(self) -> bool {
+        matches!(self, Category::Handoff | Category::Blocked)
+    }
+}
+
+/// Where a message is in one recipient's inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InboxState {
+    /// Not opened yet.
+    Unread,
+    /// Opened.
+    Read,
+    /// Acknowledged: terminal.
+    Acked,
+}
+
+text_enum!(InboxState {
+    Unread => "unread",
+    Read => "read",
+    Acked => "acked",
+});
+
+/// What a recipient does to an inbox entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxAction {
+    /// Marks it read.
+    Read,
+    /// Acknowledges it (reading it too).
+    Ack,
+}
+
+impl InboxState {
+    /// The state after `action`; `Ok(None)` when nothing changes (reading
+    /// twice is harmless); acking twice is refused (the entry is terminal).
+    pub fn apply(self, action: InboxAction) -> Result<Option<InboxState>, IllegalTransition> {
+        match (self, action) {
+            (InboxState::Unread, InboxAction::Read) => Ok(Some(InboxState::Read)),
+            (InboxState::Read | InboxState::Acked, InboxAction::Read) => Ok(None),
+            (InboxState::Unread | InboxState::Read, InboxAction::Ack) => {
+                Ok(Some(InboxState::Acked))
+            }
+            (InboxState::Acked, InboxAction::Ack) => Err(IllegalTransition {
+                entity: "message",
+                from: self.as_str(),
+                event: "ack",
+            }),
+        }
+    }
+}
+
+/// Who a message is addressed to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recipient {
+    /// One agent.
+    Agent(String),
+    /// Every agent of a role (except the sender).
+    Role(String),
+    /// Every agent of the workspace (except the sender).
+    All,
+}
+
+impl Recipient {
+    /// Parses `agent-id`, `role:<role>` or `all` (also `broadcast`).
+    pub fn parse(s: &str) -> Result<Recipient, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err("'to' must name an agent, 'role:<role>' or 'all'".into());
+        }
+        if s == "all" || s == "broadcast" {
+            return Ok(Recipient::All);
+        }
+        if let Some(role) = s.strip_prefix("role:") {
+            let role = role.trim();
+            if role.is_empty() || role.len() > 64 {
+                return Err("a role must be 1–64 characters".into());
+            }
+            return Ok(Recipient::Role(role.to_owned()));
+        }
+        Ok(Recipient::Agent(s.to_owned()))
+    }
+
+    /// The stored form: `agent:<id>`, `role:<role>` or `all`.
+    pub fn stored(&self) -> String {
+        match self {
+            Recipient::Agent(a) => format!("agent:{a}"),
+            Recipient::Role(r) => format!("role:{r}"),
+            Recipient::All => "all".into(),
+        }
+    }
+}
+
+/// A message about to be sent.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// Client-chosen id, for idempotent retries (a new one otherwise).
+    pub id: Option<Uuid>,
+    /// The sending agent; `None` for the coordinator or a person.
+    pub from_agent: Option<String>,
+    /// Who sent it, as an actor string (`agent:…`, `coordinator`, `stakeholder:…`).
+    pub sender: String,
+    /// Addressee.
+    pub to: Recipient,
+    /// Speech act.
+    pub performative: Performative,
+    /// RFC-001 category, if any.
+    pub category: Option<Category>,
+    /// Conversation: inherited from `reply_to`, else the task's id, else new.
+    pub conversation_id: Option<Uuid>,
+    /// The message answered.
+    pub reply_to: Option<Uuid>,
+    /// Linked mission.
+    pub mission_id: Option<Uuid>,
+    /// Linked task.
+    pub task_id: Option<Uuid>,
+    /// One-line subject.
+    pub subject: String,
+    /// Performative-specific payload (an object).
+    pub content: Value,
+}
+
+/// Checks what can be checked without the database; the first problem found.
+pub fn validate(m: &Outgoing) -> Result<(), ApiError> {
+    if m.subject.len() > 200 {
+        return Err(ApiError::invalid(
+            "subject",
+            "subject must be at most 200 bytes",
+        ));
+    }
+    if !m.content.is_object() {
+        return Err(ApiError::invalid(
+            "content",
+            "content must be a JSON object",
+        ));
+    }
+    if serde_json::to_vec(&m.content).map_or(0, |v| v.len()) > 64 * 1024 {
+        return Err(ApiError::invalid(
+            "content",
+            "content must be at most 64 KiB",
+        ));
+    }
+    if let Some(category) = m.category {
+        if m.mission_id.is_none() && m.task_id.is_none() {
+            return Err(ApiError::invalid(
+                "mission_id",
+                format!("a {category} message must name the mission_id or task_id it is about"),
+            ));
+        }
+        match category {
+            Category::Handoff if !matches!(m.to, Recipient::Agent(_)) => {
+                return Err(ApiError::invalid(
+                    "to",
+                    "a HANDOFF must name one next owner, not a role or everyone",
+                ));
+            }
+            Category::Blocked => {
+                for field in ["requested_action", "urgency"] {
+                    if m.content
+                        .get(field)
+                        .and_then(Value::as_str)
+                        .is_none_or(|s| s.trim().is_empty())
+                    {
+                        return Err(ApiError::invalid(
+                            &format!("content.{field}"),
+                            format!("a BLOCKED message must say content.{field}"),
+                        ));
+                    }
+                }
+                let urgency = m
+                    .content
+                    .get("urgency")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if !URGENCIES.contains(&urgency) {
+                    return Err(ApiError::invalid(
+                        "content.urgency",
+                        format!("urgency must be one of {}", URGENCIES.join(", ")),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Allowed values of a BLOCKED message's `content.urgency`.
+pub const URGENCIES: &[&str] = &["low", "normal", "high", "critical"];
+
+/// Sends a message inside the caller's transaction: checks sender, recipients,
+/// reply and linkage, writes the message, one inbox entry per recipient (to
+/// be pushed to those with a worker endpoint) and a `message.sent` event.
+/// Sending the same `id` again with the same content returns the original.
+pub async fn send(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    m: Outgoing,
+) -> Result<MessageView, ApiError> {
+    validate(&m)?;
+    let id = m.id.unwrap_or_else(Uuid::new_v4);
+    if let Some(existing) = store::get(&mut *conn, workspace_id, id).await? {
+        return if store::same_message(&existing, &m) {
+            Ok(existing)
+        } else {
+            Err(ApiError::Conflict {
+                code: "message_id_reused",
+                message: format!("message {id} was already sent with different content"),
+                details: json!({ "id": id }),
+            })
+        };
+    }
+    if let Some(from) = &m.from_agent
+        && !store::agent_exists(&mut *conn, workspace_id, from).await?
+    {
+        return Err(ApiError::Unprocessable {
+            code: "unknown_sender",
+            message: format!("no agent '{from}' is registered to send from"),
+            details: json!({ "from": from }),
+        });
+    }
+    let recipients =
+        store::resolve_recipients(&mut *conn, workspace_id, &m.to, m.from_agent.as_deref()).await?;
+    if recipients.is_empty() {
+        return Err(match &m.to {
+            Recipient::Agent(a) => ApiError::Unprocessable {
+                code: "unknown_recipient",
+                message: format!("no agent '{a}' is registered to receive"),
+                details: json!({ "to": a }),
+            },
+            other => ApiError::Unprocessable {
+                code: "no_recipients",
+                message: format!("no agent matches '{}'", other.stored()),
+                details: json!({ "to": other.stored() }),
+            },
+        });
+    }
+    let mut conversation_id = m.conversation_id;
+    let mut mission_id = m.mission_id;
+    if let Some(parent) = m.reply_to {
+        let Some(p) = store::get(&mut *conn, workspace_id, parent).await? else {
+            return Err(ApiError::Unprocessable {
+                code: "unknown_reply_to",
+                message: format!("reply_to names no message {parent}"),
+                details: json!({ "reply_to": parent }),
+            });
+        };
+        match conversation_id {
+            Some(c) if c != p.conversation_id => {
+                return Err(ApiError::invalid(
+                    "conversation_id",
+                    "conversation_id differs from that of the message replied to",
+                ));
+            }
+            _ => conversation_id = Some(p.conversation_id),
+        }
+    }
+    if let Some(task) = m.task_id {
+        let Some(task_mission) = store::task_mission(&mut *conn, workspace_id, task).await? else {
+            return Err(ApiError::Unprocessable {
+                code: "unknown_task",
+                message: format!("task_id names no task {task}"),
+                details: json!({ "task_id": task }),
+            });
+        };
+        if mission_id.is_some_and(|mi| mi != task_mission) {
+            return Err(ApiError::invalid(
+                "mission_id",
+                "task_id belongs to another mission",
+            ));
+        }
+        mission_id = Some(task_mission);
+    } else if let Some(mi) = mission_id
+        && !store::mission_exists(&mut *conn, workspace_id, mi).await?
+    {
+        return Err(ApiError::Unprocessable {
+            code: "unknown_mission",
+            message: format!("mission_id names no mission {mi}"),
+            details: json!({ "mission_id": mi }),
+        });
+    }
+    // RFC-001 threads default to the linked work item.
+    let conversation_id = conversation_id.or(m.task_id).unwrap_or_else(Uuid::new_v4);
+    let requires_ack = m.category.is_some_and(Category::requires_ack);
+    let view = store::insert(
+        &mut *conn,
+        workspace_id,
+        store::NewMessage {
+            id,
+            conversation_id,
+            mission_id,
+            requires_ack,
+            recipients: &recipients,
+            m: &m,
+        },
+    )
+    .await?;
+    events::record(
+        &mut *conn,
+        workspace_id,
+        WorkspaceEvent {
+            mission_id,
+            task_id: m.task_id,
+            kind: kind::MESSAGE_SENT,
+            actor: &m.sender,
+            payload: json!({
+                "message_id": id,
+                "conversation_id": conversation_id,
+                "from": view.from,
+                "agent_id": m.from_agent,
+                "to": m.to.stored(),
+                "recipients": recipients,
+                "performative": m.performative,
+                "category": m.category,
+                "subject": m.subject,
+            }),
+        },
+    )
+    .await?;
+    Ok(view)
+}
+
+/// A message as an agent's worker receives it at `POST {endpoint}/v1/messages`.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PushedMessage {
+    /// The recipient.
+    pub agent_id: String,
+    /// The message.
+    pub message: MessageView,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg() -> Outgoing {
+        Outgoing {
+            id: None,
+            from_agent: Some("a".into()),
+            sender: "agent:a".into(),
+            to: Recipient::Agent("b".into()),
+            performative: Performative::Inform,
+            category: None,
+            conversation_id: None,
+            reply_to: None,
+            mission_id: None,
+            task_id: None,
+            subject: "hi".into(),
+            content: json!({}),
+        }
+    }
+
+    #[test]
+    fn inbox_lifecycle() {
+        use InboxAction as A;
+        use InboxState as S;
+        assert_eq!(S::Unread.apply(A::Read), Ok(Some(S::Read)));
+        assert_eq!(S::Read.apply(A::Read), Ok(None));
+        assert_eq!(S::Unread.apply(A::Ack), Ok(Some(S::Acked)));
+        assert_eq!(S::Read.apply(A::Ack), Ok(Some(S::Acked)));
+        assert_eq!(S::Acked.apply(A::Read), Ok(None));
+        assert!(S::Acked.apply(A::Ack).is_err());
+    }
+
+    #[test]
+    fn recipients_parse() {
+        assert_eq!(Recipient::parse("all"), Ok(Recipient::All));
+        assert_eq!(Recipient::parse("broadcast"), Ok(Recipient::All));
+        assert_eq!(
+            Recipient::parse("role:qa"),
+            Ok(Recipient::Role("qa".into()))
+        );
+        assert_eq!(Recipient::parse("bob"), Ok(Recipient::Agent("bob".into())));
+        assert!(Recipient::parse(" ").is_err());
+        assert!(Recipient::parse("role:").is_err());
+    }
+
+    #[test]
+    fn categories_need_linkage_and_fields() {
+        let mut m = msg();
+        m.category = Some(Category::Info);
+        assert!(validate(&m).is_err(), "INFO without linkage");
+        m.mission_id = Some(Uuid::nil());
+        assert!(validate(&m).is_ok());
+        m.category = Some(Category::Handoff);
+        m.to = Recipient::Role("qa".into());
+        assert!(validate(&m).is_err(), "HANDOFF to a role");
+        m.to = Recipient::Agent("b".into());
+        assert!(validate(&m).is_ok());
+        m.category = Some(Category::Blocked);
+        assert!(validate(&m).is_err(), "BLOCKED without action/urgency");
+        m.content = json!({"requested_action": "grant access", "urgency": "someday"});
+        assert!(validate(&m).is_err(), "bad urgency");
+        m.content = json!({"requested_action": "grant access", "urgency": "high"});
+        assert!(validate(&m).is_ok());
+        assert!(Category::Blocked.requires_ack() && Category::Handoff.requires_ack());
+        assert!(!Category::Info.requires_ack() && !Category::Decision.requires_ack());
+    }
+
+    #[test]
+    fn content_must_be_object() {
+        let mut m = msg();
+        m.content = json!("text");
+        assert!(validate(&m).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! Reservations: pure rules and use cases (see [`crate::coordination`]).

@@ -1,0 +1,1 @@
+//! Workforce: pure rules and use cases (see [`crate::coordination`]).
