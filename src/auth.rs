@@ -68,6 +68,21 @@ impl Principal {
         }
     }
 
+    /// Refuses with 403 unless the caller has one of `roles`, or is an agent
+    /// token acting as `agent_id` (an agent token speaks only for itself).
+    pub fn require_self_or(&self, agent_id: &str, roles: &[Role]) -> Result<(), ApiError> {
+        if self.role == Role::Agent {
+            return match self.agent_id.as_deref() {
+                Some(own) if own == agent_id => Ok(()),
+                own => Err(ApiError::Forbidden(format!(
+                    "this agent token acts as '{}', not '{agent_id}'",
+                    own.unwrap_or("")
+                ))),
+            };
+        }
+        self.require(roles)
+    }
+
     /// A short, non-secret name for logs and event actors.
     pub fn actor(&self) -> String {
         match &self.agent_id {

@@ -17,7 +17,10 @@ use super::{
 use crate::{
     auth::{Principal, Role},
     error::{ApiError, ApiResult},
-    store::agents::{self, AgentRow, NewAgent},
+    store::{
+        agents::{self, AgentRow, NewAgent},
+        messages, reservations,
+    },
 };
 
 /// Routes of this resource.
@@ -26,6 +29,93 @@ pub fn router() -> Router<AppState> {
         .route("/v1/agents", get(list).post(register))
         .route("/v1/agents/{agent_id}", get(show))
         .route("/v1/agents/{agent_id}/heartbeat", post(heartbeat))
+        .route("/v1/agents/{agent_id}/status", get(status))
+}
+
+/// Everything an agent holds and owes, in one view (RFC-001's unified status).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct AgentStatus {
+    /// The agent.
+    pub agent: AgentRow,
+    /// Unfinished tasks assigned to it.
+    pub tasks: Vec<agents::HeldTask>,
+    /// Inbox counts.
+    pub inbox: messages::InboxCounts,
+    /// Unread messages, oldest first (at most 100).
+    pub unread: Vec<messages::InboxEntry>,
+    /// Messages needing its ack (`BLOCKED`, `HANDOFF`) it has not given, oldest first (at most 100).
+    pub unacked: Vec<messages::InboxEntry>,
+    /// Reservations it holds now.
+    pub reservations: Vec<reservations::ReservationView>,
+}
+
+/// The agent's unified status: the tasks it holds, its unread and un-acked messages, and its live reservations.
+///
+/// Roles: admin, operator, stakeholder, worker, or the agent's own token.
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{agent_id}/status",
+    tag = "agents",
+    operation_id = "get_agent_status",
+    params(("agent_id" = String, Path, description = "Agent id")),
+    responses(
+        (status = 200, description = "The status", body = AgentStatus),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn status(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Json<AgentStatus>> {
+    who.require_self_or(
+        &agent_id,
+        &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker],
+    )?;
+    let agent = agents::get(&state.pool, who.workspace_id, &agent_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no agent '{agent_id}'")))?;
+    // One snapshot, so the parts agree with each other.
+    let mut tx = state.pool.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let ws = who.workspace_id;
+    let tasks = agents::held_tasks(&mut tx, ws, &agent_id).await?;
+    let inbox = messages::inbox_counts(&mut tx, ws, &agent_id).await?;
+    let unread_filter = messages::InboxFilter {
+        state: Some("unread".into()),
+        ..Default::default()
+    };
+    let unread = messages::inbox(&mut tx, ws, &agent_id, &unread_filter, 100).await?;
+    let unacked_filter = messages::InboxFilter {
+        unacked: true,
+        ..Default::default()
+    };
+    let unacked = messages::inbox(&mut tx, ws, &agent_id, &unacked_filter, 100).await?;
+    let now = reservations::now(&mut tx).await?;
+    let filter = reservations::ReservationFilter {
+        state: Some("active".into()),
+        agent_id: Some(agent_id.clone()),
+        ..Default::default()
+    };
+    let held = reservations::list(&mut tx, ws, &filter, 500)
+        .await?
+        .into_iter()
+        .filter(|r| r.expires_at > now)
+        .collect();
+    tx.commit().await?;
+    Ok(Json(AgentStatus {
+        agent,
+        tasks,
+        inbox,
+        unread,
+        unacked,
+        reservations: held,
+    }))
 }
 
 /// `POST /v1/agents` body.
@@ -266,13 +356,7 @@ async fn heartbeat(
     who: Principal,
     Path(agent_id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    who.require(&[Role::Admin, Role::Operator, Role::Worker, Role::Agent])?;
-    if who.role == Role::Agent && who.agent_id.as_deref() != Some(agent_id.as_str()) {
-        return Err(ApiError::Forbidden(format!(
-            "this agent token acts as '{}', not '{agent_id}'",
-            who.agent_id.as_deref().unwrap_or("")
-        )));
-    }
+    who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
     if agents::heartbeat(&state.pool, who.workspace_id, &agent_id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {

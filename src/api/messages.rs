@@ -1,10 +1,412 @@
-//! `/v1` routes of agent messages.
+//! `/v1/messages`, agent inboxes and conversations: FIPA-style ACL messages
+//! between agents (and from the coordinator or people to agents).
 
-use axum::Router;
+use axum::{
+    Router,
+    extract::State,
+    http::StatusCode,
+    routing::{get, post},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
 
-use super::AppState;
+use super::{
+    AppState,
+    extract::{Json, Path, Query},
+    openapi as doc,
+};
+use crate::{
+    auth::{Principal, Role},
+    coordination::messages::{
+        self, Category, InboxAction, InboxState, Outgoing, Performative, Recipient, ThreadNode,
+    },
+    error::{ApiError, ApiResult},
+    store::messages::{self as store, InboxEntry, InboxFilter, MessageView, RecipientState},
+};
 
 /// Routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/v1/messages", post(send))
+        .route("/v1/messages/{id}", get(show))
+        .route("/v1/conversations/{id}", get(conversation))
+        .route("/v1/agents/{agent_id}/inbox", get(inbox))
+        .route("/v1/agents/{agent_id}/inbox/{message_id}/read", post(read))
+        .route("/v1/agents/{agent_id}/inbox/{message_id}/ack", post(ack))
+}
+
+/// Most entries one inbox page holds.
+const MAX_PAGE: i64 = 500;
+/// Most messages one conversation answer holds.
+const MAX_THREAD: i64 = 2000;
+
+/// `POST /v1/messages` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    /// Client-chosen id: sending the same id again with the same content returns the original (idempotent retry).
+    #[serde(default)]
+    pub id: Option<Uuid>,
+    /// Sending agent. An agent token may only send as itself (and defaults to itself); other tokens may name any registered agent or leave it out to send as themselves.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// An agent id, `role:<role>` (every agent of that role but the sender) or `all` (alias `broadcast`).
+    pub to: String,
+    /// Speech act (default `INFORM`).
+    #[serde(default)]
+    pub performative: Option<Performative>,
+    /// RFC-001 category. A categorised message must name `mission_id` or `task_id`; `HANDOFF` and `BLOCKED` must be acked; `HANDOFF` goes to one agent; `BLOCKED` needs `content.requested_action` and `content.urgency` (low, normal, high, critical).
+    #[serde(default)]
+    pub category: Option<Category>,
+    /// Conversation (defaults: that of `reply_to`, else the task's id, else a new one).
+    #[serde(default)]
+    pub conversation_id: Option<Uuid>,
+    /// The message this answers.
+    #[serde(default)]
+    pub reply_to: Option<Uuid>,
+    /// Linked mission.
+    #[serde(default)]
+    pub mission_id: Option<Uuid>,
+    /// Linked task (implies its mission).
+    #[serde(default)]
+    pub task_id: Option<Uuid>,
+    /// One-line subject (at most 200 bytes).
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// Performative-specific payload: a JSON object of at most 64 KiB.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub content: Option<Value>,
+}
+
+/// A message with its recipients.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SentMessage {
+    /// The message.
+    #[serde(flatten)]
+    pub message: MessageView,
+    /// Each recipient and how far it got.
+    pub recipients: Vec<RecipientState>,
+}
+
+/// Sends a message to an agent, a role or everyone. It lands in each recipient's inbox and is pushed to the recipient's worker endpoint (`POST {endpoint_url}/v1/messages`, retried).
+///
+/// Roles: admin, operator, stakeholder, worker, or an agent sending as itself.
+#[utoipa::path(
+    post,
+    path = "/v1/messages",
+    tag = "messages",
+    operation_id = "send_message",
+    request_body = SendMessage,
+    responses(
+        (status = 201, description = "Sent", body = SentMessage),
+        (status = 200, description = "Already sent with this id and content (idempotent retry)", body = SentMessage),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 409, description = "The id was used for a different message (`message_id_reused`)", body = doc::ErrorBody),
+        (status = 422, description = "Unknown sender, recipient, reply, mission or task (`unknown_sender`, `unknown_recipient`, `no_recipients`, `unknown_reply_to`, `unknown_mission`, `unknown_task`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn send(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<SendMessage>,
+) -> ApiResult<(StatusCode, Json<SentMessage>)> {
+    let from_agent = match (who.role, req.from) {
+        (Role::Agent, from) => {
+            let own = who.agent_id.clone().unwrap_or_default();
+            if let Some(f) = from.filter(|f| *f != own) {
+                return Err(ApiError::Forbidden(format!(
+                    "this agent token acts as '{own}'; it cannot send as '{f}'"
+                )));
+            }
+            Some(own)
+        }
+        (_, from) => {
+            who.require(&[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker])?;
+            from
+        }
+    };
+    let to = Recipient::parse(&req.to).map_err(|e| ApiError::invalid("to", e))?;
+    let sender = match &from_agent {
+        Some(a) => format!("agent:{a}"),
+        None => who.actor(),
+    };
+    let out = Outgoing {
+        id: req.id,
+        from_agent,
+        sender,
+        to,
+        performative: req.performative.unwrap_or(Performative::Inform),
+        category: req.category,
+        conversation_id: req.conversation_id,
+        reply_to: req.reply_to,
+        mission_id: req.mission_id,
+        task_id: req.task_id,
+        subject: req.subject.unwrap_or_default(),
+        content: req
+            .content
+            .unwrap_or_else(|| Value::Object(Default::default())),
+    };
+    let replay = match req.id {
+        Some(id) => store::get(&mut *state.pool.acquire().await?, who.workspace_id, id)
+            .await?
+            .is_some(),
+        None => false,
+    };
+    let mut tx = state.pool.begin().await?;
+    let message = messages::send(&mut tx, who.workspace_id, out).await?;
+    let recipients = store::recipients(&mut tx, who.workspace_id, message.id).await?;
+    tx.commit().await?;
+    let status = if replay {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((
+        status,
+        Json(SentMessage {
+            message,
+            recipients,
+        }),
+    ))
+}
+
+/// Shows one message and the state of each recipient.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/messages/{id}",
+    tag = "messages",
+    operation_id = "get_message",
+    params(("id" = Uuid, Path, description = "Message id")),
+    responses(
+        (status = 200, description = "The message", body = SentMessage),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn show(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<SentMessage>> {
+    let mut conn = state.pool.acquire().await?;
+    let message = store::get(&mut conn, who.workspace_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no message {id}")))?;
+    let recipients = store::recipients(&mut conn, who.workspace_id, id).await?;
+    Ok(Json(SentMessage {
+        message,
+        recipients,
+    }))
+}
+
+/// A conversation as a reply tree.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Conversation {
+    /// The conversation.
+    pub conversation_id: Uuid,
+    /// How many messages it has (at most 2000 are shown).
+    pub message_count: usize,
+    /// Messages that answer nothing in the conversation, each with its replies, oldest first.
+    pub threads: Vec<ThreadNode>,
+}
+
+/// Reconstructs a conversation: every message with this `conversation_id`, as a reply tree built from `reply_to`.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{id}",
+    tag = "messages",
+    operation_id = "get_conversation",
+    params(("id" = Uuid, Path, description = "Conversation id")),
+    responses(
+        (status = 200, description = "The reply tree", body = Conversation),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn conversation(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<Conversation>> {
+    let mut conn = state.pool.acquire().await?;
+    let all = store::conversation(&mut conn, who.workspace_id, id, MAX_THREAD).await?;
+    if all.is_empty() {
+        return Err(ApiError::NotFound(format!("no conversation {id}")));
+    }
+    Ok(Json(Conversation {
+        conversation_id: id,
+        message_count: all.len(),
+        threads: messages::thread(all),
+    }))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct InboxParams {
+    /// Only entries in this state.
+    #[param(inline)]
+    state: Option<InboxState>,
+    /// Only messages that need an ack and have none yet.
+    #[serde(default)]
+    unacked: bool,
+    /// Only messages of this conversation.
+    conversation: Option<Uuid>,
+    /// Most entries (1–500, default 100).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
+}
+
+/// An inbox page.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Inbox {
+    /// The agent.
+    pub agent_id: String,
+    /// Counts over the whole inbox.
+    pub counts: store::InboxCounts,
+    /// Entries matching the filter, oldest first.
+    pub messages: Vec<InboxEntry>,
+}
+
+/// An agent's inbox: what was sent to it (directly or by broadcast) and how far it got with each.
+///
+/// Roles: admin, operator, stakeholder, worker, or the agent's own token.
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{agent_id}/inbox",
+    tag = "messages",
+    operation_id = "get_inbox",
+    params(("agent_id" = String, Path, description = "Agent id"), InboxParams),
+    responses(
+        (status = 200, description = "The inbox", body = Inbox),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn inbox(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(agent_id): Path<String>,
+    Query(p): Query<InboxParams>,
+) -> ApiResult<Json<Inbox>> {
+    who.require_self_or(
+        &agent_id,
+        &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker],
+    )?;
+    let limit = p.limit.unwrap_or(100);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "limit must be between 1 and 500",
+        ));
+    }
+    let mut conn = state.pool.acquire().await?;
+    if !store::agent_exists(&mut conn, who.workspace_id, &agent_id).await? {
+        return Err(ApiError::NotFound(format!("no agent '{agent_id}'")));
+    }
+    let filter = InboxFilter {
+        state: p.state.map(|s| s.as_str().to_owned()),
+        unacked: p.unacked,
+        conversation_id: p.conversation,
+    };
+    let messages = store::inbox(&mut conn, who.workspace_id, &agent_id, &filter, limit).await?;
+    let counts = store::inbox_counts(&mut conn, who.workspace_id, &agent_id).await?;
+    Ok(Json(Inbox {
+        agent_id,
+        counts,
+        messages,
+    }))
+}
+
+/// Marks a message of the agent's inbox read (reading again changes nothing).
+///
+/// Roles: admin, operator, or the agent's own token.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent_id}/inbox/{message_id}/read",
+    tag = "messages",
+    operation_id = "read_message",
+    params(
+        ("agent_id" = String, Path, description = "Agent id"),
+        ("message_id" = Uuid, Path, description = "Message id")
+    ),
+    responses(
+        (status = 200, description = "The inbox entry", body = InboxEntry),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, description = "The message is not in this agent's inbox (`not_found`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn read(
+    state: State<AppState>,
+    who: Principal,
+    Path((agent_id, message_id)): Path<(String, Uuid)>,
+) -> ApiResult<Json<InboxEntry>> {
+    mark(state, who, agent_id, message_id, InboxAction::Read).await
+}
+
+/// Acknowledges a message of the agent's inbox (required for `BLOCKED` and `HANDOFF`, allowed for any). An ack is terminal: acking again is a 409.
+///
+/// Roles: admin, operator, or the agent's own token.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent_id}/inbox/{message_id}/ack",
+    tag = "messages",
+    operation_id = "ack_message",
+    params(
+        ("agent_id" = String, Path, description = "Agent id"),
+        ("message_id" = Uuid, Path, description = "Message id")
+    ),
+    responses(
+        (status = 200, description = "The inbox entry, now acked", body = InboxEntry),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, description = "The message is not in this agent's inbox (`not_found`)", body = doc::ErrorBody),
+        (status = 409, description = "Already acknowledged (`already_acked`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn ack(
+    state: State<AppState>,
+    who: Principal,
+    Path((agent_id, message_id)): Path<(String, Uuid)>,
+) -> ApiResult<Json<InboxEntry>> {
+    mark(state, who, agent_id, message_id, InboxAction::Ack).await
+}
+
+async fn mark(
+    State(state): State<AppState>,
+    who: Principal,
+    agent_id: String,
+    message_id: Uuid,
+    action: InboxAction,
+) -> ApiResult<Json<InboxEntry>> {
+    who.require_self_or(&agent_id, &[Role::Admin, Role::Operator])?;
+    let mut tx = state.pool.begin().await?;
+    let entry = messages::mark(
+        &mut tx,
+        who.workspace_id,
+        &agent_id,
+        message_id,
+        action,
+        &who.actor(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(entry))
 }

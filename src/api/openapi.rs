@@ -20,7 +20,10 @@ use utoipa::{
 use utoipa_scalar::{Scalar, Servable};
 use uuid::Uuid;
 
-use super::{AppState, agents, attempts, board, events, missions, tokens, tools, webhooks};
+use super::{
+    AppState, agents, attempts, board, events, messages, missions, reservations, tokens, tools,
+    webhooks,
+};
 use crate::{
     auth::Role,
     domain::{BoardColumn, TaskStatus},
@@ -54,6 +57,17 @@ pub const DOCS_PATH: &str = "/docs";
         agents::register,
         agents::show,
         agents::heartbeat,
+        agents::status,
+        messages::send,
+        messages::show,
+        messages::conversation,
+        messages::inbox,
+        messages::read,
+        messages::ack,
+        reservations::list,
+        reservations::create,
+        reservations::show,
+        reservations::release,
         missions::list,
         missions::create,
         missions::show,
@@ -81,6 +95,9 @@ pub const DOCS_PATH: &str = "/docs";
         webhooks::show,
         webhooks::remove,
         webhooks::deliveries,
+        webhooks::subscribe,
+        webhooks::list_subscriptions,
+        webhooks::unsubscribe,
         tools::list,
         tools::invoke,
     ),
@@ -91,12 +108,14 @@ pub const DOCS_PATH: &str = "/docs";
     modifiers(&SecuritySchemes, &OptionalBodies),
     tags(
         (name = "missions", description = "Missions: plans, approval, progress, reviews and events."),
-        (name = "agents", description = "The agent registry."),
+        (name = "agents", description = "The agent registry, and each agent's unified status."),
+        (name = "messages", description = "FIPA-style ACL messages between agents: sending, inboxes (unread → read → acked) and conversations as reply trees."),
+        (name = "reservations", description = "Advisory reservations of work surfaces (scope patterns) with a TTL."),
         (name = "attempts", description = "Worker callbacks, authenticated by the attempt's own token."),
         (name = "tokens", description = "API tokens of a workspace."),
         (name = "events", description = "The workspace's event log across missions, as pages or a live stream."),
         (name = "board", description = "The kanban bridge: mission tasks as cards in columns, and moving the cards that need a person."),
-        (name = "webhooks", description = "Outbound webhooks: signed deliveries of workspace events to external tools, and their delivery logs."),
+        (name = "webhooks", description = "Outbound webhooks: signed deliveries of workspace events to external tools, and their delivery logs; agents' event subscriptions are webhooks owned by an agent."),
         (name = "tools", description = "The chat tools in function-calling form, and a route to run each (the same tools as the MCP server at `/mcp`)."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )

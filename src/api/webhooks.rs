@@ -23,6 +23,165 @@ pub fn router() -> Router<AppState> {
         .route("/v1/webhooks", get(list).post(create))
         .route("/v1/webhooks/{id}", get(show).delete(remove))
         .route("/v1/webhooks/{id}/deliveries", get(deliveries))
+        .route(
+            "/v1/agents/{agent_id}/subscriptions",
+            get(list_subscriptions).post(subscribe),
+        )
+        .route(
+            "/v1/agents/{agent_id}/subscriptions/{id}",
+            axum::routing::delete(unsubscribe),
+        )
+}
+
+/// `POST /v1/agents/{agent_id}/subscriptions` body: events matching every topic given are pushed to the agent.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Subscribe {
+    /// Only this mission's events.
+    #[serde(default)]
+    pub mission_id: Option<Uuid>,
+    /// Only events about agents of this role (their attempts, or naming them).
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Only these kinds; a trailing `*` matches a prefix (`task.*`). Empty: every kind.
+    #[serde(default)]
+    pub events: Vec<String>,
+    /// HMAC-SHA256 key for the signature header, 16–256 characters (as for webhooks).
+    pub secret: String,
+}
+
+/// Subscribes an agent to topics: matching events from now on are POSTed to `{endpoint_url}/v1/events`, signed and retried like webhook deliveries (see `GET /v1/webhooks/{id}/deliveries` for the log).
+///
+/// Roles: admin, operator, worker, or the agent's own token.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent_id}/subscriptions",
+    tag = "webhooks",
+    operation_id = "subscribe_agent",
+    params(("agent_id" = String, Path, description = "Agent id")),
+    request_body = Subscribe,
+    responses(
+        (status = 201, description = "Subscribed", body = WebhookView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn subscribe(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(agent_id): Path<String>,
+    Json(req): Json<Subscribe>,
+) -> ApiResult<(StatusCode, Json<WebhookView>)> {
+    who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
+    let n = req.secret.chars().count();
+    if !(16..=256).contains(&n) {
+        return Err(ApiError::invalid(
+            "secret",
+            "secret must be 16 to 256 characters",
+        ));
+    }
+    if req.events.len() > 64 {
+        return Err(ApiError::invalid("events", "at most 64 event kinds"));
+    }
+    if let Some(k) = req
+        .events
+        .iter()
+        .find(|k| !crate::store::events::is_kind_pattern(k))
+    {
+        return Err(ApiError::invalid(
+            "events",
+            format!("{k:?} is not an event kind (e.g. task.succeeded or task.*)"),
+        ));
+    }
+    if req
+        .role
+        .as_deref()
+        .is_some_and(|r| r.trim().is_empty() || r.len() > 64)
+    {
+        return Err(ApiError::invalid("role", "role must be 1–64 characters"));
+    }
+    let topics = store::Topics {
+        mission_id: req.mission_id,
+        role: req.role,
+        kinds: req.events,
+    };
+    let hook = store::subscribe(
+        &state.pool,
+        who.workspace_id,
+        &agent_id,
+        &topics,
+        &req.secret,
+        &who.actor(),
+    )
+    .await?
+    .ok_or_else(|| ApiError::NotFound(format!("no agent '{agent_id}'")))?;
+    Ok((StatusCode::CREATED, Json(hook)))
+}
+
+/// Lists an agent's event subscriptions (cancelled ones too, inactive).
+///
+/// Roles: admin, operator, worker, or the agent's own token.
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{agent_id}/subscriptions",
+    tag = "webhooks",
+    operation_id = "list_subscriptions",
+    params(("agent_id" = String, Path, description = "Agent id")),
+    responses(
+        (status = 200, description = "The subscriptions", body = doc::WebhookList),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden)
+    ),
+    security(("api_token" = []))
+)]
+async fn list_subscriptions(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
+    let hooks = store::subscriptions(&state.pool, who.workspace_id, &agent_id).await?;
+    Ok(Json(json!({ "webhooks": hooks })))
+}
+
+/// Cancels an agent's event subscription.
+///
+/// Roles: admin, operator, worker, or the agent's own token.
+#[utoipa::path(
+    delete,
+    path = "/v1/agents/{agent_id}/subscriptions/{id}",
+    tag = "webhooks",
+    operation_id = "unsubscribe_agent",
+    params(
+        ("agent_id" = String, Path, description = "Agent id"),
+        ("id" = Uuid, Path, description = "Subscription id")
+    ),
+    responses(
+        (status = 204, description = "Cancelled"),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn unsubscribe(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((agent_id, id)): Path<(String, Uuid)>,
+) -> ApiResult<StatusCode> {
+    who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
+    let owned = store::get(&state.pool, who.workspace_id, id)
+        .await?
+        .is_some_and(|h| h.agent_id.as_deref() == Some(agent_id.as_str()));
+    if !owned || !store::deactivate(&state.pool, who.workspace_id, id).await? {
+        return Err(ApiError::NotFound(format!(
+            "no subscription {id} of agent '{agent_id}'"
+        )));
+    }
+    Ok(StatusCode::NO_CONTENT)
 }
 
 const MANAGERS: &[Role] = &[Role::Admin, Role::Operator];

@@ -15,7 +15,7 @@ use crate::{
     error::ApiError,
     store::{
         events::{self, WorkspaceEvent},
-        messages::{self as store, MessageView},
+        messages::{self as store, InboxEntry, MessageView},
     },
 };
 
@@ -363,7 +363,7 @@ pub async fn send(
     // RFC-001 threads default to the linked work item.
     let conversation_id = conversation_id.or(m.task_id).unwrap_or_else(Uuid::new_v4);
     let requires_ack = m.category.is_some_and(Category::requires_ack);
-    let view = store::insert(
+    let inserted = store::insert(
         &mut *conn,
         workspace_id,
         store::NewMessage {
@@ -376,6 +376,15 @@ pub async fn send(
         },
     )
     .await?;
+    let Some(view) = inserted else {
+        // A concurrent send of the same id committed first: the first
+        // check again decides between an idempotent replay and a conflict.
+        return Err(ApiError::Conflict {
+            code: "message_id_reused",
+            message: format!("message {id} is being sent concurrently; retry to get it"),
+            details: json!({ "id": id }),
+        });
+    };
     events::record(
         &mut *conn,
         workspace_id,
@@ -399,6 +408,108 @@ pub async fn send(
     )
     .await?;
     Ok(view)
+}
+
+/// Reads or acks a message in an agent's inbox, in the caller's transaction.
+/// 404 `message_not_found` when the message is not in that inbox; 409
+/// `already_acked` when acking a terminal entry.
+pub async fn mark(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    message_id: Uuid,
+    action: InboxAction,
+    actor: &str,
+) -> Result<InboxEntry, ApiError> {
+    let not_found = || {
+        ApiError::NotFound(format!(
+            "no message {message_id} in the inbox of '{agent_id}'"
+        ))
+    };
+    let state: InboxState = store::lock_entry(&mut *conn, workspace_id, agent_id, message_id)
+        .await?
+        .ok_or_else(not_found)?
+        .parse()
+        .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("stored inbox state: {e}")))?;
+    match state.apply(action) {
+        Ok(Some(next)) => {
+            store::set_entry_state(
+                &mut *conn,
+                workspace_id,
+                agent_id,
+                message_id,
+                next.as_str(),
+            )
+            .await?;
+            if next == InboxState::Acked {
+                let msg = store::get(&mut *conn, workspace_id, message_id)
+                    .await?
+                    .ok_or_else(not_found)?;
+                events::record(
+                    &mut *conn,
+                    workspace_id,
+                    WorkspaceEvent {
+                        mission_id: msg.mission_id,
+                        task_id: msg.task_id,
+                        kind: kind::MESSAGE_ACKED,
+                        actor,
+                        payload: json!({
+                            "message_id": message_id,
+                            "agent_id": agent_id,
+                            "category": msg.category,
+                            "conversation_id": msg.conversation_id,
+                        }),
+                    },
+                )
+                .await?;
+            }
+        }
+        Ok(None) => {}
+        Err(_) => {
+            return Err(ApiError::Conflict {
+                code: "already_acked",
+                message: format!("message {message_id} was already acknowledged by '{agent_id}'"),
+                details: json!({ "message_id": message_id, "agent_id": agent_id, "state": state }),
+            });
+        }
+    }
+    let f = store::InboxFilter::default();
+    store::inbox_entry(&mut *conn, workspace_id, agent_id, message_id, &f)
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// A message with the replies to it, recursively.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ThreadNode {
+    /// The message.
+    pub message: MessageView,
+    /// Replies, oldest first.
+    #[schema(no_recursion)]
+    pub replies: Vec<ThreadNode>,
+}
+
+/// Builds the reply tree of a conversation from its messages (oldest first):
+/// roots are messages that answer nothing in the conversation.
+pub fn thread(messages: Vec<MessageView>) -> Vec<ThreadNode> {
+    use std::collections::{HashMap, HashSet};
+    let ids: HashSet<Uuid> = messages.iter().map(|m| m.id).collect();
+    let mut children: HashMap<Uuid, Vec<MessageView>> = HashMap::new();
+    let mut roots = Vec::new();
+    for m in messages {
+        match m.reply_to.filter(|p| ids.contains(p)) {
+            Some(parent) => children.entry(parent).or_default().push(m),
+            None => roots.push(m),
+        }
+    }
+    fn build(m: MessageView, children: &mut HashMap<Uuid, Vec<MessageView>>) -> ThreadNode {
+        let kids = children.remove(&m.id).unwrap_or_default();
+        ThreadNode {
+            replies: kids.into_iter().map(|k| build(k, children)).collect(),
+            message: m,
+        }
+    }
+    roots.into_iter().map(|r| build(r, &mut children)).collect()
 }
 
 /// A message as an agent's worker receives it at `POST {endpoint}/v1/messages`.
@@ -476,6 +587,47 @@ mod tests {
         assert!(validate(&m).is_ok());
         assert!(Category::Blocked.requires_ack() && Category::Handoff.requires_ack());
         assert!(!Category::Info.requires_ack() && !Category::Decision.requires_ack());
+    }
+
+    fn view(id: u128, reply_to: Option<u128>) -> MessageView {
+        MessageView {
+            id: Uuid::from_u128(id),
+            conversation_id: Uuid::nil(),
+            reply_to: reply_to.map(Uuid::from_u128),
+            from: "a".into(),
+            from_agent: Some("a".into()),
+            to: "agent:b".into(),
+            performative: "INFORM".into(),
+            category: None,
+            mission_id: None,
+            task_id: None,
+            subject: String::new(),
+            content: json!({}),
+            requires_ack: false,
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn thread_tree() {
+        // 1 ← 2, 1 ← 3 ← 4; 5 answers a message outside the conversation.
+        let tree = thread(vec![
+            view(1, None),
+            view(2, Some(1)),
+            view(3, Some(1)),
+            view(4, Some(3)),
+            view(5, Some(99)),
+        ]);
+        assert_eq!(tree.len(), 2);
+        assert_eq!(tree[0].message.id, Uuid::from_u128(1));
+        let kids: Vec<u128> = tree[0]
+            .replies
+            .iter()
+            .map(|n| n.message.id.as_u128())
+            .collect();
+        assert_eq!(kids, vec![2, 3]);
+        assert_eq!(tree[0].replies[1].replies[0].message.id, Uuid::from_u128(4));
+        assert_eq!(tree[1].message.id, Uuid::from_u128(5));
     }
 
     #[test]

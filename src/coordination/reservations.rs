@@ -1,1 +1,362 @@
-//! Reservations: pure rules and use cases (see [`crate::coordination`]).
+//! Advisory reservations of a work surface: a scope pattern held by one
+//! agent for a time (RFC-001 §6).
+//!
+//! Scopes are patterns where `*` matches any run of characters (slashes
+//! included) and `?` one character, e.g. `src/api/*` or `kanban-surface`.
+//! Two scopes conflict when some name matches both. An active reservation
+//! past its `expires_at` is stale: the next reservation of an overlapping
+//! scope takes it over (it becomes `expired`), and the reconcile sweep marks
+//! the rest.
+
+use serde_json::json;
+use sqlx::PgConnection;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    domain::text_enum,
+    error::ApiError,
+    store::{
+        events::{self, WorkspaceEvent},
+        reservations::{self as store, ReservationView},
+    },
+};
+
+/// Event kinds written by reservations.
+pub mod kind {
+    /// A scope was reserved (or a held reservation renewed).
+    pub const RESERVED: &str = "reservation.created";
+    /// The holder (or an operator) released it.
+    pub const RELEASED: &str = "reservation.released";
+    /// It outlived its TTL (taken over, or swept).
+    pub const EXPIRED: &str = "reservation.expired";
+}
+
+/// Default time to live.
+pub const DEFAULT_TTL_SECS: i64 = 900;
+/// Longest time to live.
+pub const MAX_TTL_SECS: i64 = 7 * 24 * 3600;
+
+/// Where a reservation is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReservationState {
+    /// Held (until it expires).
+    Active,
+    /// Given back.
+    Released,
+    /// Outlived its TTL.
+    Expired,
+}
+
+text_enum!(ReservationState {
+    Active => "active",
+    Released => "released",
+    Expired => "expired",
+});
+
+/// Whether some name matches both patterns.
+pub fn scopes_overlap(a: &str, b: &str) -> bool {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // memo[i][j]: can a[i..] and b[j..] match a common string?
+    let mut memo = vec![vec![None; b.len() + 1]; a.len() + 1];
+    fn go(a: &[char], b: &[char], i: usize, j: usize, memo: &mut Vec<Vec<Option<bool>>>) -> bool {
+        if let Some(v) = memo[i][j] {
+            return v;
+        }
+        let v = if i == a.len() && j == b.len() {
+            true
+        } else if i < a.len() && a[i] == '*' {
+            // The star matches nothing, or swallows one more symbol of b.
+            go(a, b, i + 1, j, memo) || (j < b.len() && go(a, b, i, j + 1, memo))
+        } else if j < b.len() && b[j] == '*' {
+            go(a, b, i, j + 1, memo) || (i < a.len() && go(a, b, i + 1, j, memo))
+        } else if i < a.len() && j < b.len() {
+            (a[i] == b[j] || a[i] == '?' || b[j] == '?') && go(a, b, i + 1, j + 1, memo)
+        } else {
+            false
+        };
+        memo[i][j] = Some(v);
+        v
+    }
+    go(&a, &b, 0, 0, &mut memo)
+}
+
+/// Checks a scope: 1–256 characters, no control characters.
+pub fn validate_scope(scope: &str) -> Result<(), ApiError> {
+    if scope.trim().is_empty() || scope.len() > 256 {
+        return Err(ApiError::invalid("scope", "scope must be 1–256 characters"));
+    }
+    if scope.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "scope",
+            "scope must not contain control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// A reservation request.
+#[derive(Debug, Clone)]
+pub struct Reserve {
+    /// The pattern.
+    pub scope: String,
+    /// The holder.
+    pub agent_id: String,
+    /// Seconds to hold it.
+    pub ttl_secs: i64,
+    /// Linked mission.
+    pub mission_id: Option<Uuid>,
+    /// Linked task.
+    pub task_id: Option<Uuid>,
+    /// Why.
+    pub note: String,
+}
+
+/// What [`reserve`] did.
+#[derive(Debug, Clone)]
+pub enum Reserved {
+    /// A new reservation.
+    Created(ReservationView),
+    /// The agent already held this exact scope: its TTL was extended.
+    Renewed(ReservationView),
+}
+
+/// Reserves a scope for an agent. Serialises on the workspace so two
+/// overlapping reservations can never both be granted; a stale overlapping
+/// reservation is marked `expired` and taken over; a live one held by
+/// another agent is a 409 `reservation_conflict` naming the holder.
+pub async fn reserve(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    r: Reserve,
+    actor: &str,
+) -> Result<Reserved, ApiError> {
+    validate_scope(&r.scope)?;
+    if !(1..=MAX_TTL_SECS).contains(&r.ttl_secs) {
+        return Err(ApiError::invalid(
+            "ttl_secs",
+            format!("ttl_secs must be between 1 and {MAX_TTL_SECS}"),
+        ));
+    }
+    if r.note.len() > 1000 {
+        return Err(ApiError::invalid("note", "note must be at most 1000 bytes"));
+    }
+    if !crate::store::messages::agent_exists(&mut *conn, workspace_id, &r.agent_id).await? {
+        return Err(ApiError::Unprocessable {
+            code: "unknown_agent",
+            message: format!("no agent '{}' is registered", r.agent_id),
+            details: json!({ "agent_id": r.agent_id }),
+        });
+    }
+    let mut mission_id = r.mission_id;
+    if let Some(task) = r.task_id {
+        let Some(m) = crate::store::messages::task_mission(&mut *conn, workspace_id, task).await?
+        else {
+            return Err(ApiError::Unprocessable {
+                code: "unknown_task",
+                message: format!("task_id names no task {task}"),
+                details: json!({ "task_id": task }),
+            });
+        };
+        if mission_id.is_some_and(|mi| mi != m) {
+            return Err(ApiError::invalid(
+                "mission_id",
+                "task_id belongs to another mission",
+            ));
+        }
+        mission_id = Some(m);
+    } else if let Some(mi) = mission_id
+        && !crate::store::messages::mission_exists(&mut *conn, workspace_id, mi).await?
+    {
+        return Err(ApiError::Unprocessable {
+            code: "unknown_mission",
+            message: format!("mission_id names no mission {mi}"),
+            details: json!({ "mission_id": mi }),
+        });
+    }
+    store::lock_workspace(&mut *conn, workspace_id).await?;
+    let now = store::now(&mut *conn).await?;
+    let active = store::active(&mut *conn, workspace_id).await?;
+    let overlapping: Vec<&ReservationView> = active
+        .iter()
+        .filter(|h| scopes_overlap(&h.scope, &r.scope))
+        .collect();
+    if let Some(own) = overlapping
+        .iter()
+        .find(|h| h.agent_id == r.agent_id && h.scope == r.scope && h.expires_at > now)
+    {
+        let renewed = store::renew(&mut *conn, workspace_id, own.id, r.ttl_secs).await?;
+        record(
+            &mut *conn,
+            workspace_id,
+            &renewed,
+            kind::RESERVED,
+            actor,
+            json!({ "renewed": true }),
+        )
+        .await?;
+        return Ok(Reserved::Renewed(renewed));
+    }
+    if let Some(holder) = overlapping
+        .iter()
+        .find(|h| h.agent_id != r.agent_id && h.expires_at > now)
+    {
+        return Err(ApiError::Conflict {
+            code: "reservation_conflict",
+            message: format!(
+                "'{}' overlaps '{}', reserved by '{}' until {}",
+                r.scope, holder.scope, holder.agent_id, holder.expires_at
+            ),
+            details: json!({
+                "holder": holder.agent_id,
+                "reservation_id": holder.id,
+                "scope": holder.scope,
+                "expires_at": holder.expires_at.format(&time::format_description::well_known::Rfc3339).ok(),
+            }),
+        });
+    }
+    let id = Uuid::new_v4();
+    let stale: Vec<&ReservationView> = overlapping
+        .into_iter()
+        .filter(|h| h.expires_at <= now)
+        .collect();
+    let created = store::insert(&mut *conn, workspace_id, id, &r, mission_id).await?;
+    for s in stale {
+        let expired = store::expire(&mut *conn, workspace_id, s.id, Some(id)).await?;
+        record(
+            &mut *conn,
+            workspace_id,
+            &expired,
+            kind::EXPIRED,
+            actor,
+            json!({ "taken_over_by": id, "by_agent": r.agent_id }),
+        )
+        .await?;
+    }
+    record(
+        &mut *conn,
+        workspace_id,
+        &created,
+        kind::RESERVED,
+        actor,
+        json!({ "renewed": false }),
+    )
+    .await?;
+    Ok(Reserved::Created(created))
+}
+
+/// Releases an active reservation; `holder` (when an agent token asks) must
+/// be its agent. Releasing one that is not active is a 409 naming its state.
+pub async fn release(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    id: Uuid,
+    holder: Option<&str>,
+    actor: &str,
+) -> Result<ReservationView, ApiError> {
+    let r = store::lock(&mut *conn, workspace_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no reservation {id}")))?;
+    if holder.is_some_and(|h| h != r.agent_id) {
+        return Err(ApiError::Forbidden(format!(
+            "reservation {id} is held by '{}'; only its holder (or an operator) may release it",
+            r.agent_id
+        )));
+    }
+    if r.state != ReservationState::Active.as_str() {
+        return Err(ApiError::Conflict {
+            code: "reservation_not_active",
+            message: format!("reservation {id} is {}, not active", r.state),
+            details: json!({ "reservation_id": id, "state": r.state }),
+        });
+    }
+    let released = store::release(&mut *conn, workspace_id, id).await?;
+    record(
+        &mut *conn,
+        workspace_id,
+        &released,
+        kind::RELEASED,
+        actor,
+        json!({}),
+    )
+    .await?;
+    Ok(released)
+}
+
+/// Marks every active reservation past its TTL `expired` (the sweep); returns how many.
+pub async fn expire_stale(conn: &mut PgConnection, actor: &str) -> sqlx::Result<usize> {
+    let expired = store::expire_due(&mut *conn).await?;
+    for r in &expired {
+        record(
+            &mut *conn,
+            r.workspace_id,
+            r,
+            kind::EXPIRED,
+            actor,
+            json!({ "swept": true }),
+        )
+        .await?;
+    }
+    Ok(expired.len())
+}
+
+async fn record(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    r: &ReservationView,
+    kind: &str,
+    actor: &str,
+    extra: serde_json::Value,
+) -> sqlx::Result<()> {
+    let mut payload = json!({
+        "reservation_id": r.id,
+        "scope": r.scope,
+        "agent_id": r.agent_id,
+        "state": r.state,
+        "expires_at": r.expires_at.format(&time::format_description::well_known::Rfc3339).ok(),
+    });
+    if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    events::record(
+        conn,
+        workspace_id,
+        WorkspaceEvent {
+            mission_id: r.mission_id,
+            task_id: r.task_id,
+            kind,
+            actor,
+            payload,
+        },
+    )
+    .await
+}
+
+/// Seconds until `expires_at` (negative once past), for status views.
+pub fn seconds_left(expires_at: OffsetDateTime, now: OffsetDateTime) -> i64 {
+    (expires_at - now).whole_seconds()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scopes_overlap;
+
+    #[test]
+    fn overlap() {
+        assert!(scopes_overlap("kanban-surface", "kanban-surface"));
+        assert!(!scopes_overlap("kanban-surface", "graph-surface"));
+        assert!(scopes_overlap("src/api/*", "src/api/mod.rs"));
+        assert!(scopes_overlap("src/api/mod.rs", "src/api/*"));
+        assert!(scopes_overlap("src/*", "src/api/*"));
+        assert!(scopes_overlap("src/*/mod.rs", "src/api/*"));
+        assert!(!scopes_overlap("src/api/*", "src/web/*"));
+        assert!(!scopes_overlap("src/api/*.rs", "src/api/*.js"));
+        assert!(scopes_overlap("*", "anything"));
+        assert!(scopes_overlap("a?c", "abc"));
+        assert!(!scopes_overlap("a?c", "ac"));
+        assert!(scopes_overlap("*.rs", "src/*"));
+        assert!(!scopes_overlap("src", "src/api"));
+        assert!(scopes_overlap("**", "*"));
+    }
+}

@@ -183,6 +183,9 @@ impl Engine {
                 if let Err(e) = reconcile::offline_agents(&self.pool, &self.cfg).await {
                     tracing::warn!(error = %e, "offline-agent check failed");
                 }
+                if let Err(e) = reconcile::expire_reservations(&self.pool).await {
+                    tracing::warn!(error = %e, "reservation expiry sweep failed");
+                }
                 if let Err(e) = reconcile::sweep(&self.pool, &self.cfg, &mut sweep_cursor).await {
                     tracing::warn!(error = %e, "sweep failed");
                 }

@@ -280,3 +280,13 @@ pub async fn offline_agents(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result
     }
     Ok(moved)
 }
+
+/// Marks reservations past their TTL `expired` (with an event each), so the
+/// status view and agents' status show them released without waiting for a
+/// takeover.
+pub async fn expire_reservations(pool: &PgPool) -> anyhow::Result<usize> {
+    let mut tx = pool.begin().await?;
+    let n = crate::coordination::reservations::expire_stale(&mut tx, "coordinator").await?;
+    tx.commit().await?;
+    Ok(n)
+}

@@ -470,3 +470,43 @@ pub async fn release_slot(
     .await?;
     Ok(())
 }
+
+/// A task an agent holds, for its status view.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct HeldTask {
+    /// Task id.
+    pub task_id: Uuid,
+    /// Its mission.
+    pub mission_id: Uuid,
+    /// Key within the mission.
+    pub task_key: String,
+    /// Title.
+    pub title: String,
+    /// Task status.
+    pub status: String,
+    /// Attempts so far.
+    pub attempt_count: i32,
+    /// The live attempt, if any.
+    pub current_attempt_id: Option<Uuid>,
+}
+
+/// Unfinished tasks assigned to an agent (at most 500), oldest first.
+pub async fn held_tasks(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<Vec<HeldTask>> {
+    sqlx::query_as!(
+        HeldTask,
+        "SELECT id AS task_id, run_id AS mission_id, task_key, title, status, attempt_count, current_attempt_id
+         FROM orchestration_tasks
+         WHERE workspace_id = $1 AND assigned_agent_id = $2
+           AND status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
+         ORDER BY created_at, id
+         LIMIT 500",
+        workspace_id,
+        agent_id
+    )
+    .fetch_all(conn)
+    .await
+}

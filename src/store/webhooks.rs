@@ -22,6 +22,12 @@ pub struct WebhookView {
     pub events: Vec<String>,
     /// False once deleted.
     pub active: bool,
+    /// For an agent's event subscription: the agent (deliveries go to its endpoint).
+    pub agent_id: Option<String>,
+    /// Only this mission's events.
+    pub mission_id: Option<Uuid>,
+    /// Only events about agents of this role.
+    pub role: Option<String>,
     /// Who created it.
     pub created_by: String,
     /// When.
@@ -44,7 +50,7 @@ pub async fn create(
         r#"INSERT INTO webhooks (id, workspace_id, url, event_kinds, secret, created_by, cursor_xid, cursor_id)
            VALUES ($1, $2, $3, $4, $5, $6,
                    (pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)::text::xid8, 9223372036854775807)
-           RETURNING id, url, event_kinds AS events, active, created_by, created_at"#,
+           RETURNING id, url, event_kinds AS events, active, agent_id, mission_id, agent_role AS role, created_by, created_at"#,
         Uuid::now_v7(),
         workspace_id,
         url,
@@ -56,11 +62,71 @@ pub async fn create(
     .await
 }
 
+/// What an agent subscribes to: events matching every topic given.
+#[derive(Debug, Clone, Default)]
+pub struct Topics {
+    /// Only this mission's events.
+    pub mission_id: Option<Uuid>,
+    /// Only events about agents of this role.
+    pub role: Option<String>,
+    /// Only these kinds (`task.*` prefixes allowed; empty: every kind).
+    pub kinds: Vec<String>,
+}
+
+/// Creates an agent's event subscription: a hook owned by the agent that
+/// delivers to `{endpoint}/v1/events`, following events from now on.
+pub async fn subscribe(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    agent_id: &str,
+    topics: &Topics,
+    secret: &str,
+    created_by: &str,
+) -> sqlx::Result<Option<WebhookView>> {
+    sqlx::query_as!(
+        WebhookView,
+        r#"INSERT INTO webhooks (id, workspace_id, url, event_kinds, secret, created_by, cursor_xid, cursor_id,
+                                 agent_id, mission_id, agent_role)
+           SELECT $1, $2, a.endpoint_url || '/v1/events', $4, $5, $6,
+                  (pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)::text::xid8, 9223372036854775807,
+                  a.agent_id, $7, $8
+           FROM agents a WHERE a.workspace_id = $2 AND a.agent_id = $3
+           RETURNING id, url, event_kinds AS events, active, agent_id, mission_id, agent_role AS role, created_by, created_at"#,
+        Uuid::now_v7(),
+        workspace_id,
+        agent_id,
+        &topics.kinds,
+        secret,
+        created_by,
+        topics.mission_id,
+        topics.role.as_deref()
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// An agent's subscriptions, newest first.
+pub async fn subscriptions(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<Vec<WebhookView>> {
+    sqlx::query_as!(
+        WebhookView,
+        r#"SELECT id, url, event_kinds AS events, active, agent_id, mission_id, agent_role AS role, created_by, created_at
+           FROM webhooks WHERE workspace_id = $1 AND agent_id = $2 ORDER BY created_at DESC"#,
+        workspace_id,
+        agent_id
+    )
+    .fetch_all(pool)
+    .await
+}
+
 /// The workspace's hooks, newest first.
 pub async fn list(pool: &PgPool, workspace_id: Uuid) -> sqlx::Result<Vec<WebhookView>> {
     sqlx::query_as!(
         WebhookView,
-        r#"SELECT id, url, event_kinds AS events, active, created_by, created_at
+        r#"SELECT id, url, event_kinds AS events, active, agent_id, mission_id, agent_role AS role, created_by, created_at
            FROM webhooks WHERE workspace_id = $1 ORDER BY created_at DESC"#,
         workspace_id
     )
@@ -72,7 +138,7 @@ pub async fn list(pool: &PgPool, workspace_id: Uuid) -> sqlx::Result<Vec<Webhook
 pub async fn get(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<Option<WebhookView>> {
     sqlx::query_as!(
         WebhookView,
-        r#"SELECT id, url, event_kinds AS events, active, created_by, created_at
+        r#"SELECT id, url, event_kinds AS events, active, agent_id, mission_id, agent_role AS role, created_by, created_at
            FROM webhooks WHERE workspace_id = $1 AND id = $2"#,
         workspace_id,
         id
@@ -157,7 +223,8 @@ pub async fn deliveries(
 pub async fn fan_out(pool: &PgPool, scan: i64) -> sqlx::Result<usize> {
     let mut tx = pool.begin().await?;
     let hooks = sqlx::query!(
-        r#"SELECT id, workspace_id, event_kinds, cursor_xid::text AS "cursor_xid!", cursor_id
+        r#"SELECT id, workspace_id, event_kinds, cursor_xid::text AS "cursor_xid!", cursor_id,
+                  mission_id, agent_role
            FROM webhooks WHERE active
            ORDER BY id LIMIT 100
            FOR UPDATE SKIP LOCKED"#
@@ -172,6 +239,8 @@ pub async fn fan_out(pool: &PgPool, scan: i64) -> sqlx::Result<usize> {
         };
         let filter = EventFilter {
             kinds: h.event_kinds,
+            mission_id: h.mission_id,
+            agent_role: h.agent_role,
             ..EventFilter::default()
         };
         let (page, reached) =

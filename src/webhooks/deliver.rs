@@ -1,4 +1,5 @@
-//! The webhook pump: queue deliveries for new events, send the due ones.
+//! The outbound pump: queue webhook deliveries for new events and send the
+//! due ones, and push agent messages to the recipients' worker endpoints.
 //! Runs on every replica that runs the engine; the database shares the work.
 
 use std::time::Duration;
@@ -8,7 +9,13 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 
 use super::{DELIVERY_HEADER, EVENT_HEADER, RetryPolicy, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
-use crate::store::webhooks::{self, DueDelivery};
+use crate::{
+    coordination::messages::PushedMessage,
+    store::{
+        messages::{self as messages, DuePush},
+        webhooks::{self, DueDelivery},
+    },
+};
 
 /// Events examined per hook per pass.
 const SCAN: i64 = 500;
@@ -53,8 +60,68 @@ pub async fn run(
     }
 }
 
-/// One pass: queue, then send what is due (concurrently).
+/// One pass: webhooks, then message pushes.
 pub async fn pass(pool: &PgPool, cfg: &PumpConfig) -> sqlx::Result<usize> {
+    let hooks = webhook_pass(pool, cfg).await?;
+    let pushes = push_pass(pool, cfg).await?;
+    Ok(hooks + pushes)
+}
+
+/// Pushes due messages to their recipients' endpoints (`POST
+/// {endpoint}/v1/messages`). A 404, 405 or 501 means the worker takes no
+/// pushes: the message stays in the inbox for it to poll, and is not retried.
+pub async fn push_pass(pool: &PgPool, cfg: &PumpConfig) -> sqlx::Result<usize> {
+    let due = messages::claim_due_pushes(pool, BATCH, LEASE_SECS).await?;
+    let n = due.len();
+    let sends = due.into_iter().map(|p| async move {
+        let outcome = push(pool, &cfg.http, &p).await;
+        let (state, wait, error) = match outcome {
+            Ok(s) if (200..300).contains(&s) => ("delivered", 0.0, None),
+            Ok(s @ (404 | 405 | 501)) => {
+                ("unsupported", 0.0, Some(format!("endpoint answered {s}")))
+            }
+            other => {
+                let error = match other {
+                    Ok(s) => format!("endpoint answered {s}"),
+                    Err(e) => e,
+                };
+                match cfg.retry.next_wait(p.attempts + 1) {
+                    Some(w) => ("pending", w.as_secs_f64(), Some(error)),
+                    None => ("failed", 0.0, Some(error)),
+                }
+            }
+        };
+        if let Err(e) = messages::record_push(pool, &p, state, wait, error.as_deref()).await {
+            tracing::warn!(message = %p.message_id, error = %e, "recording a message push failed");
+        }
+    });
+    futures::future::join_all(sends).await;
+    Ok(n)
+}
+
+async fn push(pool: &PgPool, http: &reqwest::Client, p: &DuePush) -> Result<u16, String> {
+    let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
+    let message = messages::get(&mut conn, p.workspace_id, p.message_id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the message is gone")?;
+    drop(conn);
+    let body = PushedMessage {
+        agent_id: p.agent_id.clone(),
+        message,
+    };
+    let res = http
+        .post(format!("{}/v1/messages", p.endpoint_url))
+        .timeout(TIMEOUT)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| format!("request failed: {e}"))?;
+    Ok(res.status().as_u16())
+}
+
+/// Webhooks: queue, then send what is due (concurrently).
+async fn webhook_pass(pool: &PgPool, cfg: &PumpConfig) -> sqlx::Result<usize> {
     webhooks::fan_out(pool, SCAN).await?;
     let due = webhooks::claim_due(pool, BATCH, LEASE_SECS).await?;
     let n = due.len();
