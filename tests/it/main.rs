@@ -7,6 +7,7 @@ mod board_page;
 mod cli;
 mod failures;
 mod helpers;
+mod messaging;
 mod missions;
 mod openapi;
 mod peers;
