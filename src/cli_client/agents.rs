@@ -1,11 +1,14 @@
-//! `coordinator agent register|list|show|heartbeat`.
+//! `coordinator agent register|list|show|heartbeat`, and the coordination
+//! commands of [`super::coordination`].
 
 use std::process::ExitCode;
 
 use clap::Subcommand;
 
 use super::{
-    CliResult, ClientArgs, out, out_json,
+    CliResult, ClientArgs,
+    coordination::{self, ReserveArgs, SendArgs},
+    out, out_json,
     table::{Table, datetime, fields, or_dash, truncate},
 };
 use crate::client::{Agent, RegisterAgent};
@@ -35,6 +38,62 @@ pub enum AgentCommand {
     },
     /// Report that an agent is alive (an offline agent comes back).
     Heartbeat {
+        /// Agent id.
+        agent_id: String,
+    },
+    /// Send an ACL message to an agent, a role (`role:<role>`) or everyone (`all`).
+    Send(SendArgs),
+    /// List an agent's inbox.
+    Inbox {
+        /// Agent id.
+        agent_id: String,
+        /// Only unread, read or acked messages.
+        #[arg(long)]
+        state: Option<String>,
+        /// Only messages awaiting this agent's ack.
+        #[arg(long)]
+        unacked: bool,
+    },
+    /// Mark a message read.
+    Read {
+        /// Agent id (whose inbox).
+        agent_id: String,
+        /// Message id.
+        message_id: String,
+    },
+    /// Acknowledge a message (BLOCKED and HANDOFF need it).
+    Ack {
+        /// Agent id (whose inbox).
+        agent_id: String,
+        /// Message id.
+        message_id: String,
+    },
+    /// Show a conversation as a reply tree.
+    Thread {
+        /// Conversation id.
+        conversation_id: String,
+    },
+    /// Reserve a scope (advisory, with a TTL).
+    Reserve(ReserveArgs),
+    /// Release a reservation.
+    Release {
+        /// Reservation id.
+        reservation_id: String,
+    },
+    /// List reservations (who holds what, until when).
+    Reservations {
+        /// Only active, released or expired ones.
+        #[arg(long)]
+        state: Option<String>,
+        /// Only this holder's.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only those overlapping this scope.
+        #[arg(long)]
+        scope: Option<String>,
+    },
+    /// An agent's unified status: tasks held, unread and un-acked messages, reservations.
+    Status {
         /// Agent id.
         agent_id: String,
     },
@@ -125,6 +184,41 @@ pub(super) async fn run(args: AgentArgs) -> CliResult {
             } else {
                 out(&agent_fields(&agent))?;
             }
+        }
+        AgentCommand::Send(a) => return coordination::send(&api, a, json).await,
+        AgentCommand::Inbox {
+            agent_id,
+            state,
+            unacked,
+        } => return coordination::inbox(&api, &agent_id, state, unacked, json).await,
+        AgentCommand::Read {
+            agent_id,
+            message_id,
+        } => return coordination::mark(&api, &agent_id, &message_id, "read", json).await,
+        AgentCommand::Ack {
+            agent_id,
+            message_id,
+        } => return coordination::mark(&api, &agent_id, &message_id, "ack", json).await,
+        AgentCommand::Thread { conversation_id } => {
+            return coordination::thread(&api, &conversation_id, json).await;
+        }
+        AgentCommand::Reserve(a) => return coordination::reserve(&api, a, json).await,
+        AgentCommand::Release { reservation_id } => {
+            return coordination::release(&api, &reservation_id, json).await;
+        }
+        AgentCommand::Reservations {
+            state,
+            agent,
+            scope,
+        } => {
+            let q = [("state", state), ("agent", agent), ("scope", scope)]
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect();
+            return coordination::reservations(&api, q, json).await;
+        }
+        AgentCommand::Status { agent_id } => {
+            return coordination::status(&api, &agent_id, json).await;
         }
         AgentCommand::Heartbeat { agent_id } => {
             api.agent_heartbeat(&agent_id).await?;

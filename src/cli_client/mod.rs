@@ -7,6 +7,7 @@
 //! token, bad JSON in a flag), 3 a watched mission failed or was cancelled.
 
 mod agents;
+mod coordination;
 mod missions;
 pub mod table;
 

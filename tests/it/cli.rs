@@ -641,3 +641,189 @@ async fn watch_resumes_on_another_replica_after_its_server_dies() {
     second_replica.kill();
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rfc_coordination_commands_send_ack_reserve_and_status() {
+    let app = spawn_app().await;
+    let (url, admin) = (app.url.clone(), app.token.clone());
+    for id in ["agent-ui-1", "agent-graph-1"] {
+        cli(
+            &url,
+            &admin,
+            &[
+                "agent",
+                "register",
+                id,
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--role",
+                "ui",
+                "--skills",
+                "research",
+            ],
+        )
+        .await
+        .ok();
+    }
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "approve", "plan": chain_plan()}))
+        .await;
+    let mission = m["id"].as_str().unwrap();
+    let graph = cli(
+        &url,
+        &admin,
+        &[
+            "token",
+            "create",
+            "--role",
+            "agent",
+            "--agent-id",
+            "agent-graph-1",
+        ],
+    )
+    .await
+    .ok()
+    .stdout
+    .trim()
+    .to_owned();
+
+    // A HANDOFF from ui to graph, as graph's own token would see it.
+    let sent = cli(
+        &url,
+        &admin,
+        &[
+            "agent",
+            "send",
+            "agent-graph-1",
+            "--from",
+            "agent-ui-1",
+            "-c",
+            "handoff",
+            "--mission",
+            mission,
+            "-s",
+            "graph layout is yours",
+            "-b",
+            "state: half done",
+            "--json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(sent["category"], "HANDOFF");
+    assert_eq!(sent["content"]["body"], "state: half done");
+    let id = sent["id"].as_str().unwrap();
+    // Missing linkage is refused with the service's code and exit 1.
+    let refused = cli(
+        &url,
+        &admin,
+        &[
+            "agent",
+            "send",
+            "agent-graph-1",
+            "--from",
+            "agent-ui-1",
+            "-c",
+            "blocked",
+        ],
+    )
+    .await;
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("invalid_request"), "{refused:?}");
+
+    let inbox = cli(&url, &graph, &["agent", "inbox", "agent-graph-1"])
+        .await
+        .ok();
+    assert!(
+        inbox.stdout.contains(id) && inbox.stdout.contains("unread (ack!)"),
+        "{inbox:?}"
+    );
+    assert!(
+        inbox.stderr.contains("1 unread, 1 awaiting ack"),
+        "{inbox:?}"
+    );
+    cli(&url, &graph, &["agent", "ack", "agent-graph-1", id])
+        .await
+        .ok();
+    let again = cli(&url, &graph, &["agent", "ack", "agent-graph-1", id]).await;
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("already_acked"), "{again:?}");
+
+    // Reserve as graph; ui's overlapping reservation names the holder.
+    let r = cli(
+        &url,
+        &graph,
+        &["agent", "reserve", "src/graph/*", "--ttl", "120", "--json"],
+    )
+    .await
+    .ok()
+    .json();
+    let conflict = cli(
+        &url,
+        &admin,
+        &[
+            "agent",
+            "reserve",
+            "src/graph/layout.rs",
+            "--agent",
+            "agent-ui-1",
+        ],
+    )
+    .await;
+    assert_eq!(conflict.code, 1);
+    assert!(
+        conflict.stderr.contains("reservation_conflict")
+            && conflict.stderr.contains("agent-graph-1"),
+        "{conflict:?}"
+    );
+    let status = cli(&url, &graph, &["agent", "status", "agent-graph-1"])
+        .await
+        .ok();
+    assert!(status.stdout.contains("src/graph/*"), "{status:?}");
+    assert!(
+        status.stdout.contains("0 unread, 0 awaiting ack"),
+        "{status:?}"
+    );
+    let list = cli(
+        &url,
+        &admin,
+        &["agent", "reservations", "--state", "active"],
+    )
+    .await
+    .ok();
+    assert!(list.stdout.contains("agent-graph-1"), "{list:?}");
+    cli(
+        &url,
+        &graph,
+        &["agent", "release", r["id"].as_str().unwrap()],
+    )
+    .await
+    .ok();
+    let list = cli(
+        &url,
+        &admin,
+        &["agent", "reservations", "--state", "active", "--json"],
+    )
+    .await
+    .ok()
+    .json();
+    assert!(
+        list["reservations"].as_array().unwrap().is_empty(),
+        "{list}"
+    );
+    let thread = cli(
+        &url,
+        &admin,
+        &["agent", "thread", sent["conversation_id"].as_str().unwrap()],
+    )
+    .await
+    .ok();
+    assert!(
+        thread
+            .stdout
+            .contains("INFORM agent-ui-1 → agent:agent-graph-1  [HANDOFF]"),
+        "{thread:?}"
+    );
+    app.stop().await;
+}
