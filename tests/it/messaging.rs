@@ -216,7 +216,7 @@ async fn inbox_lifecycle_broadcast_threads_and_idempotent_resend() {
     assert_eq!(message_count(&app).await, 1);
 
     // unread → read → acked; reading again is harmless; acking again is 409.
-    let inbox = format!("/v1/agents/qa-1/inbox");
+    let inbox = "/v1/agents/qa-1/inbox";
     let (s, i) = as_token(
         &app,
         &qa1,
