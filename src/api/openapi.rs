@@ -20,7 +20,9 @@ use utoipa::{
 use utoipa_scalar::{Scalar, Servable};
 use uuid::Uuid;
 
-use super::{AppState, agents, attempts, board, events, missions, tokens, tools, webhooks};
+use super::{
+    AppState, agents, attempts, board, events, missions, tokens, tools, webhooks, workforce,
+};
 use crate::{
     auth::Role,
     domain::{BoardColumn, TaskStatus},
@@ -83,6 +85,17 @@ pub const DOCS_PATH: &str = "/docs";
         webhooks::deliveries,
         tools::list,
         tools::invoke,
+        workforce::list_contractors,
+        workforce::add_contractor,
+        workforce::show_contractor,
+        workforce::update_contractor,
+        workforce::list_packages,
+        workforce::create_package,
+        workforce::show_package,
+        workforce::transition,
+        workforce::assign,
+        workforce::progress,
+        workforce::delegate,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -98,6 +111,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "board", description = "The kanban bridge: mission tasks as cards in columns, and moving the cards that need a person."),
         (name = "webhooks", description = "Outbound webhooks: signed deliveries of workspace events to external tools, and their delivery logs."),
         (name = "tools", description = "The chat tools in function-calling form, and a route to run each (the same tools as the MCP server at `/mcp`)."),
+        (name = "workforce", description = "The human workforce: contractors (people, not contractor agents) with trust scores, work packages with auto-matching, and delegating a mission task to a person."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

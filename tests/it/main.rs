@@ -16,3 +16,4 @@ mod real_llm;
 mod replicas;
 mod streams;
 mod tools;
+mod workforce;
