@@ -21,7 +21,8 @@ use utoipa_scalar::{Scalar, Servable};
 use uuid::Uuid;
 
 use super::{
-    AppState, agents, attempts, board, events, missions, tokens, tools, webhooks, workforce,
+    AppState, agents, attempts, board, events, handoffs, missions, tokens, tools, webhooks,
+    workforce,
 };
 use crate::{
     auth::Role,
@@ -96,6 +97,9 @@ pub const DOCS_PATH: &str = "/docs";
         workforce::assign,
         workforce::progress,
         workforce::delegate,
+        handoffs::create,
+        handoffs::list,
+        handoffs::show,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -112,6 +116,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "webhooks", description = "Outbound webhooks: signed deliveries of workspace events to external tools, and their delivery logs."),
         (name = "tools", description = "The chat tools in function-calling form, and a route to run each (the same tools as the MCP server at `/mcp`)."),
         (name = "workforce", description = "The human workforce: contractors (people, not contractor agents) with trust scores, work packages with auto-matching, and delegating a mission task to a person."),
+        (name = "handoffs", description = "Agent ⇄ human handoffs: the context handed over with a task that changes hands."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

@@ -6,6 +6,7 @@ mod board;
 mod board_page;
 mod cli;
 mod failures;
+mod handoffs;
 mod helpers;
 mod missions;
 mod openapi;
