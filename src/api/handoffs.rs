@@ -1,10 +1,135 @@
-//! `/v1` routes of handoffs.
+//! `/v1` routes of handoffs: context handed between an agent and a person
+//! with the task that changes hands.
 
-use axum::Router;
+use axum::{Router, extract::State, http::StatusCode, routing::get};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
-use super::AppState;
+use super::{
+    AppState,
+    extract::{Json, Path, Query},
+    openapi as doc,
+};
+use crate::{
+    auth::Principal,
+    coordination::handoffs::{self, CreateHandoff},
+    error::{ApiError, ApiResult},
+    store::handoffs::HandoffView,
+};
 
 /// Routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/v1/handoffs", get(list).post(create))
+        .route("/v1/handoffs/{id}", get(show))
+}
+
+/// Most handoffs one listing answers.
+const MAX_LIST: i64 = 500;
+
+/// A list of handoffs.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HandoffList {
+    /// The handoffs, oldest first.
+    pub handoffs: Vec<HandoffView>,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct ListParams {
+    /// Only this task's handoffs.
+    task: Option<Uuid>,
+    /// Only this mission's handoffs.
+    mission: Option<Uuid>,
+    /// At most this many (1–500, default 500).
+    limit: Option<i64>,
+}
+
+/// Hands a task between an agent and a person with its context: `agent_to_human` moves the task to `awaiting_human` (ending a live attempt), `human_to_agent` queues it again for the named agent and sends that agent a HANDOFF message.
+///
+/// Roles: `agent_to_human` admin, operator, agent (as itself only); `human_to_agent` admin, operator, stakeholder.
+#[utoipa::path(
+    post,
+    path = "/v1/handoffs",
+    tag = "handoffs",
+    operation_id = "create_handoff",
+    request_body = CreateHandoff,
+    responses(
+        (status = 201, description = "Handed off", body = HandoffView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 409, description = "The task's status does not allow this direction, or the mission has ended (`invalid_state`); the task changed meanwhile (`conflict`)", body = doc::ErrorBody),
+        (status = 422, description = "`task_id` names no task (`unknown_task`), `from` no agent (`unknown_agent`), or `to` no agent (`unknown_recipient`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn create(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<CreateHandoff>,
+) -> ApiResult<(StatusCode, Json<HandoffView>)> {
+    let h = handoffs::create(&state.pool, &state.http, &who, req).await?;
+    Ok((StatusCode::CREATED, Json(h)))
+}
+
+/// Lists handoffs, optionally of one task or mission.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/handoffs",
+    tag = "handoffs",
+    operation_id = "list_handoffs",
+    params(ListParams),
+    responses(
+        (status = 200, description = "The handoffs", body = HandoffList),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
+async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+    Query(p): Query<ListParams>,
+) -> ApiResult<Json<HandoffList>> {
+    let limit = match p.limit {
+        None => MAX_LIST,
+        Some(l) if (1..=MAX_LIST).contains(&l) => l,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "limit",
+                format!("limit must be between 1 and {MAX_LIST}"),
+            ));
+        }
+    };
+    let handoffs = handoffs::list(&state.pool, &who, p.task, p.mission, limit).await?;
+    Ok(Json(HandoffList { handoffs }))
+}
+
+/// Shows a handoff.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/handoffs/{id}",
+    tag = "handoffs",
+    operation_id = "get_handoff",
+    params(("id" = Uuid, Path, description = "Handoff id")),
+    responses(
+        (status = 200, description = "The handoff", body = HandoffView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn show(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<HandoffView>> {
+    Ok(Json(handoffs::get(&state.pool, &who, id).await?))
 }

@@ -21,8 +21,8 @@ use utoipa_scalar::{Scalar, Servable};
 use uuid::Uuid;
 
 use super::{
-    AppState, agents, attempts, board, events, messages, missions, reservations, tokens, tools,
-    webhooks,
+    AppState, agents, attempts, board, events, handoffs, messages, missions, reservations, tokens,
+    tools, webhooks, workforce,
 };
 use crate::{
     auth::Role,
@@ -100,6 +100,20 @@ pub const DOCS_PATH: &str = "/docs";
         webhooks::unsubscribe,
         tools::list,
         tools::invoke,
+        workforce::list_contractors,
+        workforce::add_contractor,
+        workforce::show_contractor,
+        workforce::update_contractor,
+        workforce::list_packages,
+        workforce::create_package,
+        workforce::show_package,
+        workforce::transition,
+        workforce::assign,
+        workforce::progress,
+        workforce::delegate,
+        handoffs::create,
+        handoffs::list,
+        handoffs::show,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -117,6 +131,8 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "board", description = "The kanban bridge: mission tasks as cards in columns, and moving the cards that need a person."),
         (name = "webhooks", description = "Outbound webhooks: signed deliveries of workspace events to external tools, and their delivery logs; agents' event subscriptions are webhooks owned by an agent."),
         (name = "tools", description = "The chat tools in function-calling form, and a route to run each (the same tools as the MCP server at `/mcp`)."),
+        (name = "workforce", description = "The human workforce: contractors (people, not contractor agents) with trust scores, work packages with auto-matching, and delegating a mission task to a person."),
+        (name = "handoffs", description = "Agent ⇄ human handoffs: the context handed over with a task that changes hands."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

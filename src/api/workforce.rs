@@ -1,10 +1,465 @@
-//! `/v1` routes of workforce.
+//! `/v1` routes of the human workforce: contractors (people, distinct from
+//! contractor agents), work packages, and delegating a mission task.
 
-use axum::Router;
+use axum::{
+    Router,
+    extract::State,
+    http::StatusCode,
+    routing::{get, post},
+};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
-use super::AppState;
+use super::{
+    AppState,
+    extract::{Json, Path, Query},
+    openapi as doc,
+};
+use crate::{
+    auth::{Principal, Role},
+    coordination::workforce::{
+        self as wf, AddContractor, AssignRequest, Availability, CreatePackage, PackageStatus,
+        ProgressRequest, TransitionRequest, UpdateContractor,
+    },
+    error::{ApiError, ApiResult},
+    store::workforce::{ContractorView, PackageFilter, PackageView},
+};
 
 /// Routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route(
+            "/v1/contractors",
+            get(list_contractors).post(add_contractor),
+        )
+        .route(
+            "/v1/contractors/{id}",
+            get(show_contractor).patch(update_contractor),
+        )
+        .route("/v1/work-packages", get(list_packages).post(create_package))
+        .route("/v1/work-packages/{id}", get(show_package))
+        .route("/v1/work-packages/{id}/transition", post(transition))
+        .route("/v1/work-packages/{id}/assign", post(assign))
+        .route("/v1/work-packages/{id}/progress", post(progress))
+        .route("/v1/missions/{id}/tasks/{task}/delegate", post(delegate))
+}
+
+/// Most rows one listing answers.
+const MAX_LIST: i64 = 500;
+
+const MANAGERS: &[Role] = &[Role::Admin, Role::Operator];
+
+/// A list of contractors.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ContractorList {
+    /// The contractors, oldest first.
+    pub contractors: Vec<ContractorView>,
+}
+
+/// A list of work packages.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PackageList {
+    /// The packages, oldest first.
+    pub work_packages: Vec<PackageView>,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct ContractorParams {
+    /// Comma-separated skills; only contractors having all of them.
+    skills: Option<String>,
+    /// Only contractors with at least this trust (0–1).
+    min_trust: Option<f64>,
+    /// Only contractors with this availability.
+    #[param(value_type = Option<String>)]
+    availability: Option<Availability>,
+    /// At most this many (1–500, default 500).
+    limit: Option<i64>,
+}
+
+fn limit(l: Option<i64>) -> ApiResult<i64> {
+    match l {
+        None => Ok(MAX_LIST),
+        Some(l) if (1..=MAX_LIST).contains(&l) => Ok(l),
+        Some(_) => Err(ApiError::invalid(
+            "limit",
+            format!("limit must be between 1 and {MAX_LIST}"),
+        )),
+    }
+}
+
+/// Lists contractors (people), filtered by skills, minimum trust and availability.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/contractors",
+    tag = "workforce",
+    operation_id = "list_contractors",
+    params(ContractorParams),
+    responses(
+        (status = 200, description = "The contractors", body = ContractorList),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
+async fn list_contractors(
+    State(state): State<AppState>,
+    who: Principal,
+    Query(p): Query<ContractorParams>,
+) -> ApiResult<Json<ContractorList>> {
+    let skills: Vec<String> = p
+        .skills
+        .as_deref()
+        .map(|s| {
+            s.split(',')
+                .filter(|x| !x.trim().is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let contractors = wf::contractors(
+        &state.pool,
+        &who,
+        &skills,
+        p.min_trust,
+        p.availability,
+        limit(p.limit)?,
+    )
+    .await?;
+    Ok(Json(ContractorList { contractors }))
+}
+
+/// Registers a contractor (a person who takes work packages) at trust 0.5.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/contractors",
+    tag = "workforce",
+    operation_id = "add_contractor",
+    request_body = AddContractor,
+    responses(
+        (status = 201, description = "Registered", body = ContractorView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden)
+    ),
+    security(("api_token" = []))
+)]
+async fn add_contractor(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<AddContractor>,
+) -> ApiResult<(StatusCode, Json<ContractorView>)> {
+    who.require(MANAGERS)?;
+    let c = wf::add_contractor(&state.pool, &who, req).await?;
+    Ok((StatusCode::CREATED, Json(c)))
+}
+
+/// Shows a contractor with their trust history.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/contractors/{id}",
+    tag = "workforce",
+    operation_id = "get_contractor",
+    params(("id" = Uuid, Path, description = "Contractor id")),
+    responses(
+        (status = 200, description = "The contractor, with `trust_history`", body = ContractorView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn show_contractor(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<ContractorView>> {
+    Ok(Json(wf::contractor(&state.pool, &who, id).await?))
+}
+
+/// Updates a contractor's details or availability; trust changes only through ratings.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    patch,
+    path = "/v1/contractors/{id}",
+    tag = "workforce",
+    operation_id = "update_contractor",
+    params(("id" = Uuid, Path, description = "Contractor id")),
+    request_body = UpdateContractor,
+    responses(
+        (status = 200, description = "Updated", body = ContractorView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The contractor changed since `version` (`version_conflict`) or meanwhile (`concurrent_update`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn update_contractor(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateContractor>,
+) -> ApiResult<Json<ContractorView>> {
+    who.require(MANAGERS)?;
+    Ok(Json(
+        wf::update_contractor(&state.pool, &who, id, req).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct PackageParams {
+    /// Only packages in this status.
+    #[param(value_type = Option<String>)]
+    status: Option<PackageStatus>,
+    /// Only packages assigned to this contractor.
+    contractor: Option<Uuid>,
+    /// Only packages delegating this task.
+    task: Option<Uuid>,
+    /// Only packages of this mission.
+    mission: Option<Uuid>,
+    /// At most this many (1–500, default 500).
+    limit: Option<i64>,
+}
+
+/// Lists work packages, filtered by status, contractor, task or mission.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/work-packages",
+    tag = "workforce",
+    operation_id = "list_work_packages",
+    params(PackageParams),
+    responses(
+        (status = 200, description = "The packages", body = PackageList),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
+async fn list_packages(
+    State(state): State<AppState>,
+    who: Principal,
+    Query(p): Query<PackageParams>,
+) -> ApiResult<Json<PackageList>> {
+    let filter = PackageFilter {
+        status: p.status.map(|s| s.as_str().to_owned()),
+        contractor_id: p.contractor,
+        task_id: p.task,
+        mission_id: p.mission,
+    };
+    let work_packages = wf::packages(&state.pool, &who, &filter, limit(p.limit)?).await?;
+    Ok(Json(PackageList { work_packages }))
+}
+
+/// Creates a work package in `draft` (or `open`, running auto-matching, with `open: true`).
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/work-packages",
+    tag = "workforce",
+    operation_id = "create_work_package",
+    request_body = CreatePackage,
+    responses(
+        (status = 201, description = "Created", body = PackageView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden)
+    ),
+    security(("api_token" = []))
+)]
+async fn create_package(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<CreatePackage>,
+) -> ApiResult<(StatusCode, Json<PackageView>)> {
+    who.require(MANAGERS)?;
+    let p = wf::create_package(&state.pool, &state.http, &who, req).await?;
+    Ok((StatusCode::CREATED, Json(p)))
+}
+
+/// Shows a work package with its candidates, notes and status history.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/work-packages/{id}",
+    tag = "workforce",
+    operation_id = "get_work_package",
+    params(("id" = Uuid, Path, description = "Work package id")),
+    responses(
+        (status = 200, description = "The package", body = PackageView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn show_package(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<PackageView>> {
+    Ok(Json(wf::package(&state.pool, &who, id).await?))
+}
+
+/// Moves a work package through its lifecycle: draft → open → assigned → in_progress → review → completed (needs `quality_rating`; updates trust; a delegated task completes), review → in_progress, any non-terminal → cancelled (a delegated task is queued again).
+///
+/// Roles: admin, operator; stakeholders may move to `in_progress` (rework), `completed` or `cancelled` from `review`.
+#[utoipa::path(
+    post,
+    path = "/v1/work-packages/{id}/transition",
+    tag = "workforce",
+    operation_id = "transition_work_package",
+    params(("id" = Uuid, Path, description = "Work package id")),
+    request_body = TransitionRequest,
+    responses(
+        (status = 200, description = "Moved (or, for a repeated final move, unchanged)", body = PackageView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The lifecycle forbids it (`illegal_transition`, details `from` and `to`), the package changed since `version` (`version_conflict`), it was completed with another rating (`already_completed`), no contractor matches (`no_candidate`), the contractor is unavailable (`contractor_unavailable`), or something changed meanwhile (`concurrent_update`, `invalid_state`, `conflict`)", body = doc::ErrorBody),
+        (status = 422, description = "`contractor_id` names no contractor (`unknown_contractor`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn transition(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<TransitionRequest>,
+) -> ApiResult<Json<PackageView>> {
+    if who.role == Role::Stakeholder {
+        // A reviewer's verbs; the package must be in review (checked on the row).
+        if !matches!(
+            req.to,
+            PackageStatus::InProgress | PackageStatus::Completed | PackageStatus::Cancelled
+        ) {
+            return Err(ApiError::Forbidden(
+                "stakeholders may only review: move to in_progress, completed or cancelled".into(),
+            ));
+        }
+        let p = wf::package(&state.pool, &who, id).await?;
+        if p.status != PackageStatus::Review.as_str() && p.status != req.to.as_str() {
+            return Err(ApiError::Forbidden(
+                "stakeholders may only move a package that is in review".into(),
+            ));
+        }
+    } else {
+        who.require(MANAGERS)?;
+    }
+    Ok(Json(
+        wf::transition(&state.pool, &state.http, &who, id, req).await?,
+    ))
+}
+
+/// Assigns an open work package to a contractor (default: the best candidate now).
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/work-packages/{id}/assign",
+    tag = "workforce",
+    operation_id = "assign_work_package",
+    params(("id" = Uuid, Path, description = "Work package id")),
+    request_body = AssignRequest,
+    responses(
+        (status = 200, description = "Assigned", body = PackageView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "Not open (`illegal_transition`), stale `version` (`version_conflict`), no contractor matches (`no_candidate`), or the contractor is unavailable (`contractor_unavailable`)", body = doc::ErrorBody),
+        (status = 422, description = "`contractor_id` names no contractor (`unknown_contractor`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn assign(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<AssignRequest>,
+) -> ApiResult<Json<PackageView>> {
+    who.require(MANAGERS)?;
+    Ok(Json(
+        wf::assign(&state.pool, &state.http, &who, id, req).await?,
+    ))
+}
+
+/// Records progress (0–100) or a timestamped note on a work package, without moving it.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/work-packages/{id}/progress",
+    tag = "workforce",
+    operation_id = "work_package_progress",
+    params(("id" = Uuid, Path, description = "Work package id")),
+    request_body = ProgressRequest,
+    responses(
+        (status = 200, description = "Recorded", body = PackageView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The package is completed or cancelled (`invalid_state`), or changed since `version` (`version_conflict`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn progress(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<ProgressRequest>,
+) -> ApiResult<Json<PackageView>> {
+    who.require(MANAGERS)?;
+    Ok(Json(wf::record_progress(&state.pool, &who, id, req).await?))
+}
+
+/// Delegates a mission task to a person: creates a work package linked to it (opened, with candidates, unless `open: false`) and moves the task to `awaiting_human`; the task completes with the package's deliverable when the package completes, and is queued again if it is cancelled.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/tasks/{task}/delegate",
+    tag = "workforce",
+    operation_id = "delegate_task",
+    params(
+        ("id" = Uuid, Path, description = "Mission id"),
+        ("task" = String, Path, description = "Task key or id")
+    ),
+    request_body = CreatePackage,
+    responses(
+        (status = 201, description = "Delegated: the work package", body = PackageView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The task is not queued, retry_wait or awaiting_human, or the mission has ended (`invalid_state`); the task has a live package already (`already_delegated`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn delegate(
+    State(state): State<AppState>,
+    who: Principal,
+    Path((id, task)): Path<(Uuid, String)>,
+    Json(req): Json<CreatePackage>,
+) -> ApiResult<(StatusCode, Json<PackageView>)> {
+    who.require(MANAGERS)?;
+    let p = wf::delegate_task(&state.pool, &state.http, &who, id, &task, req).await?;
+    Ok((StatusCode::CREATED, Json(p)))
 }

@@ -15,6 +15,8 @@ use crate::{
     engine::reports::finish_mission_if_done,
     error::ApiError,
     store::{
+        agents,
+        attempts::{self, Cancelled},
         events::kind,
         missions::{self, MissionRow},
         tasks::{self, Change, TaskRow},
@@ -108,6 +110,51 @@ pub async fn resolve(
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
     let t = task_of(&mut tx, &run, task).await?;
+    let cancelled = settle(
+        &mut tx,
+        &mut run,
+        &t,
+        Settlement {
+            action: req.action,
+            output: req.output,
+            feedback: req.feedback,
+            via: None,
+        },
+        &actor,
+    )
+    .await?;
+    missions::notify_wake(&mut tx).await?;
+    tx.commit().await?;
+    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    view(pool, who.workspace_id, id).await
+}
+
+/// How a task waiting for a person is settled, and by what.
+#[derive(Debug, Clone)]
+pub struct Settlement {
+    /// What the person does.
+    pub action: HumanAction,
+    /// The result, for `complete`.
+    pub output: Option<Value>,
+    /// Guidance for the next attempt (`retry`) or the reason (others).
+    pub feedback: Option<String>,
+    /// What settled it when not a direct resolve (a work package, a handoff), for the event.
+    pub via: Option<Value>,
+}
+
+/// Settles task `t` (which must be `awaiting_human`) inside the caller's
+/// transaction, which holds the lock of its mission `run`: moves it, writes
+/// its event, promotes dependents and finishes the mission when nothing is
+/// left. Returns the attempts whose workers must be told they were cancelled
+/// (after commit). Work packages and handoffs settle tasks through this too.
+pub async fn settle(
+    tx: &mut PgConnection,
+    run: &mut MissionRow,
+    t: &TaskRow,
+    s: Settlement,
+    actor: &str,
+) -> Result<Vec<Cancelled>, ApiError> {
+    check_feedback(s.feedback.as_deref())?;
     if t.status() != TaskStatus::AwaitingHuman {
         return Err(ApiError::conflict(
             "invalid_state",
@@ -117,7 +164,7 @@ pub async fn resolve(
             ),
         ));
     }
-    let event = match req.action {
+    let event = match s.action {
         HumanAction::Complete => TaskEvent::CompleteByHuman,
         HumanAction::Retry => TaskEvent::Requeue,
         HumanAction::Skip => TaskEvent::Skip,
@@ -127,8 +174,8 @@ pub async fn resolve(
         .status()
         .next(event)
         .map_err(|e| ApiError::conflict("invalid_state", e.to_string()))?;
-    let output = match req.action {
-        HumanAction::Complete => Some(req.output.clone().unwrap_or(Value::Null)),
+    let output = match s.action {
+        HumanAction::Complete => Some(s.output.clone().unwrap_or(Value::Null)),
         _ => None,
     };
     let updated = sqlx::query!(
@@ -149,7 +196,7 @@ pub async fn resolve(
         t.version,
         to.as_str(),
         output,
-        req.feedback
+        s.feedback
     )
     .execute(&mut *tx)
     .await?;
@@ -161,7 +208,7 @@ pub async fn resolve(
     }
     if to == TaskStatus::Queued {
         tasks::enqueue(
-            &mut tx,
+            &mut *tx,
             run.workspace_id,
             run.id,
             t.id,
@@ -170,40 +217,130 @@ pub async fn resolve(
         )
         .await?;
     }
+    let mut payload =
+        json!({ "key": t.task_key, "action": s.action, "feedback": s.feedback, "to": to });
+    if let (Some(via), Value::Object(m)) = (s.via, &mut payload) {
+        m.insert("via".into(), via);
+    }
     tasks::record(
-        &mut tx,
-        Change::of(
-            &t,
-            to,
-            kind::TASK_RESOLVED,
-            &actor,
-            None,
-            json!({ "key": t.task_key, "action": req.action, "feedback": req.feedback, "to": to }),
-        ),
+        &mut *tx,
+        Change::of(t, to, kind::TASK_RESOLVED, actor, None, payload),
     )
     .await?;
     if to.satisfies_dependents() {
         tasks::promote_ready(
-            &mut tx,
+            &mut *tx,
             run.workspace_id,
             run.id,
             Some(t.id),
             run.priority,
-            &actor,
+            actor,
         )
         .await?;
     }
     let cancelled = if to.is_terminal() {
-        finish_mission_if_done(&mut tx, &mut run, &actor)
+        finish_mission_if_done(&mut *tx, run, actor)
             .await
             .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?
     } else {
         Vec::new()
     };
-    missions::notify_wake(&mut tx).await?;
-    tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, cancelled);
-    view(pool, who.workspace_id, id).await
+    Ok(cancelled)
+}
+
+/// Hands task `t` to a person (delegation to a work package, or an agent's
+/// handoff): `queued`/`retry_wait` leave the ready queue, a `running` task's
+/// live attempt ends (returned, so its worker can be told after commit), and
+/// the task waits in `awaiting_human` for the person to settle it. A task
+/// already waiting for a person stays as it is (returns `Ok(false)` then).
+/// The caller holds the lock of the task's mission.
+pub async fn hand_to_person(
+    tx: &mut PgConnection,
+    run: &MissionRow,
+    t: &TaskRow,
+    actor: &str,
+    payload: Value,
+) -> Result<(bool, Vec<Cancelled>), ApiError> {
+    if t.status() == TaskStatus::AwaitingHuman {
+        return Ok((false, Vec::new()));
+    }
+    let to = t.status().next(TaskEvent::EscalateToHuman)?;
+    let updated = sqlx::query!(
+        "UPDATE orchestration_tasks
+         SET status = 'awaiting_human', escalation_step = 'human',
+             lease_owner = NULL, lease_expires_at = NULL,
+             version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2",
+        t.id,
+        t.version
+    )
+    .execute(&mut *tx)
+    .await?;
+    if updated.rows_affected() != 1 {
+        return Err(ApiError::conflict(
+            "conflict",
+            "the task changed meanwhile; reload and try again",
+        ));
+    }
+    sqlx::query!("DELETE FROM task_queue WHERE task_id = $1", t.id)
+        .execute(&mut *tx)
+        .await?;
+    let live = if t.status() == TaskStatus::Running {
+        let live = attempts::cancel_live(&mut *tx, run.id, Some(&[t.id])).await?;
+        for a in &live {
+            agents::release_slot(&mut *tx, run.workspace_id, &a.agent_id).await?;
+        }
+        live
+    } else {
+        Vec::new()
+    };
+    let mut payload = payload;
+    if let Value::Object(m) = &mut payload {
+        m.insert("key".into(), Value::String(t.task_key.clone()));
+        m.insert(
+            "actions".into(),
+            json!(["complete", "retry", "skip", "fail"]),
+        );
+    }
+    tasks::record(
+        &mut *tx,
+        Change::of(t, to, kind::TASK_AWAITING_HUMAN, actor, None, payload),
+    )
+    .await?;
+    Ok((true, live))
+}
+
+/// Finds a task of the workspace by id and locks its mission (lock order:
+/// mission first); the task is read after the lock, so it cannot move.
+pub async fn lock_task(
+    tx: &mut PgConnection,
+    workspace_id: Uuid,
+    task_id: Uuid,
+) -> Result<Option<(MissionRow, TaskRow)>, ApiError> {
+    let Some(run_id) = sqlx::query_scalar!(
+        "SELECT run_id FROM orchestration_tasks WHERE id = $1 AND workspace_id = $2",
+        task_id,
+        workspace_id
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let Some(run) = missions::lock(&mut *tx, workspace_id, run_id).await? else {
+        return Ok(None);
+    };
+    let t = tasks::get(&mut *tx, task_id).await?;
+    Ok(Some((run, t)))
+}
+
+/// Finds a task of a locked mission by id or key (404 otherwise).
+pub async fn task_of_mission(
+    conn: &mut PgConnection,
+    run: &MissionRow,
+    task: &str,
+) -> Result<TaskRow, ApiError> {
+    task_of(conn, run, task).await
 }
 
 /// Rejects a mission's results in review: the named tasks (by key or id)

@@ -1,1 +1,174 @@
-//! SQL of handoffs.
+//! SQL of handoffs: the context handed between an agent and a person, one
+//! row per handoff, linked to its task. Every query is confined to a workspace.
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A handoff as the API shows it (the seed's payload plus its links).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct HandoffView {
+    /// Id.
+    pub id: Uuid,
+    /// `agent_to_human` or `human_to_agent`.
+    pub direction: String,
+    /// Who handed off (an agent id, or a person).
+    pub from: String,
+    /// Who takes over (a person, or an agent id).
+    pub to: String,
+    /// The mission of the task.
+    pub mission_id: Uuid,
+    /// The task that changed hands.
+    pub task_id: Uuid,
+    /// What the receiver needs to know.
+    pub context_summary: String,
+    /// `[{task_id, description, status, blockers}]`.
+    #[schema(value_type = Vec<Object>)]
+    pub active_tasks: Value,
+    /// `[{decision_id, description, status}]`.
+    #[schema(value_type = Vec<Object>)]
+    pub open_decisions: Value,
+    /// `[{name, path}]`.
+    #[schema(value_type = Vec<Object>)]
+    pub artifacts: Value,
+    /// The task's status before.
+    pub task_status_from: String,
+    /// The task's status after.
+    pub task_status_to: String,
+    /// The HANDOFF message sent to the receiving agent (`human_to_agent`).
+    pub message_id: Option<Uuid>,
+    /// Who made the request (token actor).
+    pub created_by: String,
+    /// When (the seed's `timestamp`).
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A handoff about to be written.
+#[derive(Debug)]
+pub struct NewHandoff<'a> {
+    /// Id.
+    pub id: Uuid,
+    /// Direction.
+    pub direction: &'a str,
+    /// From.
+    pub from: &'a str,
+    /// To.
+    pub to: &'a str,
+    /// Mission.
+    pub mission_id: Uuid,
+    /// Task.
+    pub task_id: Uuid,
+    /// Summary.
+    pub context_summary: &'a str,
+    /// Active tasks (array).
+    pub active_tasks: Value,
+    /// Open decisions (array).
+    pub open_decisions: Value,
+    /// Artifacts (array).
+    pub artifacts: Value,
+    /// Task status before.
+    pub task_status_from: &'a str,
+    /// Task status after.
+    pub task_status_to: &'a str,
+    /// Message sent.
+    pub message_id: Option<Uuid>,
+}
+
+/// Writes a handoff.
+pub async fn insert(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    h: NewHandoff<'_>,
+    actor: &str,
+) -> sqlx::Result<HandoffView> {
+    sqlx::query_as!(
+        HandoffView,
+        r#"INSERT INTO handoffs (id, workspace_id, direction, from_party, to_party, mission_id, task_id,
+                                 context_summary, active_tasks, open_decisions, artifacts,
+                                 task_status_from, task_status_to, message_id, created_by)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+           RETURNING id, direction, from_party AS "from", to_party AS "to", mission_id, task_id,
+                     context_summary, active_tasks, open_decisions, artifacts, task_status_from,
+                     task_status_to, message_id, created_by, created_at"#,
+        h.id,
+        workspace_id,
+        h.direction,
+        h.from,
+        h.to,
+        h.mission_id,
+        h.task_id,
+        h.context_summary,
+        h.active_tasks,
+        h.open_decisions,
+        h.artifacts,
+        h.task_status_from,
+        h.task_status_to,
+        h.message_id,
+        actor
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// One handoff.
+pub async fn get(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<Option<HandoffView>> {
+    sqlx::query_as!(
+        HandoffView,
+        r#"SELECT id, direction, from_party AS "from", to_party AS "to", mission_id, task_id,
+                  context_summary, active_tasks, open_decisions, artifacts, task_status_from,
+                  task_status_to, message_id, created_by, created_at
+           FROM handoffs WHERE workspace_id = $1 AND id = $2"#,
+        workspace_id,
+        id
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// Handoffs of the workspace, oldest first, optionally of one task or mission.
+pub async fn list(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    task_id: Option<Uuid>,
+    mission_id: Option<Uuid>,
+    limit: i64,
+) -> sqlx::Result<Vec<HandoffView>> {
+    sqlx::query_as!(
+        HandoffView,
+        r#"SELECT id, direction, from_party AS "from", to_party AS "to", mission_id, task_id,
+                  context_summary, active_tasks, open_decisions, artifacts, task_status_from,
+                  task_status_to, message_id, created_by, created_at
+           FROM handoffs
+           WHERE workspace_id = $1 AND ($2::uuid IS NULL OR task_id = $2)
+             AND ($3::uuid IS NULL OR mission_id = $3)
+           ORDER BY created_at, id
+           LIMIT $4"#,
+        workspace_id,
+        task_id,
+        mission_id,
+        limit
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Hints the dispatcher to give a requeued task to `agent_id` first (the
+/// continuation hint: preferred while it has a free slot, cleared on claim).
+pub async fn hint_agent(
+    conn: &mut PgConnection,
+    task_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE orchestration_tasks SET continue_agent_id = $2, version = version + 1, updated_at = now()
+         WHERE id = $1",
+        task_id,
+        agent_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
