@@ -332,7 +332,19 @@ async fn show(
         .ok_or_else(|| ApiError::NotFound(format!("no agent '{agent_id}'")))
 }
 
-/// Records that the agent is alive (an offline agent comes back).
+/// `POST /v1/agents/{agent_id}/heartbeat` body (optional).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct Heartbeat {
+    /// The state the agent reports: `idle`, `working`, `blocked` or `done` (RFC-001). Informational: dispatch only skips `offline` agents, and the engine sets `working`/`idle` as attempts start and end.
+    #[serde(default)]
+    status: Option<String>,
+}
+
+/// Statuses an agent may report about itself (offline is the coordinator's verdict).
+const REPORTABLE: &[&str] = &["idle", "working", "blocked", "done"];
+
+/// Records that the agent is alive (an offline agent comes back), optionally with the state it reports.
 ///
 /// Agent tokens may only speak for their own agent.
 ///
@@ -343,8 +355,10 @@ async fn show(
     tag = "agents",
     operation_id = "agent_heartbeat",
     params(("agent_id" = String, Path, description = "Agent id")),
+    request_body(content = Option<Heartbeat>, description = "Optional: the state the agent reports"),
     responses(
         (status = 204, description = "Recorded"),
+        (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden),
         (status = 404, response = doc::NotFound)
@@ -355,9 +369,31 @@ async fn heartbeat(
     State(state): State<AppState>,
     who: Principal,
     Path(agent_id): Path<String>,
+    body: axum::body::Bytes,
 ) -> ApiResult<StatusCode> {
     who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
-    if agents::heartbeat(&state.pool, who.workspace_id, &agent_id).await? {
+    let beat: Heartbeat = if body.iter().all(u8::is_ascii_whitespace) {
+        Heartbeat::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::invalid("body", format!("invalid heartbeat body: {e}")))?
+    };
+    if let Some(s) = &beat.status
+        && !REPORTABLE.contains(&s.as_str())
+    {
+        return Err(ApiError::invalid(
+            "status",
+            format!("status must be one of {}", REPORTABLE.join(", ")),
+        ));
+    }
+    if agents::heartbeat(
+        &state.pool,
+        who.workspace_id,
+        &agent_id,
+        beat.status.as_deref(),
+    )
+    .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!("no agent '{agent_id}'")))

@@ -40,6 +40,9 @@ pub enum AgentCommand {
     Heartbeat {
         /// Agent id.
         agent_id: String,
+        /// Report a state too: idle, working, blocked or done.
+        #[arg(long)]
+        status: Option<String>,
     },
     /// Send an ACL message to an agent, a role (`role:<role>`) or everyone (`all`).
     Send(SendArgs),
@@ -220,8 +223,8 @@ pub(super) async fn run(args: AgentArgs) -> CliResult {
         AgentCommand::Status { agent_id } => {
             return coordination::status(&api, &agent_id, json).await;
         }
-        AgentCommand::Heartbeat { agent_id } => {
-            api.agent_heartbeat(&agent_id).await?;
+        AgentCommand::Heartbeat { agent_id, status } => {
+            api.agent_heartbeat(&agent_id, status.as_deref()).await?;
             let agent = api.agent(&agent_id).await?;
             if json {
                 out_json(&agent)?;

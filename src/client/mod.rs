@@ -613,12 +613,18 @@ impl Client {
         self.get(&["v1", "agents", agent_id], &[]).await
     }
 
-    /// `POST /v1/agents/{agent_id}/heartbeat`.
-    pub async fn agent_heartbeat(&self, agent_id: &str) -> Result<(), ClientError> {
+    /// `POST /v1/agents/{agent_id}/heartbeat`, optionally reporting a status.
+    pub async fn agent_heartbeat(
+        &self,
+        agent_id: &str,
+        status: Option<&str>,
+    ) -> Result<(), ClientError> {
         let url = self.url(&["v1", "agents", agent_id, "heartbeat"]);
-        self.send_raw(self.request(Method::POST, &url), &url)
-            .await
-            .map(drop)
+        let mut req = self.request(Method::POST, &url);
+        if let Some(s) = status {
+            req = req.json(&serde_json::json!({ "status": s }));
+        }
+        self.send_raw(req, &url).await.map(drop)
     }
 
     /// `POST /v1/missions` with a body shaped like `CreateMission`

@@ -365,17 +365,26 @@ pub async fn online(conn: &mut PgConnection, workspace_id: Uuid) -> sqlx::Result
     .await
 }
 
-/// Records an agent's heartbeat; an offline agent comes back `idle`.
-/// False if there is no such agent.
-pub async fn heartbeat(pool: &PgPool, workspace_id: Uuid, agent_id: &str) -> sqlx::Result<bool> {
+/// Records an agent's heartbeat, with the status it reports if any; an
+/// offline agent comes back `idle` (or `working`). False if there is no such agent.
+pub async fn heartbeat(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    agent_id: &str,
+    reported: Option<&str>,
+) -> sqlx::Result<bool> {
     let r = sqlx::query!(
         "UPDATE agents SET last_seen_at = now(),
-                status = CASE WHEN status = 'offline' THEN
+                status = COALESCE($3,
+                         CASE WHEN status = 'offline' THEN
                               CASE WHEN running_count > 0 THEN 'working' ELSE 'idle' END
-                         ELSE status END
+                         ELSE status END),
+                version = version + CASE WHEN $3::text IS NULL OR $3 = status THEN 0 ELSE 1 END,
+                updated_at = now()
          WHERE workspace_id = $1 AND agent_id = $2",
         workspace_id,
-        agent_id
+        agent_id,
+        reported
     )
     .execute(pool)
     .await?;

@@ -154,6 +154,34 @@ async fn identity_rules_and_every_send_failure_mode_change_nothing() {
     )
     .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
+
+    // An agent reports its own state with its heartbeat; offline is not reportable.
+    let (s, _) = as_token(
+        &app,
+        &ui,
+        Method::POST,
+        "/v1/agents/ui-1/heartbeat",
+        Some(json!({"status": "blocked"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (_, a) = app.get("/v1/agents/ui-1").await;
+    assert_eq!(a["status"], "blocked");
+    assert!(a["last_seen_at"].is_string());
+    let (s, b) = as_token(
+        &app,
+        &ui,
+        Method::POST,
+        "/v1/agents/ui-1/heartbeat",
+        Some(json!({"status": "offline"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{b}");
+    let (_, a) = app.get("/v1/agents/ui-1").await;
+    assert_eq!(
+        a["status"], "blocked",
+        "a refused heartbeat changes nothing"
+    );
     app.stop().await;
 }
 
