@@ -20,7 +20,10 @@ use utoipa::{
 use utoipa_scalar::{Scalar, Servable};
 use uuid::Uuid;
 
-use super::{AppState, agents, attempts, board, events, missions, tokens, tools, webhooks};
+use super::{
+    AppState, agents, attempts, board, contract_net, events, governance, missions, tokens, tools,
+    webhooks,
+};
 use crate::{
     auth::Role,
     domain::{BoardColumn, TaskStatus},
@@ -83,6 +86,19 @@ pub const DOCS_PATH: &str = "/docs";
         webhooks::deliveries,
         tools::list,
         tools::invoke,
+        governance::show_profile,
+        governance::put_profile,
+        governance::check,
+        governance::list,
+        governance::request,
+        governance::show,
+        governance::resolve,
+        contract_net::list,
+        contract_net::open,
+        contract_net::show,
+        contract_net::propose,
+        contract_net::award,
+        contract_net::set_allocation,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -98,6 +114,8 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "board", description = "The kanban bridge: mission tasks as cards in columns, and moving the cards that need a person."),
         (name = "webhooks", description = "Outbound webhooks: signed deliveries of workspace events to external tools, and their delivery logs."),
         (name = "tools", description = "The chat tools in function-calling form, and a route to run each (the same tools as the MCP server at `/mcp`)."),
+        (name = "governance", description = "Governance: the stakeholder profile, the governance check, and the decision queue that gates consequential actions and mission tasks."),
+        (name = "contract-net", description = "Contract net: tenders (calls for proposals) that allocate a task to the best proposal instead of by scoring."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]
