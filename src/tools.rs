@@ -22,6 +22,7 @@ use crate::{
         missions::{APPROVERS, WRITERS},
     },
     auth::{Principal, Role},
+    coordination::governance,
     domain::MissionStatus,
     error::ApiError,
     missions::{
@@ -53,6 +54,7 @@ enum Kind {
     ResolveTask,
     PauseMission,
     ResumeMission,
+    ResolveDecision,
 }
 
 /// One tool of the registry.
@@ -182,6 +184,18 @@ impl Tool {
                 let id = mission_id(&mut args)?;
                 let view = missions::resume(&state.pool, &state.http, who, id).await?;
                 Ok(mission_result(&view, false))
+            }
+            Kind::ResolveDecision => {
+                let id = args
+                    .remove("decision_id")
+                    .and_then(|v| v.as_str().and_then(|s| s.parse::<Uuid>().ok()))
+                    .ok_or_else(|| {
+                        ApiError::invalid("decision_id", "decision_id must be a decision's id")
+                    })?;
+                let req: governance::ResolveRequest = request(args)?;
+                let replan = state.planning.llm.is_some();
+                let d = governance::resolve(&state.pool, replan, who, id, req).await?;
+                Ok(serde_json::to_value(d).unwrap_or_default())
             }
         }
     }
@@ -740,8 +754,35 @@ fn build() -> Vec<Tool> {
             read_only: false,
             kind: Kind::ResumeMission,
         },
+        Tool {
+            name: "resolve_decision",
+            title: "Resolve a governance decision",
+            description: "Resolve a decision waiting in the governance queue (GET /v1/decisions?status=pending \
+                lists them): approved (proceed as proposed), rejected (deny; a gated mission task is \
+                skipped and the mission replans around it), deferred (check again later), or modified \
+                (approve with modifications, merged into a gated task's inputs). The requesting agent \
+                is told by an INFORM message. Stakeholder tokens only.",
+            parameters: object(
+                json!({
+                    "decision_id": { "type": "string", "format": "uuid", "description": "The decision to resolve." },
+                    "outcome": { "type": "string", "enum": ["approved", "rejected", "deferred", "modified"], "description": "The resolution." },
+                    "rationale": { "type": "string", "description": "Why (at most 4000 characters)." },
+                    "conditions": { "type": "array", "items": { "type": "string" }, "description": "Conditions attached to the resolution." },
+                    "modifications": { "type": "object", "description": "With modified: what changes (a non-empty JSON object)." },
+                    "recheck_after_ms": { "type": "integer", "description": "With deferred: check again after this many milliseconds (default one hour)." },
+                    "version": { "type": "integer", "description": "The decision version you saw; a stale one is refused." }
+                }),
+                &["decision_id", "outcome"],
+            ),
+            roles: DECIDERS,
+            read_only: false,
+            kind: Kind::ResolveDecision,
+        },
     ]
 }
+
+/// Only stakeholders resolve governance decisions.
+const DECIDERS: &[Role] = &[Role::Stakeholder];
 
 #[cfg(test)]
 mod tests {
@@ -816,6 +857,9 @@ mod tests {
         let names: Vec<&str> = visible_to(Role::Stakeholder).map(|t| t.name).collect();
         assert!(names.contains(&"approve_plan") && names.contains(&"mission_status"));
         assert!(!names.contains(&"create_mission"));
-        assert_eq!(visible_to(Role::Admin).count(), all().len());
+        assert!(names.contains(&"resolve_decision"));
+        // Admins see every tool but the stakeholder's own decisions.
+        assert_eq!(visible_to(Role::Admin).count(), all().len() - 1);
+        assert!(!find("resolve_decision").unwrap().allows(Role::Admin));
     }
 }

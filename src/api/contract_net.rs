@@ -1,10 +1,218 @@
-//! `/v1` routes of contract net.
+//! `/v1` routes of the contract net: tenders (CFPs), proposals, awards, and
+//! a mission's allocation setting (see [`crate::coordination::contract_net`]).
 
-use axum::Router;
+use axum::{
+    Router,
+    extract::State,
+    http::StatusCode,
+    routing::{get, post, put},
+};
+use serde::Deserialize;
+use uuid::Uuid;
 
-use super::AppState;
+use super::{
+    AppState,
+    extract::{Json, Path, Query},
+    openapi as doc,
+};
+use crate::{
+    auth::Principal,
+    coordination::contract_net::{
+        self as cnet, AllocationRequest, AllocationView, OpenTender, ProposalBody, ProposalView,
+        TenderView,
+    },
+    error::ApiResult,
+};
 
 /// Routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/v1/tenders", get(list).post(open))
+        .route("/v1/tenders/{id}", get(show))
+        .route("/v1/tenders/{id}/proposals", post(propose))
+        .route("/v1/tenders/{id}/award", post(award))
+        .route("/v1/missions/{id}/allocation", put(set_allocation))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct ListParams {
+    /// Only this mission's tenders.
+    mission: Option<Uuid>,
+    /// Only tenders with this status (`open`, `awarded`, `no_proposals`).
+    status: Option<String>,
+}
+
+/// Lists tenders, newest first (at most 200), with proposals and rankings.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/tenders",
+    tag = "contract-net",
+    operation_id = "list_tenders",
+    params(ListParams),
+    responses(
+        (status = 200, description = "Tenders", body = [TenderView]),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
+async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+    Query(p): Query<ListParams>,
+) -> ApiResult<Json<Vec<TenderView>>> {
+    Ok(Json(
+        cnet::list(&state.pool, &who, p.mission, p.status.as_deref()).await?,
+    ))
+}
+
+/// Opens a tender (CFP) for a pending or queued task: PROPOSE notices go to
+/// every eligible agent, and their workers are asked at `POST {endpoint}/v1/cfp`.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/tenders",
+    tag = "contract-net",
+    operation_id = "open_tender",
+    request_body = OpenTender,
+    responses(
+        (status = 201, description = "Opened", body = TenderView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The task is not pending or queued (`invalid_state`) or has an open tender (`tender_open`)", body = doc::ErrorBody),
+        (status = 422, response = doc::Unprocessable)
+    ),
+    security(("api_token" = []))
+)]
+async fn open(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<OpenTender>,
+) -> ApiResult<(StatusCode, Json<TenderView>)> {
+    let t = cnet::open_for_task(&state.pool, &who, req).await?;
+    Ok((StatusCode::CREATED, Json(t)))
+}
+
+/// Shows a tender with its proposals and their ranking.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/tenders/{id}",
+    tag = "contract-net",
+    operation_id = "get_tender",
+    params(("id" = Uuid, Path, description = "Tender id")),
+    responses(
+        (status = 200, description = "The tender", body = TenderView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn show(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<TenderView>> {
+    Ok(Json(cnet::get(&state.pool, &who, id).await?))
+}
+
+/// Submits a proposal before the deadline (an agent token proposes as
+/// itself; others name `agent_id`). The same proposal twice is one.
+///
+/// Roles: agent, worker, operator, admin.
+#[utoipa::path(
+    post,
+    path = "/v1/tenders/{id}/proposals",
+    tag = "contract-net",
+    operation_id = "submit_proposal",
+    params(("id" = Uuid, Path, description = "Tender id")),
+    request_body = ProposalBody,
+    responses(
+        (status = 201, description = "Recorded", body = ProposalView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "Deadline passed or tender closed (`tender_closed`), or the agent already proposed differently (`proposal_exists`)", body = doc::ErrorBody),
+        (status = 422, response = doc::Unprocessable)
+    ),
+    security(("api_token" = []))
+)]
+async fn propose(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(body): Json<ProposalBody>,
+) -> ApiResult<(StatusCode, Json<ProposalView>)> {
+    let p = cnet::propose(&state.pool, &who, id, body).await?;
+    Ok((StatusCode::CREATED, Json(p)))
+}
+
+/// Awards a tender now by the weighted formula (ACCEPT to the winner, REJECT
+/// to the others, the task pinned to the winner), or closes it as
+/// `no_proposals`. Awarding a closed tender returns it unchanged.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/tenders/{id}/award",
+    tag = "contract-net",
+    operation_id = "award_tender",
+    params(("id" = Uuid, Path, description = "Tender id")),
+    responses(
+        (status = 200, description = "The closed tender", body = TenderView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn award(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<TenderView>> {
+    Ok(Json(cnet::award(&state.pool, &who, id).await?))
+}
+
+/// Sets how a mission's tasks are allocated: `score` (default) or `tender`,
+/// and the tender window.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    put,
+    path = "/v1/missions/{id}/allocation",
+    tag = "contract-net",
+    operation_id = "set_mission_allocation",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body = AllocationRequest,
+    responses(
+        (status = 200, description = "The setting in force", body = AllocationView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission has ended (`invalid_state`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn set_allocation(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<AllocationRequest>,
+) -> ApiResult<Json<AllocationView>> {
+    Ok(Json(
+        cnet::set_allocation(&state.pool, &who, id, req).await?,
+    ))
 }

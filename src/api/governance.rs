@@ -1,10 +1,241 @@
-//! `/v1` routes of governance.
+//! `/v1` routes of governance: the stakeholder profile, the governance
+//! check, and the decision queue (see [`crate::coordination::governance`]).
 
-use axum::Router;
+use axum::{
+    Router,
+    extract::State,
+    http::StatusCode,
+    routing::{get, post},
+};
+use serde::Deserialize;
+use uuid::Uuid;
 
-use super::AppState;
+use super::{
+    AppState,
+    extract::{Json, Path, Query},
+    openapi as doc,
+};
+use crate::{
+    auth::Principal,
+    coordination::governance::{
+        self as gov, CheckRequest, CheckResult, DecisionRequest, DecisionReview, DecisionView,
+        ProfileRequest, ProfileView, ResolveRequest,
+    },
+    error::{ApiError, ApiResult},
+};
 
 /// Routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/v1/governance/profile", get(show_profile).put(put_profile))
+        .route("/v1/governance/check", post(check))
+        .route("/v1/decisions", get(list).post(request))
+        .route("/v1/decisions/{id}", get(show))
+        .route("/v1/decisions/{id}/resolve", post(resolve))
+}
+
+/// Shows the workspace's stakeholder profile.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/governance/profile",
+    tag = "governance",
+    operation_id = "get_governance_profile",
+    responses(
+        (status = 200, description = "The profile", body = ProfileView),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn show_profile(
+    State(state): State<AppState>,
+    who: Principal,
+) -> ApiResult<Json<ProfileView>> {
+    Ok(Json(gov::get_profile(&state.pool, &who).await?))
+}
+
+/// Creates or replaces the workspace's stakeholder profile (decision style,
+/// risk tolerance, thresholds, auto-approved categories).
+///
+/// Roles: admin, stakeholder.
+#[utoipa::path(
+    put,
+    path = "/v1/governance/profile",
+    tag = "governance",
+    operation_id = "put_governance_profile",
+    request_body = ProfileRequest,
+    responses(
+        (status = 200, description = "The stored profile", body = ProfileView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 409, description = "`version` is stale (`version_conflict`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn put_profile(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<ProfileRequest>,
+) -> ApiResult<Json<ProfileView>> {
+    Ok(Json(gov::put_profile(&state.pool, &who, req).await?))
+}
+
+/// Checks whether an action needs a stakeholder's approval (writes nothing).
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    post,
+    path = "/v1/governance/check",
+    tag = "governance",
+    operation_id = "governance_check",
+    request_body = CheckRequest,
+    responses(
+        (status = 200, description = "The verdict", body = CheckResult),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
+async fn check(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<CheckRequest>,
+) -> ApiResult<Json<CheckResult>> {
+    Ok(Json(gov::check_action(&state.pool, &who, req).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct ListParams {
+    /// Only decisions with this status (`pending`, `approved`, `rejected`, `deferred`, `modified`).
+    status: Option<String>,
+    /// At most this many (1–500, default 100).
+    limit: Option<i64>,
+}
+
+/// The decision queue, newest first, each enriched with the current
+/// profile's thresholds, risk tolerance and a recommendation.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/decisions",
+    tag = "governance",
+    operation_id = "list_decisions",
+    params(ListParams),
+    responses(
+        (status = 200, description = "Decisions", body = [DecisionReview]),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized)
+    ),
+    security(("api_token" = []))
+)]
+async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+    Query(p): Query<ListParams>,
+) -> ApiResult<Json<Vec<DecisionReview>>> {
+    let limit = p.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "limit must be between 1 and 500",
+        ));
+    }
+    Ok(Json(
+        gov::list_decisions(&state.pool, &who, p.status.as_deref(), limit).await?,
+    ))
+}
+
+/// Puts a decision in the queue (an agent token requests as itself and gets
+/// an INFORM when it is resolved).
+///
+/// Roles: admin, operator, agent.
+#[utoipa::path(
+    post,
+    path = "/v1/decisions",
+    tag = "governance",
+    operation_id = "request_decision",
+    request_body = DecisionRequest,
+    responses(
+        (status = 201, description = "Queued", body = DecisionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 409, description = "`id` reused with other content (`decision_id_reused`)", body = doc::ErrorBody),
+        (status = 422, response = doc::Unprocessable)
+    ),
+    security(("api_token" = []))
+)]
+async fn request(
+    State(state): State<AppState>,
+    who: Principal,
+    Json(req): Json<DecisionRequest>,
+) -> ApiResult<(StatusCode, Json<DecisionView>)> {
+    let d = gov::request_decision(&state.pool, &who, req).await?;
+    Ok((StatusCode::CREATED, Json(d)))
+}
+
+/// Shows a decision with its governance context.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/decisions/{id}",
+    tag = "governance",
+    operation_id = "get_decision",
+    params(("id" = Uuid, Path, description = "Decision id")),
+    responses(
+        (status = 200, description = "The decision", body = DecisionReview),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn show(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<DecisionReview>> {
+    Ok(Json(gov::get_decision(&state.pool, &who, id).await?))
+}
+
+/// Resolves a decision: `approved`, `rejected`, `deferred` or `modified`,
+/// with rationale and conditions. A gated mission task moves with it
+/// (queued, skipped with a replan trigger, still waiting, or queued with the
+/// modifications in its inputs); a requesting agent gets an INFORM.
+///
+/// Roles: stakeholder only.
+#[utoipa::path(
+    post,
+    path = "/v1/decisions/{id}/resolve",
+    tag = "governance",
+    operation_id = "resolve_decision",
+    params(("id" = Uuid, Path, description = "Decision id")),
+    request_body = ResolveRequest,
+    responses(
+        (status = 200, description = "Resolved (or already resolved the same way)", body = DecisionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "Already resolved otherwise (`decision_already_resolved`) or `version` stale (`version_conflict`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn resolve(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<ResolveRequest>,
+) -> ApiResult<Json<DecisionView>> {
+    let replan = state.planning.llm.is_some();
+    Ok(Json(
+        gov::resolve(&state.pool, replan, &who, id, req).await?,
+    ))
 }

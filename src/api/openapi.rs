@@ -21,8 +21,8 @@ use utoipa_scalar::{Scalar, Servable};
 use uuid::Uuid;
 
 use super::{
-    AppState, agents, attempts, board, events, handoffs, messages, missions, reservations, tokens,
-    tools, webhooks, workforce,
+    AppState, agents, attempts, board, contract_net, events, governance, handoffs, messages,
+    missions, reservations, tokens, tools, webhooks, workforce,
 };
 use crate::{
     auth::Role,
@@ -114,6 +114,19 @@ pub const DOCS_PATH: &str = "/docs";
         handoffs::create,
         handoffs::list,
         handoffs::show,
+        governance::show_profile,
+        governance::put_profile,
+        governance::check,
+        governance::list,
+        governance::request,
+        governance::show,
+        governance::resolve,
+        contract_net::list,
+        contract_net::open,
+        contract_net::show,
+        contract_net::propose,
+        contract_net::award,
+        contract_net::set_allocation,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -133,6 +146,8 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "tools", description = "The chat tools in function-calling form, and a route to run each (the same tools as the MCP server at `/mcp`)."),
         (name = "workforce", description = "The human workforce: contractors (people, not contractor agents) with trust scores, work packages with auto-matching, and delegating a mission task to a person."),
         (name = "handoffs", description = "Agent ⇄ human handoffs: the context handed over with a task that changes hands."),
+        (name = "governance", description = "Governance: the stakeholder profile, the governance check, and the decision queue that gates consequential actions and mission tasks."),
+        (name = "contract-net", description = "Contract net: tenders (calls for proposals) that allocate a task to the best proposal instead of by scoring."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

@@ -1,1 +1,1157 @@
-//! Contract net: pure rules and use cases (see [`crate::coordination`]).
+//! Contract net (seed §10): allocating a task by tender instead of scoring.
+//!
+//! The coordinator issues a call for proposals (CFP) to the eligible agents
+//! (online roster agents whose skills and tools cover the task) with a
+//! deadline: a PROPOSE notice in each inbox, and `POST {endpoint}/v1/cfp` to
+//! each agent's worker. Agents answer with a proposal through the API or
+//! their worker's answer. When the deadline passes, or every eligible agent
+//! has answered, the best proposal wins:
+//!
+//! ```text
+//! score = capability_match * 0.35 + (1 - normalized_effort) * 0.25
+//!       + confidence * 0.25 + conditions_feasibility * 0.15
+//! ```
+//!
+//! * `capability_match` is what the agent claims, capped by the share of the
+//!   required skills its registration covers (an agent cannot overclaim).
+//! * `normalized_effort` is the mean of the min–max normalised duration and
+//!   cost over the tender's proposals (0 for the smallest, 1 for the
+//!   largest; 0 when all are equal, so a single proposal gets 0).
+//! * `conditions_feasibility` is `1 / (1 + number of conditions)`: 1.0 with
+//!   none, 0.5 with one, 0.33 with two: every condition is a risk.
+//!
+//! Ties go to the smallest `agent_id`. The winner gets ACCEPT, the others
+//! REJECT (messages in the award's transaction), and the task is pinned to
+//! the winner. No proposal by the deadline: the tender closes as
+//! `no_proposals` and the task falls back to scoring. Proposals after the
+//! deadline are refused (409 `tender_closed`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{
+    governance::TaskFacts,
+    messages::{self, Outgoing, Performative, Recipient},
+};
+use crate::{
+    assignment::{self, TaskNeeds},
+    auth::{Principal, Role},
+    domain::{TaskStatus, text_enum},
+    error::ApiError,
+    store::{
+        agents,
+        contract_net::{self as store, NewProposal, ProposalRow, TenderRow},
+        events::{self, WorkspaceEvent},
+        missions,
+        tasks::{self, TaskRow},
+    },
+};
+
+/// Event kinds written by the contract net.
+pub mod kind {
+    /// A CFP went out (payload: tender, eligible agents, deadline).
+    pub const TENDER_OPENED: &str = "tender.opened";
+    /// An agent proposed.
+    pub const PROPOSAL_RECEIVED: &str = "tender.proposal_received";
+    /// The best proposal won; the task is pinned to its agent.
+    pub const TENDER_AWARDED: &str = "tender.awarded";
+    /// Nobody proposed by the deadline: the task falls back to scoring.
+    pub const TENDER_NO_PROPOSALS: &str = "tender.no_proposals";
+    /// A mission's allocation setting changed.
+    pub const ALLOCATION_CHANGED: &str = "mission.allocation_changed";
+}
+
+/// Weight of the capability match.
+pub const W_CAPABILITY: f64 = 0.35;
+/// Weight of `1 - normalized_effort`.
+pub const W_EFFORT: f64 = 0.25;
+/// Weight of the confidence.
+pub const W_CONFIDENCE: f64 = 0.25;
+/// Weight of the conditions' feasibility.
+pub const W_CONDITIONS: f64 = 0.15;
+
+/// Where a tender is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TenderStatus {
+    /// Taking proposals until the deadline.
+    Open,
+    /// A winner was chosen (final).
+    Awarded,
+    /// Nobody proposed: scoring decides (final).
+    NoProposals,
+}
+
+text_enum!(TenderStatus {
+    Open => "open",
+    Awarded => "awarded",
+    NoProposals => "no_proposals",
+});
+
+impl TenderStatus {
+    /// The status a closing tender takes.
+    pub fn close(self, has_proposals: bool) -> Option<TenderStatus> {
+        match self {
+            TenderStatus::Open if has_proposals => Some(TenderStatus::Awarded),
+            TenderStatus::Open => Some(TenderStatus::NoProposals),
+            _ => None,
+        }
+    }
+}
+
+/// One proposal as the award formula sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bid {
+    /// The proposer.
+    pub agent_id: String,
+    /// In [0, 1], already capped by skill coverage.
+    pub capability_match: f64,
+    /// Duration estimate (any unit, the same for all).
+    pub estimated_effort: f64,
+    /// Cost estimate.
+    pub estimated_cost: f64,
+    /// In [0, 1].
+    pub confidence: f64,
+    /// How many conditions it attaches.
+    pub conditions: usize,
+}
+
+/// A bid's score and its parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct BidScore {
+    /// The proposer.
+    pub agent_id: String,
+    /// The weighted total.
+    pub score: f64,
+    /// Capability match used.
+    pub capability_match: f64,
+    /// Effort normalised over the tender (0 best, 1 worst).
+    pub normalized_effort: f64,
+    /// Confidence used.
+    pub confidence: f64,
+    /// `1 / (1 + conditions)`.
+    pub conditions_feasibility: f64,
+}
+
+/// `1 / (1 + n)`: every condition makes a proposal harder to rely on.
+pub fn conditions_feasibility(n: usize) -> f64 {
+    1.0 / (1.0 + n as f64)
+}
+
+fn min_max(x: f64, lo: f64, hi: f64) -> f64 {
+    if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+        0.0
+    } else {
+        ((x - lo) / (hi - lo)).clamp(0.0, 1.0)
+    }
+}
+
+/// Scores every bid, best first (ties by `agent_id`).
+pub fn rank(bids: &[Bid]) -> Vec<BidScore> {
+    let range = |f: fn(&Bid) -> f64| {
+        bids.iter()
+            .map(f)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            })
+    };
+    let (e_lo, e_hi) = range(|b| b.estimated_effort);
+    let (c_lo, c_hi) = range(|b| b.estimated_cost);
+    let mut scored: Vec<BidScore> = bids
+        .iter()
+        .map(|b| {
+            let normalized_effort = (min_max(b.estimated_effort, e_lo, e_hi)
+                + min_max(b.estimated_cost, c_lo, c_hi))
+                / 2.0;
+            let cap = b.capability_match.clamp(0.0, 1.0);
+            let conf = b.confidence.clamp(0.0, 1.0);
+            let feas = conditions_feasibility(b.conditions);
+            BidScore {
+                agent_id: b.agent_id.clone(),
+                score: cap * W_CAPABILITY
+                    + (1.0 - normalized_effort) * W_EFFORT
+                    + conf * W_CONFIDENCE
+                    + feas * W_CONDITIONS,
+                capability_match: cap,
+                normalized_effort,
+                confidence: conf,
+                conditions_feasibility: feas,
+            }
+        })
+        .collect();
+    scored.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.agent_id.cmp(&b.agent_id))
+    });
+    scored
+}
+
+/// The share of `required` skills that `skills` covers (1.0 when none are required).
+pub fn skill_coverage(required: &[String], skills: &[String]) -> f64 {
+    if required.is_empty() {
+        return 1.0;
+    }
+    let covered = required.iter().filter(|r| skills.contains(r)).count();
+    covered as f64 / required.len() as f64
+}
+
+// -------------------------------------------------------- worker protocol
+
+/// What an agent's worker receives at `POST {endpoint}/v1/cfp`.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CallForProposals {
+    /// The tender.
+    pub tender_id: Uuid,
+    /// The agent asked.
+    pub agent_id: String,
+    /// The mission.
+    pub mission_id: Uuid,
+    /// The task.
+    pub task_id: Uuid,
+    /// What the work is.
+    pub task: Value,
+    /// Proposals after this are refused.
+    #[serde(with = "time::serde::rfc3339")]
+    pub deadline: OffsetDateTime,
+    /// The award weights.
+    pub criteria: Value,
+}
+
+/// A proposal: the API body, and what a worker answers to a CFP (`200`;
+/// `204` declines).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposalBody {
+    /// The proposing agent (agent tokens: implied; others must name it).
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    /// Claimed match in [0, 1] (default: the coverage of the required
+    /// skills by the agent's registered skills, which also caps it).
+    #[serde(default)]
+    pub capability_match: Option<f64>,
+    /// Required skills it has.
+    #[serde(default)]
+    pub matched_skills: Vec<String>,
+    /// Skills beyond those required.
+    #[serde(default)]
+    pub additional_skills: Vec<String>,
+    /// Duration estimate (hours), non-negative.
+    pub estimated_effort: f64,
+    /// Cost estimate, non-negative.
+    pub estimated_cost: f64,
+    /// Confidence in [0, 1].
+    pub confidence: f64,
+    /// Conditions attached (at most 20, each 1–500 characters).
+    #[serde(default)]
+    pub conditions: Vec<String>,
+}
+
+// ---------------------------------------------------------------- use cases
+
+/// A tender as the API shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TenderView {
+    /// Id.
+    pub id: Uuid,
+    /// Mission.
+    pub mission_id: Uuid,
+    /// Task.
+    pub task_id: Uuid,
+    /// Who opened it.
+    pub initiator: String,
+    /// The work.
+    pub description: String,
+    /// Skills filter.
+    pub required_skills: Vec<String>,
+    /// Agents the CFP went to.
+    pub eligible_agents: Vec<String>,
+    /// Proposals after this are refused.
+    #[serde(with = "time::serde::rfc3339")]
+    pub deadline: OffsetDateTime,
+    /// `open`, `awarded` or `no_proposals`.
+    pub status: TenderStatus,
+    /// The winner.
+    pub winner_agent_id: Option<String>,
+    /// Scores at the award (or now, while open), best first.
+    pub ranking: Vec<BidScore>,
+    /// The proposals.
+    pub proposals: Vec<ProposalView>,
+    /// The award weights.
+    pub criteria: Value,
+    /// Write guard.
+    pub version: i64,
+    /// When it closed.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub closed_at: Option<OffsetDateTime>,
+    /// Opened.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A proposal as the API shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ProposalView {
+    /// Id.
+    pub id: Uuid,
+    /// The tender.
+    pub tender_id: Uuid,
+    /// The proposer.
+    pub agent_id: String,
+    /// Capability match (capped by skill coverage).
+    pub capability_match: f64,
+    /// Required skills it has.
+    pub matched_skills: Vec<String>,
+    /// Extra skills.
+    pub additional_skills: Vec<String>,
+    /// Duration estimate.
+    pub estimated_effort: f64,
+    /// Cost estimate.
+    pub estimated_cost: f64,
+    /// Confidence.
+    pub confidence: f64,
+    /// Conditions.
+    pub conditions: Vec<String>,
+    /// `api` or `endpoint`.
+    pub via: String,
+    /// Received.
+    #[serde(with = "time::serde::rfc3339")]
+    pub submitted_at: OffsetDateTime,
+}
+
+impl ProposalRow {
+    fn view(&self) -> ProposalView {
+        ProposalView {
+            id: self.id,
+            tender_id: self.tender_id,
+            agent_id: self.agent_id.clone(),
+            capability_match: self.capability_match,
+            matched_skills: self.matched_skills.clone(),
+            additional_skills: self.additional_skills.clone(),
+            estimated_effort: self.estimated_effort,
+            estimated_cost: self.estimated_cost,
+            confidence: self.confidence,
+            conditions: self.conditions.clone(),
+            via: self.via.clone(),
+            submitted_at: self.submitted_at,
+        }
+    }
+
+    fn bid(&self) -> Bid {
+        Bid {
+            agent_id: self.agent_id.clone(),
+            capability_match: self.capability_match,
+            estimated_effort: self.estimated_effort,
+            estimated_cost: self.estimated_cost,
+            confidence: self.confidence,
+            conditions: self.conditions.len(),
+        }
+    }
+}
+
+fn criteria() -> Value {
+    json!({ "weights": {
+        "capability_match": W_CAPABILITY, "estimated_effort": W_EFFORT,
+        "confidence": W_CONFIDENCE, "conditions": W_CONDITIONS,
+    }})
+}
+
+fn view(t: &TenderRow, proposals: &[ProposalRow]) -> TenderView {
+    let bids: Vec<Bid> = proposals.iter().map(ProposalRow::bid).collect();
+    TenderView {
+        id: t.id,
+        mission_id: t.mission_id,
+        task_id: t.task_id,
+        initiator: t.initiator.clone(),
+        description: t.description.clone(),
+        required_skills: t.required_skills.clone(),
+        eligible_agents: t.eligible_agents.clone(),
+        deadline: t.deadline,
+        status: t.status.parse().unwrap_or(TenderStatus::Open),
+        winner_agent_id: t.winner_agent_id.clone(),
+        ranking: rank(&bids),
+        proposals: proposals.iter().map(ProposalRow::view).collect(),
+        criteria: criteria(),
+        version: t.version,
+        closed_at: t.closed_at,
+        created_at: t.created_at,
+    }
+}
+
+/// Opens a tender for `task` in the caller's transaction: PROPOSE notices to
+/// every eligible agent, the event, and the task's queue entry pushed to the
+/// deadline. `None` when no agent is eligible (scoring decides at once).
+async fn open(
+    conn: &mut PgConnection,
+    task: &TaskRow,
+    window_ms: i32,
+    initiator: &str,
+) -> Result<Option<TenderRow>, ApiError> {
+    let needs = TaskNeeds {
+        excluded: &task.excluded_agents,
+        ..TaskNeeds::of(&task.required_skills, &task.required_tools)
+    };
+    let eligible: Vec<String> = agents::online(conn, task.workspace_id)
+        .await?
+        .into_iter()
+        .filter(|a| {
+            assignment::capable(needs, &a.skills, &a.tools)
+                && !task.excluded_agents.contains(&a.agent_id)
+                && a.model_tier >= task.min_model_tier
+        })
+        .map(|a| a.agent_id)
+        .collect();
+    if eligible.is_empty() {
+        return Ok(None);
+    }
+    let description = if task.description.trim().is_empty() {
+        task.title.clone()
+    } else {
+        format!("{}: {}", task.title, task.description)
+    };
+    let t = store::insert_tender(
+        conn,
+        store::NewTender {
+            id: Uuid::new_v4(),
+            workspace_id: task.workspace_id,
+            mission_id: task.run_id,
+            task_id: task.id,
+            initiator,
+            description: &description,
+            required_skills: &task.required_skills,
+            eligible_agents: &eligible,
+            window_ms,
+        },
+    )
+    .await?
+    .ok_or_else(|| ApiError::conflict("tender_open", "the task already has an open tender"))?;
+    let deadline = t
+        .deadline
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    for agent in &eligible {
+        messages::send(
+            conn,
+            t.workspace_id,
+            Outgoing {
+                id: None,
+                from_agent: None,
+                sender: initiator.to_owned(),
+                to: Recipient::Agent(agent.clone()),
+                performative: Performative::Propose,
+                category: None,
+                conversation_id: Some(t.id),
+                reply_to: None,
+                mission_id: Some(t.mission_id),
+                task_id: Some(t.task_id),
+                subject: format!("Call for proposals: task '{}'", task.task_key),
+                content: json!({
+                    "cfp_id": t.id, "tender_id": t.id, "task": cfp_task(task), "deadline": deadline,
+                    "criteria": criteria(), "propose_url": format!("/v1/tenders/{}/proposals", t.id),
+                }),
+            },
+        )
+        .await?;
+    }
+    store::push_queue_entry(conn, task.id, Some(t.deadline)).await?;
+    events::record(
+        conn,
+        t.workspace_id,
+        WorkspaceEvent {
+            mission_id: Some(t.mission_id),
+            task_id: Some(t.task_id),
+            kind: kind::TENDER_OPENED,
+            actor: initiator,
+            payload: json!({ "key": task.task_key, "tender_id": t.id, "eligible_agents": eligible, "deadline": deadline }),
+        },
+    )
+    .await?;
+    Ok(Some(t))
+}
+
+fn cfp_task(task: &TaskRow) -> Value {
+    json!({
+        "key": task.task_key, "title": task.title, "description": task.description,
+        "task_type": task.task_type, "required_skills": task.required_skills,
+        "required_tools": task.required_tools, "estimated_cost": task.estimated_cost,
+    })
+}
+
+/// Closes an open tender (locked by the caller, who also holds its mission):
+/// award to the best proposal (pinning the task, ACCEPT and REJECT
+/// messages) or `no_proposals`. Returns the closed row.
+async fn close(conn: &mut PgConnection, t: &TenderRow, actor: &str) -> Result<TenderRow, ApiError> {
+    let proposals = store::proposals(conn, t.workspace_id, t.id).await?;
+    let bids: Vec<Bid> = proposals.iter().map(ProposalRow::bid).collect();
+    let ranking = rank(&bids);
+    let status = t
+        .status
+        .parse::<TenderStatus>()?
+        .close(!ranking.is_empty())
+        .ok_or_else(|| ApiError::conflict("tender_closed", "the tender is already closed"))?;
+    let winner = ranking.first().map(|w| w.agent_id.clone());
+    let winning = winner
+        .as_ref()
+        .and_then(|w| proposals.iter().find(|p| &p.agent_id == w))
+        .map(|p| p.id);
+    let details = json!({ "ranking": ranking, "criteria": criteria() });
+    let closed = store::close_tender(
+        conn,
+        store::Close {
+            workspace_id: t.workspace_id,
+            id: t.id,
+            version: t.version,
+            status: status.as_str(),
+            winner: winner.as_deref(),
+            winning_proposal: winning,
+            details: &details,
+            actor,
+        },
+    )
+    .await?
+    .ok_or_else(|| ApiError::conflict("version_conflict", "the tender changed meanwhile"))?;
+    if let Some(w) = &winner {
+        store::pin_task(conn, t.workspace_id, t.task_id, w).await?;
+        for s in &ranking {
+            let won = &s.agent_id == w;
+            messages::send(
+                conn,
+                t.workspace_id,
+                Outgoing {
+                    id: None,
+                    from_agent: None,
+                    sender: actor.to_owned(),
+                    to: Recipient::Agent(s.agent_id.clone()),
+                    performative: if won {
+                        Performative::Accept
+                    } else {
+                        Performative::Reject
+                    },
+                    category: None,
+                    conversation_id: Some(t.id),
+                    reply_to: None,
+                    mission_id: Some(t.mission_id),
+                    task_id: Some(t.task_id),
+                    subject: if won {
+                        "Your proposal won the tender".into()
+                    } else {
+                        "Your proposal was not selected".into()
+                    },
+                    content: json!({ "tender_id": t.id, "winner": w, "score": s.score, "ranking": ranking }),
+                },
+            )
+            .await?;
+        }
+    }
+    events::record(
+        conn,
+        t.workspace_id,
+        WorkspaceEvent {
+            mission_id: Some(t.mission_id),
+            task_id: Some(t.task_id),
+            kind: if winner.is_some() {
+                kind::TENDER_AWARDED
+            } else {
+                kind::TENDER_NO_PROPOSALS
+            },
+            actor,
+            payload: json!({ "tender_id": t.id, "agent_id": winner, "ranking": ranking, "proposals": proposals.len() }),
+        },
+    )
+    .await?;
+    Ok(closed)
+}
+
+/// What the dispatcher does with a ready task after the tender hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allocation {
+    /// Score as usual.
+    Score,
+    /// A tender is open: leave the task until its deadline.
+    Hold,
+    /// A tender was just awarded: run it on this agent.
+    Pinned(String),
+}
+
+/// The contract-net hook of a claim: a task allocated by tender opens a CFP
+/// the first time it is ready, waits while it is open, and is awarded (or
+/// falls back to scoring) when the deadline passes or every eligible agent
+/// has answered. Runs in the claim's transaction (queue row and mission held).
+pub async fn allocate(
+    conn: &mut PgConnection,
+    facts: &TaskFacts,
+    task: &TaskRow,
+    actor: &str,
+) -> anyhow::Result<Allocation> {
+    if facts.allocation != "tender" {
+        return Ok(Allocation::Score);
+    }
+    let Some(t) = store::lock_latest_for_task(conn, task.workspace_id, task.id).await? else {
+        return Ok(
+            match open(conn, task, facts.tender_window_ms, actor).await? {
+                Some(_) => Allocation::Hold,
+                None => Allocation::Score,
+            },
+        );
+    };
+    if t.status != TenderStatus::Open.as_str() {
+        // Awarded: the pin is on the task; no proposals: scoring.
+        return Ok(Allocation::Score);
+    }
+    let answered = store::proposals(conn, t.workspace_id, t.id).await?.len();
+    if !t.past_deadline && answered < t.eligible_agents.len() {
+        store::push_queue_entry(conn, task.id, Some(t.deadline)).await?;
+        return Ok(Allocation::Hold);
+    }
+    let closed = close(conn, &t, actor).await?;
+    Ok(match closed.winner_agent_id {
+        Some(w) => Allocation::Pinned(w),
+        None => Allocation::Score,
+    })
+}
+
+/// `POST /v1/tenders` body.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenTender {
+    /// The task to allocate by tender (pending or queued, not started).
+    pub task_id: Uuid,
+    /// Proposal window in milliseconds (100 ms – 1 day; default: the mission's).
+    #[serde(default)]
+    pub window_ms: Option<i32>,
+}
+
+fn check_window(ms: i32) -> Result<(), ApiError> {
+    if !(100..=86_400_000).contains(&ms) {
+        return Err(ApiError::invalid(
+            "window_ms",
+            "the tender window must be between 100 and 86400000 ms",
+        ));
+    }
+    Ok(())
+}
+
+/// Opens a tender for a task now (its allocation becomes `tender`).
+pub async fn open_for_task(
+    pool: &PgPool,
+    who: &Principal,
+    req: OpenTender,
+) -> Result<TenderView, ApiError> {
+    who.require(&[Role::Admin, Role::Operator])?;
+    if let Some(ms) = req.window_ms {
+        check_window(ms)?;
+    }
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let mission = crate::store::messages::task_mission(&mut tx, who.workspace_id, req.task_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no task {}", req.task_id)))?;
+    let run = missions::lock(&mut tx, who.workspace_id, mission)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no task {}", req.task_id)))?;
+    let task = tasks::get(&mut tx, req.task_id).await?;
+    if !matches!(task.status(), TaskStatus::Pending | TaskStatus::Queued) {
+        return Err(ApiError::conflict(
+            "invalid_state",
+            format!(
+                "task '{}' is {}; only a pending or queued task can be tendered",
+                task.task_key, task.status
+            ),
+        ));
+    }
+    if store::lock_latest_for_task(&mut tx, who.workspace_id, task.id)
+        .await?
+        .is_some_and(|t| t.status == TenderStatus::Open.as_str())
+    {
+        return Err(ApiError::conflict(
+            "tender_open",
+            "the task already has an open tender",
+        ));
+    }
+    let window = match req.window_ms {
+        Some(ms) => ms,
+        None => store::mission_window(&mut tx, who.workspace_id, run.id).await?,
+    };
+    store::set_task_allocation(&mut tx, who.workspace_id, task.id).await?;
+    let t = open(&mut tx, &task, window, &actor)
+        .await?
+        .ok_or_else(|| ApiError::Unprocessable {
+            code: "no_eligible_agents",
+            message: "no online agent has the skills and tools the task needs".into(),
+            details: json!({ "required_skills": task.required_skills, "required_tools": task.required_tools }),
+        })?;
+    tx.commit().await?;
+    Ok(view(&t, &[]))
+}
+
+/// One tender with its proposals and ranking.
+pub async fn get(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TenderView, ApiError> {
+    let mut conn = pool.acquire().await?;
+    let t = store::get_tender(&mut conn, who.workspace_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no tender {id}")))?;
+    let proposals = store::proposals(&mut conn, who.workspace_id, id).await?;
+    Ok(view(&t, &proposals))
+}
+
+/// Tenders of the workspace, newest first.
+pub async fn list(
+    pool: &PgPool,
+    who: &Principal,
+    mission_id: Option<Uuid>,
+    status: Option<&str>,
+) -> Result<Vec<TenderView>, ApiError> {
+    let status = status
+        .map(|s| s.parse::<TenderStatus>())
+        .transpose()?
+        .map(|s| s.as_str());
+    let mut conn = pool.acquire().await?;
+    let rows = store::list_tenders(&mut conn, who.workspace_id, mission_id, status, 200).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for t in rows {
+        let proposals = store::proposals(&mut conn, who.workspace_id, t.id).await?;
+        out.push(view(&t, &proposals));
+    }
+    Ok(out)
+}
+
+fn check_proposal(p: &ProposalBody) -> Result<(), ApiError> {
+    let unit = |field: &str, v: f64| {
+        if !(0.0..=1.0).contains(&v) {
+            return Err(ApiError::invalid(
+                field,
+                format!("{field} must be between 0 and 1"),
+            ));
+        }
+        Ok(())
+    };
+    let amount = |field: &str, v: f64| {
+        if !v.is_finite() || v < 0.0 {
+            return Err(ApiError::invalid(
+                field,
+                format!("{field} must be a non-negative number"),
+            ));
+        }
+        Ok(())
+    };
+    if let Some(c) = p.capability_match {
+        unit("capability_match", c)?;
+    }
+    unit("confidence", p.confidence)?;
+    amount("estimated_effort", p.estimated_effort)?;
+    amount("estimated_cost", p.estimated_cost)?;
+    if p.conditions.len() > 20 {
+        return Err(ApiError::invalid("conditions", "at most 20 conditions"));
+    }
+    if p.conditions
+        .iter()
+        .any(|c| c.trim().is_empty() || c.chars().count() > 500)
+    {
+        return Err(ApiError::invalid(
+            "conditions",
+            "each condition must be 1–500 characters",
+        ));
+    }
+    for (field, list) in [
+        ("matched_skills", &p.matched_skills),
+        ("additional_skills", &p.additional_skills),
+    ] {
+        if list.len() > 100 || list.iter().any(|s| s.trim().is_empty() || s.len() > 64) {
+            return Err(ApiError::invalid(
+                field,
+                format!("{field}: at most 100 names of 1–64 characters"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Submits a proposal through the API: an agent token proposes as itself;
+/// admin, operator and worker tokens name the agent.
+pub async fn propose(
+    pool: &PgPool,
+    who: &Principal,
+    tender_id: Uuid,
+    body: ProposalBody,
+) -> Result<ProposalView, ApiError> {
+    who.require(&[Role::Admin, Role::Operator, Role::Worker, Role::Agent])?;
+    let agent_id = match (&who.agent_id, &body.agent_id) {
+        (Some(me), Some(named)) if me != named => {
+            return Err(ApiError::Forbidden(
+                "an agent token can only propose as itself".into(),
+            ));
+        }
+        (Some(me), _) => me.clone(),
+        (None, Some(named)) => named.clone(),
+        (None, None) => {
+            return Err(ApiError::invalid(
+                "agent_id",
+                "agent_id is required unless the token is an agent's",
+            ));
+        }
+    };
+    submit(
+        pool,
+        who.workspace_id,
+        tender_id,
+        &agent_id,
+        body,
+        "api",
+        &who.actor(),
+    )
+    .await
+}
+
+/// Records a proposal: refused when the tender is closed or its deadline
+/// passed (409 `tender_closed`), or the agent was not asked (422
+/// `not_eligible`). The same proposal twice is one proposal. When every
+/// eligible agent has answered, the award is due at once.
+pub async fn submit(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    tender_id: Uuid,
+    agent_id: &str,
+    body: ProposalBody,
+    via: &str,
+    actor: &str,
+) -> Result<ProposalView, ApiError> {
+    check_proposal(&body)?;
+    let mut tx = pool.begin().await?;
+    // Lock order: agents before tenders, as a claim takes them.
+    let skills = store::lock_agent_skills(&mut tx, workspace_id, agent_id).await?;
+    let t = store::lock_tender(&mut tx, workspace_id, tender_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no tender {tender_id}")))?;
+    if let Some(existing) = store::proposal_of(&mut tx, workspace_id, tender_id, agent_id).await? {
+        let same = existing.estimated_effort == body.estimated_effort
+            && existing.estimated_cost == body.estimated_cost
+            && existing.confidence == body.confidence
+            && existing.conditions == body.conditions;
+        return if same {
+            Ok(existing.view())
+        } else {
+            Err(ApiError::Conflict {
+                code: "proposal_exists",
+                message: format!("agent '{agent_id}' already proposed differently"),
+                details: json!({ "proposal_id": existing.id }),
+            })
+        };
+    }
+    if t.status != TenderStatus::Open.as_str() || t.past_deadline {
+        let deadline = t
+            .deadline
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        return Err(ApiError::Conflict {
+            code: "tender_closed",
+            message: format!(
+                "tender {tender_id} is {} (deadline {deadline}); late proposals are refused",
+                if t.status == "open" {
+                    "past its deadline"
+                } else {
+                    &t.status
+                }
+            ),
+            details: json!({ "status": t.status, "deadline": deadline }),
+        });
+    }
+    if !t.eligible_agents.iter().any(|a| a == agent_id) {
+        return Err(ApiError::Unprocessable {
+            code: "not_eligible",
+            message: format!("agent '{agent_id}' was not called for proposals on this tender"),
+            details: json!({ "agent_id": agent_id, "eligible_agents": t.eligible_agents }),
+        });
+    }
+    let skills = skills.unwrap_or_default();
+    let coverage = skill_coverage(&t.required_skills, &skills);
+    let capability = body.capability_match.unwrap_or(coverage).min(coverage);
+    let row = store::insert_proposal(
+        &mut tx,
+        NewProposal {
+            id: Uuid::new_v4(),
+            tender_id,
+            workspace_id,
+            agent_id,
+            capability_match: capability,
+            matched_skills: &body.matched_skills,
+            additional_skills: &body.additional_skills,
+            estimated_effort: body.estimated_effort,
+            estimated_cost: body.estimated_cost,
+            confidence: body.confidence,
+            conditions: &body.conditions,
+            via,
+            submitted_by: actor,
+        },
+    )
+    .await?;
+    events::record(
+        &mut tx,
+        workspace_id,
+        WorkspaceEvent {
+            mission_id: Some(t.mission_id),
+            task_id: Some(t.task_id),
+            kind: kind::PROPOSAL_RECEIVED,
+            actor,
+            payload: json!({ "tender_id": t.id, "proposal_id": row.id, "agent_id": agent_id, "via": via }),
+        },
+    )
+    .await?;
+    let answered = store::proposals(&mut tx, workspace_id, tender_id)
+        .await?
+        .len();
+    if answered >= t.eligible_agents.len() {
+        // Everyone answered: the award need not wait for the deadline.
+        store::wake_queue_entry(&mut tx, t.task_id).await?;
+        missions::notify_wake(&mut tx).await?;
+    }
+    tx.commit().await?;
+    Ok(row.view())
+}
+
+/// Awards an open tender now (or closes it as `no_proposals`); awarding an
+/// already closed tender returns it unchanged.
+pub async fn award(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TenderView, ApiError> {
+    who.require(&[Role::Admin, Role::Operator])?;
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let peek = store::get_tender(&mut tx, who.workspace_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no tender {id}")))?;
+    // Lock order: the mission, then the tender (as dispatch does).
+    missions::lock(&mut tx, who.workspace_id, peek.mission_id).await?;
+    let t = store::lock_tender(&mut tx, who.workspace_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no tender {id}")))?;
+    let t = if t.status == TenderStatus::Open.as_str() {
+        let closed = close(&mut tx, &t, &actor).await?;
+        store::wake_queue_entry(&mut tx, t.task_id).await?;
+        missions::notify_wake(&mut tx).await?;
+        closed
+    } else {
+        t
+    };
+    let proposals = store::proposals(&mut tx, who.workspace_id, id).await?;
+    tx.commit().await?;
+    Ok(view(&t, &proposals))
+}
+
+/// `PUT /v1/missions/{id}/allocation` body.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllocationRequest {
+    /// `score` (default of every mission) or `tender`.
+    pub allocation: String,
+    /// Proposal window of its tenders, 100 ms – 1 day (default 30 s).
+    #[serde(default)]
+    pub tender_window_ms: Option<i32>,
+}
+
+/// A mission's allocation setting.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct AllocationView {
+    /// The mission.
+    pub mission_id: Uuid,
+    /// `score` or `tender`.
+    pub allocation: String,
+    /// Proposal window of its tenders.
+    pub tender_window_ms: i32,
+}
+
+/// Sets how a mission's tasks are allocated (tasks already tendered keep theirs).
+pub async fn set_allocation(
+    pool: &PgPool,
+    who: &Principal,
+    mission_id: Uuid,
+    req: AllocationRequest,
+) -> Result<AllocationView, ApiError> {
+    who.require(&[Role::Admin, Role::Operator])?;
+    if !matches!(req.allocation.as_str(), "score" | "tender") {
+        return Err(ApiError::invalid(
+            "allocation",
+            "allocation must be 'score' or 'tender'",
+        ));
+    }
+    if let Some(ms) = req.tender_window_ms {
+        check_window(ms)?;
+    }
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let run = missions::lock(&mut tx, who.workspace_id, mission_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no mission {mission_id}")))?;
+    if run.status().is_terminal() {
+        return Err(ApiError::conflict(
+            "invalid_state",
+            format!("mission {mission_id} is {}", run.status),
+        ));
+    }
+    let window = store::set_mission_allocation(
+        &mut tx,
+        who.workspace_id,
+        mission_id,
+        &req.allocation,
+        req.tender_window_ms,
+    )
+    .await?;
+    events::record(
+        &mut tx,
+        who.workspace_id,
+        WorkspaceEvent {
+            mission_id: Some(mission_id),
+            task_id: None,
+            kind: kind::ALLOCATION_CHANGED,
+            actor: &actor,
+            payload: json!({ "allocation": req.allocation, "tender_window_ms": window }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(AllocationView {
+        mission_id,
+        allocation: req.allocation,
+        tender_window_ms: window,
+    })
+}
+
+/// Asks the workers of newly opened tenders' eligible agents for proposals
+/// (`POST {endpoint}/v1/cfp`), in the background: each tender is claimed once
+/// (`solicited_at`), answers become proposals `via: endpoint`, and a worker
+/// that does not speak the CFP protocol is simply not heard from (its agent
+/// can still propose through the API). Returns tenders solicited.
+pub async fn solicit(
+    pool: &PgPool,
+    http: &reqwest::Client,
+    timeout: std::time::Duration,
+) -> anyhow::Result<usize> {
+    let due = store::claim_unsolicited(pool, 16).await?;
+    let n = due.len();
+    for s in due {
+        let criteria = criteria();
+        for (agent_id, endpoint) in s.endpoints {
+            let (pool, http) = (pool.clone(), http.clone());
+            let cfp = CallForProposals {
+                tender_id: s.tender_id,
+                agent_id: agent_id.clone(),
+                mission_id: s.mission_id,
+                task_id: s.task_id,
+                task: s.task.clone(),
+                deadline: s.deadline,
+                criteria: criteria.clone(),
+            };
+            let workspace_id = s.workspace_id;
+            tokio::spawn(async move {
+                let url = format!("{}/v1/cfp", endpoint.trim_end_matches('/'));
+                let answer = http.post(&url).timeout(timeout).json(&cfp).send().await;
+                let body = match answer {
+                    Ok(r) if r.status() == reqwest::StatusCode::OK => {
+                        r.json::<ProposalBody>().await
+                    }
+                    Ok(r) => {
+                        tracing::debug!(%url, status = %r.status(), "no proposal from the worker");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::debug!(%url, error = %e, "CFP to the worker failed");
+                        return;
+                    }
+                };
+                let body = match body {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::debug!(%url, error = %e, "the worker's proposal is not valid JSON");
+                        return;
+                    }
+                };
+                if body.agent_id.as_ref().is_some_and(|a| a != &agent_id) {
+                    tracing::debug!(%url, "the worker proposed for another agent; ignored");
+                    return;
+                }
+                let actor = format!("agent:{agent_id}");
+                if let Err(e) = submit(
+                    &pool,
+                    workspace_id,
+                    cfp.tender_id,
+                    &agent_id,
+                    body,
+                    "endpoint",
+                    &actor,
+                )
+                .await
+                {
+                    tracing::warn!(%url, error = %e, "the worker's proposal was refused");
+                }
+            });
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bid(id: &str, cap: f64, effort: f64, cost: f64, conf: f64, conditions: usize) -> Bid {
+        Bid {
+            agent_id: id.into(),
+            capability_match: cap,
+            estimated_effort: effort,
+            estimated_cost: cost,
+            confidence: conf,
+            conditions,
+        }
+    }
+
+    #[test]
+    fn formula_weights_and_normalisation() {
+        let ranked = rank(&[
+            bid("a", 1.0, 10.0, 100.0, 0.5, 0),
+            bid("b", 0.5, 20.0, 300.0, 0.9, 1),
+            bid("c", 0.8, 15.0, 200.0, 0.8, 2),
+        ]);
+        let get = |id: &str| ranked.iter().find(|s| s.agent_id == id).unwrap().clone();
+        // a: 1*.35 + (1-0)*.25 + .5*.25 + 1*.15 = 0.875
+        assert!((get("a").score - 0.875).abs() < 1e-9);
+        // b: .5*.35 + (1-1)*.25 + .9*.25 + .5*.15 = 0.475
+        assert!((get("b").score - 0.475).abs() < 1e-9);
+        // c: .8*.35 + (1-.5)*.25 + .8*.25 + (1/3)*.15 = 0.655
+        assert!((get("c").score - 0.655).abs() < 1e-9);
+        assert_eq!(ranked[0].agent_id, "a");
+        assert!((W_CAPABILITY + W_EFFORT + W_CONFIDENCE + W_CONDITIONS - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn single_proposal_has_zero_effort_and_ties_break_by_agent() {
+        let one = rank(&[bid("x", 1.0, 50.0, 5000.0, 1.0, 0)]);
+        assert_eq!(one[0].normalized_effort, 0.0);
+        assert!((one[0].score - 1.0).abs() < 1e-9);
+        let tie = rank(&[
+            bid("zed", 0.5, 1.0, 1.0, 0.5, 0),
+            bid("amy", 0.5, 1.0, 1.0, 0.5, 0),
+        ]);
+        assert_eq!(tie[0].agent_id, "amy");
+        assert!(rank(&[]).is_empty());
+    }
+
+    #[test]
+    fn conditions_and_coverage() {
+        assert_eq!(conditions_feasibility(0), 1.0);
+        assert_eq!(conditions_feasibility(1), 0.5);
+        assert!(conditions_feasibility(3) < conditions_feasibility(2));
+        let req = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(skill_coverage(&req, &["a".into()]), 0.5);
+        assert_eq!(skill_coverage(&[], &[]), 1.0);
+    }
+
+    #[test]
+    fn tender_lifecycle() {
+        assert_eq!(TenderStatus::Open.close(true), Some(TenderStatus::Awarded));
+        assert_eq!(
+            TenderStatus::Open.close(false),
+            Some(TenderStatus::NoProposals)
+        );
+        assert_eq!(TenderStatus::Awarded.close(true), None);
+        assert_eq!(TenderStatus::NoProposals.close(true), None);
+    }
+}

@@ -71,6 +71,8 @@ pub enum TaskEvent {
     Supersede,
     /// A reviewer rejected the mission's results naming it (or a task upstream).
     Reopen,
+    /// The governance gate holds it for a stakeholder's decision before dispatch.
+    AwaitApproval,
 }
 
 impl TaskEvent {
@@ -88,6 +90,7 @@ impl TaskEvent {
             TaskEvent::Cancel => "cancel",
             TaskEvent::Supersede => "supersede",
             TaskEvent::Reopen => "reopen",
+            TaskEvent::AwaitApproval => "await_approval",
         }
     }
 }
@@ -166,6 +169,8 @@ impl TaskStatus {
             (S::Succeeded, E::Reopen) => S::Pending,
             // From the queue when admission refuses it (budget).
             (S::Running | S::Queued | S::RetryWait, E::EscalateToHuman) => S::AwaitingHuman,
+            // The governance gate, just before a claim.
+            (S::Queued | S::RetryWait, E::AwaitApproval) => S::AwaitingApproval,
             (S::AwaitingHuman | S::AwaitingApproval, E::Requeue) => S::Queued,
             (S::AwaitingHuman, E::CompleteByHuman) => S::Succeeded,
             (
@@ -189,7 +194,7 @@ impl TaskStatus {
 mod tests {
     use super::*;
 
-    const EVENTS: [TaskEvent; 12] = [
+    const EVENTS: [TaskEvent; 13] = [
         TaskEvent::DependenciesMet,
         TaskEvent::Claimed,
         TaskEvent::Succeeded,
@@ -202,6 +207,7 @@ mod tests {
         TaskEvent::Cancel,
         TaskEvent::Supersede,
         TaskEvent::Reopen,
+        TaskEvent::AwaitApproval,
     ];
 
     #[test]
@@ -280,6 +286,17 @@ mod tests {
                 "{s}"
             );
         }
+    }
+
+    #[test]
+    fn governance_gate_holds_ready_tasks_only() {
+        for s in TaskStatus::ALL {
+            let ok = matches!(s, TaskStatus::Queued | TaskStatus::RetryWait);
+            assert_eq!(s.next(TaskEvent::AwaitApproval).is_ok(), ok, "{s}");
+        }
+        let held = TaskStatus::Queued.next(TaskEvent::AwaitApproval).unwrap();
+        assert_eq!(held.next(TaskEvent::Requeue).unwrap(), TaskStatus::Queued);
+        assert_eq!(held.next(TaskEvent::Skip).unwrap(), TaskStatus::Skipped);
     }
 
     #[test]

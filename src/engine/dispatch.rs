@@ -21,10 +21,12 @@ use super::{
 use crate::{
     assignment::{self, TaskNeeds},
     auth::{generate_token, hash_token},
+    coordination::{contract_net, governance},
     domain::{FailureKind, ReportStatus, TaskEvent, TaskStatus, budget},
     store::{
         agents, attempts,
         events::{self, kind},
+        governance as store_governance,
         tasks::{self, Change},
     },
     worker::protocol::{Callback, DispatchRequest, TaskPayload, UpstreamOutput, WorkerReport},
@@ -152,6 +154,10 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     workspaces.dedup();
     let mut candidates = agents::lock_candidates(&mut tx, &workspaces, &run_ids).await?;
     let actor = format!("engine:{}", cfg.replica_id);
+    // Coordination layer: governance profiles and the tasks' governance and
+    // allocation facts, read once per batch for the hooks below.
+    let profiles = store_governance::profiles_for(&mut tx, &workspaces).await?;
+    let facts = store_governance::task_facts(&mut tx, &task_ids).await?;
 
     // Pure choice, in queue order, with loads and in-flight spend updated as we go.
     let verifier_skills = vec![cfg.verifier_skill.clone()];
@@ -164,6 +170,25 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         let Some(run) = runs.get(&task.run_id) else {
             continue;
         };
+        // Coordination hooks, before admission and scoring (verification
+        // runs are exempt): the governance gate may hold the task for a
+        // decision; tender allocation may hold it for proposals, or pin it
+        // to the winner once awarded.
+        let mut tender_pin: Option<String> = None;
+        if !task.verify_pending
+            && let Some(f) = facts.get(&task.id)
+        {
+            if let Some(profile) = profiles.get(&task.workspace_id)
+                && governance::gate_task(&mut tx, profile, f, task, &actor).await?
+            {
+                continue;
+            }
+            match contract_net::allocate(&mut tx, f, task, &actor).await? {
+                contract_net::Allocation::Hold => continue,
+                contract_net::Allocation::Pinned(agent) => tender_pin = Some(agent),
+                contract_net::Allocation::Score => {}
+            }
+        }
         // Verification is cheap next to the work; admission judges the work.
         let estimate = if task.verify_pending {
             0.0
@@ -191,9 +216,9 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
             .filter(|i| candidates[*i].mission_id.is_none_or(|m| m == task.run_id))
             .filter(|i| {
                 task.verify_pending
-                    || task
-                        .pinned_agent_id
+                    || tender_pin
                         .as_ref()
+                        .or(task.pinned_agent_id.as_ref())
                         .or(continuing)
                         .is_none_or(|pin| *pin == candidates[*i].profile.agent_id)
             })
@@ -233,6 +258,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         };
         if let Some(url) = &cfg.contractor_url
             && task.pinned_agent_id.is_none()
+            && tender_pin.is_none()
             && weak_pick
             && roster_falls_short(&mut tx, cfg, needs, task, &weights).await?
         {

@@ -178,6 +178,16 @@ impl Engine {
             if let Err(e) = reconcile::progress_checks(&self.pool, &self.cfg).await {
                 tracing::warn!(error = %e, "progress checks failed");
             }
+            // Contract net: ask the workers of newly opened tenders for proposals.
+            if let Err(e) = crate::coordination::contract_net::solicit(
+                &self.pool,
+                &self.http,
+                self.cfg.dispatch_timeout,
+            )
+            .await
+            {
+                tracing::warn!(error = %e, "CFP solicitation failed");
+            }
             if last_sweep.is_none_or(|t| t.elapsed() >= self.cfg.sweep_interval) {
                 last_sweep = Some(Instant::now());
                 if let Err(e) = reconcile::offline_agents(&self.pool, &self.cfg).await {
@@ -188,6 +198,13 @@ impl Engine {
                 }
                 if let Err(e) = reconcile::sweep(&self.pool, &self.cfg, &mut sweep_cursor).await {
                     tracing::warn!(error = %e, "sweep failed");
+                }
+                // Governance: deferred decisions whose re-check is due.
+                let actor = format!("engine:{}", self.cfg.replica_id);
+                if let Err(e) =
+                    crate::coordination::governance::recheck_deferred(&self.pool, &actor).await
+                {
+                    tracing::warn!(error = %e, "decision re-check failed");
                 }
             }
             tokio::select! {

@@ -22,7 +22,10 @@ use tokio::net::TcpListener;
 use uuid::Uuid;
 
 use super::protocol::{DispatchRequest, Heartbeat, WorkerReport};
-use crate::domain::{FailureKind, ReportStatus};
+use crate::{
+    coordination::contract_net::{CallForProposals, ProposalBody},
+    domain::{FailureKind, ReportStatus},
+};
 
 /// How the simulated worker behaves.
 #[derive(Debug, Clone, clap::Args)]
@@ -93,6 +96,8 @@ pub struct WorkerStats {
     pub hung: u64,
     /// Attempts reported late (fault injection).
     pub late: u64,
+    /// Calls for proposals answered.
+    pub cfps: u64,
 }
 
 #[derive(Default)]
@@ -177,6 +182,7 @@ fn router(state: WorkerState) -> Router {
     Router::new()
         .route("/v1/tasks", post(accept_task))
         .route("/v1/tasks/{attempt_id}/cancel", post(cancel_task))
+        .route("/v1/cfp", post(answer_cfp))
         .route("/v1/stats", get(stats))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .with_state(state)
@@ -184,6 +190,36 @@ fn router(state: WorkerState) -> Router {
 
 async fn stats(State(state): State<WorkerState>) -> Json<WorkerStats> {
     Json(lock(&state.shared).stats.clone())
+}
+
+/// Answers a contract-net call for proposals with a proposal derived from
+/// the settings alone (deterministic): full match of the required skills,
+/// effort = the simulated latency in seconds, cost = the simulated cost,
+/// confidence = 1 - failure rate, no conditions.
+async fn answer_cfp(
+    State(state): State<WorkerState>,
+    Json(cfp): Json<CallForProposals>,
+) -> Json<ProposalBody> {
+    lock(&state.shared).stats.cfps += 1;
+    let c = &state.config;
+    let matched: Vec<String> = cfp.task["required_skills"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Json(ProposalBody {
+        agent_id: Some(cfp.agent_id),
+        capability_match: Some(1.0),
+        matched_skills: matched,
+        additional_skills: Vec::new(),
+        estimated_effort: c.latency_ms as f64 / 1000.0,
+        estimated_cost: c.cost_per_task.max(0.0),
+        confidence: (1.0 - c.failure_rate).clamp(0.0, 1.0),
+        conditions: Vec::new(),
+    })
 }
 
 async fn cancel_task(State(state): State<WorkerState>, Path(_attempt): Path<Uuid>) -> StatusCode {
