@@ -206,7 +206,13 @@ pub async fn reserve(
             code: "reservation_conflict",
             message: format!(
                 "'{}' overlaps '{}', reserved by '{}' until {}",
-                r.scope, holder.scope, holder.agent_id, holder.expires_at
+                r.scope,
+                holder.scope,
+                holder.agent_id,
+                holder
+                    .expires_at
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default()
             ),
             details: json!({
                 "holder": holder.agent_id,
