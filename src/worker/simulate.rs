@@ -98,6 +98,10 @@ pub struct WorkerStats {
     pub late: u64,
     /// Calls for proposals answered.
     pub cfps: u64,
+    /// ACL messages pushed to it (`POST /v1/messages`).
+    pub messages: u64,
+    /// Subscribed events delivered to it (`POST /v1/events`).
+    pub events: u64,
 }
 
 #[derive(Default)]
@@ -183,9 +187,24 @@ fn router(state: WorkerState) -> Router {
         .route("/v1/tasks", post(accept_task))
         .route("/v1/tasks/{attempt_id}/cancel", post(cancel_task))
         .route("/v1/cfp", post(answer_cfp))
+        .route("/v1/messages", post(take_message))
+        .route("/v1/events", post(take_event))
         .route("/v1/stats", get(stats))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .with_state(state)
+}
+
+/// Takes a pushed ACL message: counted and acknowledged with 202 (the
+/// simulation does not act on messages; the inbox keeps them).
+async fn take_message(State(state): State<WorkerState>) -> StatusCode {
+    lock(&state.shared).stats.messages += 1;
+    StatusCode::ACCEPTED
+}
+
+/// Takes a subscribed event delivery: counted and acknowledged.
+async fn take_event(State(state): State<WorkerState>) -> StatusCode {
+    lock(&state.shared).stats.events += 1;
+    StatusCode::OK
 }
 
 async fn stats(State(state): State<WorkerState>) -> Json<WorkerStats> {

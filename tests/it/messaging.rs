@@ -676,3 +676,56 @@ async fn racing_replicas_never_grant_overlapping_reservations() {
     a.stop().await;
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_worker_takes_pushed_messages_and_subscribed_events() {
+    let app = spawn_app().await;
+    let worker = spawn_worker(10).await;
+    register(&app, "sim", "sim", &worker.url()).await;
+    register(&app, "manual", "ops", "http://127.0.0.1:9").await;
+    let (s, _) = app
+        .post(
+            "/v1/agents/sim/subscriptions",
+            json!({"events": ["message.*"], "secret": "0123456789abcdef"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (_, sent) = app
+        .post(
+            "/v1/messages",
+            json!({"from": "manual", "to": "sim", "performative": "QUERY", "subject": "status?"}),
+        )
+        .await;
+    let mid = sent["id"].as_str().unwrap().to_owned();
+    wait_until(
+        "the simulated worker took the push and the event",
+        || async {
+            let (_, m) = app.get(&format!("/v1/messages/{mid}")).await;
+            let stats = worker.stats();
+            (m["recipients"][0]["push_state"] == "delivered"
+                && stats.messages == 1
+                && stats.events >= 1)
+                .then_some(())
+        },
+    )
+    .await;
+    // An endpoint without the route answers 404: the message stays in the inbox, unpushed.
+    let manual = ManualWorker::spawn().await;
+    register(&app, "manual-2", "ops", &manual.url).await;
+    let (_, sent) = app
+        .post("/v1/messages", json!({"from": "sim", "to": "manual-2"}))
+        .await;
+    let mid = sent["id"].as_str().unwrap().to_owned();
+    let r = wait_until("the push is judged unsupported", || async {
+        let (_, m) = app.get(&format!("/v1/messages/{mid}")).await;
+        let r = m["recipients"][0].clone();
+        (r["push_state"] == "unsupported").then_some(r)
+    })
+    .await;
+    assert_eq!(
+        r["push_attempts"], 1,
+        "no retries for an endpoint without pushes"
+    );
+    assert_eq!(r["state"], "unread");
+    app.stop().await;
+}
