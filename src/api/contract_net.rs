@@ -54,7 +54,7 @@ struct ListParams {
     operation_id = "list_tenders",
     params(ListParams),
     responses(
-        (status = 200, description = "Tenders", body = [TenderView]),
+        (status = 200, description = "Tenders", body = TenderList),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized)
     ),
@@ -64,10 +64,16 @@ async fn list(
     State(state): State<AppState>,
     who: Principal,
     Query(p): Query<ListParams>,
-) -> ApiResult<Json<Vec<TenderView>>> {
-    Ok(Json(
-        cnet::list(&state.pool, &who, p.mission, p.status.as_deref()).await?,
-    ))
+) -> ApiResult<Json<TenderList>> {
+    let tenders = cnet::list(&state.pool, &who, p.mission, p.status.as_deref()).await?;
+    Ok(Json(TenderList { tenders }))
+}
+
+/// Tenders, newest first.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct TenderList {
+    /// The tenders, with proposals and rankings.
+    pub tenders: Vec<TenderView>,
 }
 
 /// Opens a tender (CFP) for a pending or queued task: PROPOSE notices go to

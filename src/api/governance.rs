@@ -128,7 +128,7 @@ struct ListParams {
     operation_id = "list_decisions",
     params(ListParams),
     responses(
-        (status = 200, description = "Decisions", body = [DecisionReview]),
+        (status = 200, description = "Decisions", body = DecisionQueue),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized)
     ),
@@ -138,7 +138,7 @@ async fn list(
     State(state): State<AppState>,
     who: Principal,
     Query(p): Query<ListParams>,
-) -> ApiResult<Json<Vec<DecisionReview>>> {
+) -> ApiResult<Json<DecisionQueue>> {
     let limit = p.limit.unwrap_or(100);
     if !(1..=500).contains(&limit) {
         return Err(ApiError::invalid(
@@ -146,9 +146,15 @@ async fn list(
             "limit must be between 1 and 500",
         ));
     }
-    Ok(Json(
-        gov::list_decisions(&state.pool, &who, p.status.as_deref(), limit).await?,
-    ))
+    let decisions = gov::list_decisions(&state.pool, &who, p.status.as_deref(), limit).await?;
+    Ok(Json(DecisionQueue { decisions }))
+}
+
+/// The decision queue, newest first.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct DecisionQueue {
+    /// Decisions, each with the governance context it is judged in.
+    pub decisions: Vec<DecisionReview>,
 }
 
 /// Puts a decision in the queue (an agent token requests as itself and gets

@@ -623,6 +623,20 @@ pub struct OpenTender {
     pub window_ms: Option<i32>,
 }
 
+/// Checks an allocation setting (`score` or `tender`, and the tender window).
+pub fn check_allocation(allocation: &str, window_ms: Option<i32>) -> Result<(), ApiError> {
+    if !matches!(allocation, "score" | "tender") {
+        return Err(ApiError::invalid(
+            "allocation",
+            "allocation must be 'score' or 'tender'",
+        ));
+    }
+    if let Some(ms) = window_ms {
+        check_window(ms)?;
+    }
+    Ok(())
+}
+
 fn check_window(ms: i32) -> Result<(), ApiError> {
     if !(100..=86_400_000).contains(&ms) {
         return Err(ApiError::invalid(
@@ -967,15 +981,7 @@ pub async fn set_allocation(
     req: AllocationRequest,
 ) -> Result<AllocationView, ApiError> {
     who.require(&[Role::Admin, Role::Operator])?;
-    if !matches!(req.allocation.as_str(), "score" | "tender") {
-        return Err(ApiError::invalid(
-            "allocation",
-            "allocation must be 'score' or 'tender'",
-        ));
-    }
-    if let Some(ms) = req.tender_window_ms {
-        check_window(ms)?;
-    }
+    check_allocation(&req.allocation, req.tender_window_ms)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let run = missions::lock(&mut tx, who.workspace_id, mission_id)

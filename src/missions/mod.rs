@@ -87,6 +87,12 @@ pub struct CreateMission {
     /// An explicit plan instead of planning from the goal.
     #[serde(default)]
     pub plan: Option<PlanSpec>,
+    /// How tasks get their agent: `score` (default, the deterministic scorer) or `tender` (contract net: a call for proposals per task).
+    #[serde(default)]
+    pub allocation: Option<String>,
+    /// Proposal window of each tender in ms, 100 – 86400000 (default 30000); with `allocation: tender`.
+    #[serde(default)]
+    pub tender_window_ms: Option<i32>,
 }
 
 /// Creates a mission: plans (or takes the given plan), validates it, stores
@@ -140,6 +146,14 @@ pub async fn create(
         ));
     }
     let autonomy = req.autonomy.unwrap_or(Autonomy::Approve);
+    if let Some(a) = &req.allocation {
+        crate::coordination::contract_net::check_allocation(a, req.tender_window_ms)?;
+    } else if req.tender_window_ms.is_some() {
+        return Err(ApiError::invalid(
+            "tender_window_ms",
+            "tender_window_ms goes with allocation: tender",
+        ));
+    }
 
     let planned = planner::plan(
         pool,
@@ -174,6 +188,17 @@ pub async fn create(
         &actor,
     )
     .await?;
+    if let Some(a) = &req.allocation {
+        // Before the plan starts, so an autonomous mission's first claim already tenders.
+        crate::store::contract_net::set_mission_allocation(
+            &mut tx,
+            who.workspace_id,
+            id,
+            a,
+            req.tender_window_ms,
+        )
+        .await?;
+    }
     let mut run = missions::lock(&mut tx, who.workspace_id, id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("mission vanished inside its own transaction"))?;

@@ -93,7 +93,8 @@ async fn tender_where(
 ) -> Value {
     wait_until(what, || async {
         let (_, list) = app.get(&format!("/v1/tenders?mission={mission}")).await;
-        list.as_array()?
+        list["tenders"]
+            .as_array()?
             .iter()
             .find(|t| t["task_id"] == task && pred(t))
             .cloned()
@@ -252,7 +253,7 @@ async fn late_proposals_are_refused() {
     register(&app, "bravo", &worker.url).await;
     let (_, task_id) = tendered_mission(&app, &worker.url, 300, false).await;
     let (_, list) = app.get("/v1/tenders").await;
-    let t = list[0].clone();
+    let t = list["tenders"][0].clone();
     assert_eq!(t["task_id"], task_id.as_str(), "{t}");
     // A second tender for the same task is refused.
     let (status, body) = app.post("/v1/tenders", json!({"task_id": task_id})).await;
@@ -405,5 +406,52 @@ async fn replicas_racing_the_award_make_one_award() {
     let d = dispatch_of(&worker, "build").await;
     assert_eq!(Some(d.agent_id.as_str()), a.1["winner_agent_id"].as_str());
     other.kill();
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mission_created_for_tender_allocates_every_task_by_tender() {
+    let app = spawn_app().await;
+    let worker = spawn_worker(20).await;
+    register(&app, "delta", &worker.url()).await;
+    register(&app, "echo", &worker.url()).await;
+    let task = |id: &str| {
+        json!({"id": id, "title": format!("Do {id}"), "task_type": "design",
+               "required_skills": ["design"], "estimated_cost": 0.01,
+               "success_criteria": [{"description": "done", "must_pass": true}]})
+    };
+    let plan = json!({"tasks": [task("one"), task("two"), task("three")]});
+    // Bad settings are refused and create nothing.
+    for bad in [
+        json!({"allocation": "auction"}),
+        json!({"allocation": "tender", "tender_window_ms": 5}),
+        json!({"tender_window_ms": 1000}),
+    ] {
+        let mut body = json!({"goal": "Design three screens", "plan": plan.clone()});
+        body.as_object_mut()
+            .unwrap()
+            .extend(bad.as_object().unwrap().clone());
+        let (s, b) = app.post("/v1/missions", body).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{b}");
+    }
+    let (_, list) = app.get("/v1/missions").await;
+    assert!(list["missions"].as_array().unwrap().is_empty());
+
+    let m = app
+        .create_mission(
+            json!({"goal": "Design three screens", "autonomy": "autonomous",
+                               "plan": plan, "allocation": "tender", "tender_window_ms": 600000}),
+        )
+        .await;
+    let id = m["id"].as_str().unwrap();
+    app.wait_for_status(id, &["completed"]).await;
+    // Every task was awarded through a tender answered at the workers' endpoint.
+    let (_, tenders) = app.get(&format!("/v1/tenders?mission={id}")).await;
+    let tenders = tenders["tenders"].as_array().unwrap().clone();
+    assert_eq!(tenders.len(), 3, "{tenders:?}");
+    assert!(
+        tenders.iter().all(|t| t["status"] == "awarded"),
+        "{tenders:?}"
+    );
     app.stop().await;
 }

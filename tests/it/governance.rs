@@ -262,7 +262,7 @@ async fn only_stakeholders_resolve_and_the_requester_gets_an_inform() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{queue}");
-    let item = queue
+    let item = queue["decisions"]
         .as_array()
         .unwrap()
         .iter()
@@ -429,7 +429,7 @@ async fn decision_for(app: &TestApp, mission: &str, key: &str, token: &str) -> V
             token,
         )
         .await;
-        queue
+        queue["decisions"]
             .as_array()?
             .iter()
             .find(|d| d["task_id"] == t["id"])
