@@ -833,7 +833,14 @@ pub async fn submit(
 ) -> Result<ProposalView, ApiError> {
     check_proposal(&body)?;
     let mut tx = pool.begin().await?;
-    // Lock order: agents before tenders, as a claim takes them.
+    // Lock order: the mission, its agents, then the tender — as a claim takes
+    // them. The proposal's event bumps the mission's sequence (a mission row
+    // lock), so taking the mission last would deadlock with a claim holding
+    // the mission and waiting for this agent, and lose the proposal.
+    let peek = store::get_tender(&mut tx, workspace_id, tender_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no tender {tender_id}")))?;
+    missions::lock(&mut tx, workspace_id, peek.mission_id).await?;
     let skills = store::lock_agent_skills(&mut tx, workspace_id, agent_id).await?;
     let t = store::lock_tender(&mut tx, workspace_id, tender_id)
         .await?
@@ -1075,18 +1082,31 @@ pub async fn solicit(
                     return;
                 }
                 let actor = format!("agent:{agent_id}");
-                if let Err(e) = submit(
-                    &pool,
-                    workspace_id,
-                    cfp.tender_id,
-                    &agent_id,
-                    body,
-                    "endpoint",
-                    &actor,
-                )
-                .await
-                {
-                    tracing::warn!(%url, error = %e, "the worker's proposal was refused");
+                // A database hiccup (a deadlock victim, a lost connection) must
+                // not lose the worker's answer: retry those, not refusals.
+                for attempt in 1..=3 {
+                    match submit(
+                        &pool,
+                        workspace_id,
+                        cfp.tender_id,
+                        &agent_id,
+                        body.clone(),
+                        "endpoint",
+                        &actor,
+                    )
+                    .await
+                    {
+                        Ok(_) => break,
+                        Err(e @ (ApiError::Unexpected(_) | ApiError::Unavailable(_)))
+                            if attempt < 3 =>
+                        {
+                            tracing::warn!(%url, error = %e, attempt, "recording the worker's proposal failed; retrying");
+                        }
+                        Err(e) => {
+                            tracing::warn!(%url, error = %e, "the worker's proposal was refused");
+                            break;
+                        }
+                    }
                 }
             });
         }

@@ -389,21 +389,30 @@ pub async fn pin_task(
     Ok(())
 }
 
-/// Moves a task's queue entry to `ready_at` (the tender's deadline), if it has one.
+/// Moves a task's queue entry to `ready_at` (the tender's deadline), at most
+/// [`RECHECK_SECS`] ahead, if it has one.
 pub async fn push_queue_entry(
     conn: &mut PgConnection,
     task_id: Uuid,
     ready_at: Option<OffsetDateTime>,
 ) -> sqlx::Result<()> {
+    // Never further than RECHECK_SECS ahead: the early wake when the last
+    // proposal arrives skips a queue row someone holds, and this bound turns
+    // such a lost wake into a short delay instead of a wait for the deadline.
     sqlx::query!(
-        "UPDATE task_queue SET ready_at = COALESCE($2, now()) WHERE task_id = $1",
+        "UPDATE task_queue SET ready_at = LEAST(COALESCE($2, now()), now() + make_interval(secs => $3))
+         WHERE task_id = $1",
         task_id,
-        ready_at
+        ready_at,
+        RECHECK_SECS
     )
     .execute(conn)
     .await?;
     Ok(())
 }
+
+/// Longest wait before a held task's tender is looked at again.
+pub const RECHECK_SECS: f64 = 2.0;
 
 /// Makes a task's queue entry due now, unless a claim holds it (which then
 /// sees the tender as it is anyway).
