@@ -870,7 +870,7 @@ async fn intention_status(
 /// `POST …/progress` body.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Progress {
+pub struct IntentionProgress {
     /// Fraction done, in [0, 1].
     pub progress: f64,
     /// The version read; a different current version is a 409 `version_conflict`.
@@ -890,7 +890,7 @@ pub struct Progress {
         ("agent_id" = String, Path, description = "Agent id"),
         ("intention_id" = Uuid, Path, description = "Intention id")
     ),
-    request_body = Progress,
+    request_body = IntentionProgress,
     responses(
         (status = 200, description = "Recorded", body = IntentionView),
         (status = 400, response = doc::BadRequest),
@@ -906,7 +906,7 @@ async fn intention_progress(
     State(state): State<AppState>,
     who: Principal,
     Path((agent_id, intention_id)): Path<(String, Uuid)>,
-    Json(req): Json<Progress>,
+    Json(req): Json<IntentionProgress>,
 ) -> ApiResult<Json<IntentionView>> {
     require_writer(&who, &agent_id)?;
     let mut tx = state.pool.begin().await?;
