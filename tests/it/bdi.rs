@@ -577,3 +577,60 @@ async fn missions_are_intentions_whose_triggers_consult_the_strategy() {
     assert_eq!(s, StatusCode::NOT_FOUND);
     app.stop().await;
 }
+
+/// A single-minded mission keeps its plan through the budget warning: the
+/// optional task is not dropped, and the verdict is logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_minded_mission_keeps_optional_work_through_the_budget_warning() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 1).await;
+    let mut plan = chain_plan();
+    // a → b, a → c (optional).
+    plan["tasks"][2]["depends_on"] = json!(["a"]);
+    plan["tasks"][2]["optional"] = json!(true);
+    let m = app
+        .create_mission(
+            json!({"goal": "chain", "autonomy": "autonomous", "plan": plan, "budget": 0.03}),
+        )
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let (s, c) = put(
+        &app,
+        &format!("/v1/missions/{id}/commitment"),
+        json!({"strategy": "single-minded"}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{c}");
+    let http = reqwest::Client::new();
+    let a = worker.dispatch(1).await;
+    // 0.025 of 0.03 spent: past the 80 % warning.
+    succeed(&http, &a, json!("a"), 0.025).await;
+    let payloads = |kind: &'static str| {
+        let pool = app.pool.clone();
+        let id = id.to_owned();
+        async move {
+            sqlx::query_scalar::<_, Value>(
+                "SELECT payload FROM orchestration_events WHERE run_id = $1::uuid AND kind = $2 ORDER BY seq",
+            )
+            .bind(id)
+            .bind(kind)
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let warning = wait_until("the budget warning", || async {
+        let w = payloads("mission.budget_warning").await;
+        (!w.is_empty()).then_some(w)
+    })
+    .await;
+    assert_eq!(warning[0]["optional_tasks_dropped"], 0, "{warning:?}");
+    let reconsidered = payloads("mission.reconsidered").await;
+    assert_eq!(reconsidered.len(), 1, "{reconsidered:?}");
+    assert_eq!(reconsidered[0]["trigger"], "budget_warning");
+    assert_eq!(reconsidered[0]["strategy"], "single-minded");
+    assert_eq!(reconsidered[0]["verdict"], "keep");
+    assert_ne!(task(&app, id, "c").await["status"], "skipped");
+    app.stop().await;
+}
