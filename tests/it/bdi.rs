@@ -631,6 +631,18 @@ async fn a_single_minded_mission_keeps_optional_work_through_the_budget_warning(
     assert_eq!(reconsidered[0]["trigger"], "budget_warning");
     assert_eq!(reconsidered[0]["strategy"], "single-minded");
     assert_eq!(reconsidered[0]["verdict"], "keep");
-    assert_ne!(task(&app, id, "c").await["status"], "skipped");
+    // c may still be skipped later for another reason (an optional task the
+    // budget cannot admit), but never by the warning.
+    let by_warning = payloads("task.skipped")
+        .await
+        .into_iter()
+        .filter(|p| {
+            p["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("budget above 80")
+        })
+        .count();
+    assert_eq!(by_warning, 0);
     app.stop().await;
 }
