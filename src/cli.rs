@@ -110,6 +110,9 @@ pub struct SurfaceArgs {
         default_value_t = 600
     )]
     pub retention_interval_secs: u32,
+    /// Seconds between BDI maintenance cycles (intention pruning, desire re-sorting, belief conflicts; one replica at a time runs it).
+    #[arg(long, env = "COORDINATOR_BDI_INTERVAL_SECS", default_value_t = 1800)]
+    pub bdi_interval_secs: u32,
     /// First webhook retry delay in milliseconds (doubles per failure, capped at 10 minutes).
     #[arg(
         long,
@@ -133,6 +136,11 @@ impl SurfaceArgs {
             self.retention_interval_secs >= 1,
             "--retention-interval-secs must be at least 1"
         );
+        anyhow::ensure!(
+            self.bdi_interval_secs >= 1,
+            "--bdi-interval-secs must be at least 1"
+        );
+        settings.bdi_interval_secs = self.bdi_interval_secs;
         anyhow::ensure!(
             self.webhook_retry_base_ms >= 1 && self.webhook_max_attempts >= 1,
             "--webhook-retry-base-ms and --webhook-max-attempts must be at least 1"

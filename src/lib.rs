@@ -13,6 +13,8 @@
 //! - [`missions`]: mission use cases (create, approve, cancel, review, view).
 //! - [`coordination`]: messages, reservations, contract net, governance,
 //!   workforce and handoffs around missions.
+//! - [`bdi`]: BDI state per agent (beliefs, desires, goals, intentions), missions
+//!   as intentions, and the scheduled BDI maintenance job.
 //! - [`engine`]: the tick — dispatch (claim, assign, send) and reconcile (leases, sweeps).
 //! - [`api`]: HTTP handlers (thin), extractors, [`api::Application`].
 //! - [`tools`]: the chat tools, served as function-calling schemas and over MCP.
@@ -25,6 +27,7 @@
 pub mod api;
 pub mod assignment;
 pub mod auth;
+pub mod bdi;
 pub mod bench;
 pub mod board;
 pub mod cli;

@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod attempts;
+pub mod bdi;
 pub mod board;
 pub mod contract_net;
 pub mod events;
@@ -62,6 +63,8 @@ pub struct AppState {
     pub http: reqwest::Client,
     /// Ticks on every engine wake-up: event streams wait on it.
     pub wake: tokio::sync::watch::Receiver<u64>,
+    /// Seconds between scheduled BDI maintenance cycles (shown by its status).
+    pub bdi_interval_secs: u32,
     /// Turns true when the server starts shutting down: open streams end,
     /// so a graceful shutdown does not wait on them forever.
     pub stop: watch::Receiver<bool>,
@@ -84,6 +87,7 @@ pub fn router(state: AppState) -> Router {
         .merge(governance::router())
         .merge(workforce::router())
         .merge(handoffs::router())
+        .merge(bdi::router())
         .merge(tokens::router())
         .merge(tools::router())
         .merge(mcp::router())
@@ -167,6 +171,9 @@ pub struct Settings {
     pub retention: RetentionConfig,
     /// Webhook retry spacing (the pump runs with the engine).
     pub webhook_retry: RetryPolicy,
+    /// Seconds between BDI maintenance cycles (runs with the engine; one
+    /// replica at a time).
+    pub bdi_interval_secs: u32,
 }
 
 impl Settings {
@@ -180,6 +187,7 @@ impl Settings {
             run_engine: true,
             retention: RetentionConfig::default(),
             webhook_retry: RetryPolicy::default(),
+            bdi_interval_secs: crate::bdi::runtime::DEFAULT_INTERVAL_SECS,
         }
     }
 }
@@ -221,6 +229,7 @@ impl Application {
                 engine: Arc::new(engine),
                 planning: Arc::new(planning),
                 http,
+                bdi_interval_secs: settings.bdi_interval_secs,
             },
             run_engine: settings.run_engine,
             retention: settings.retention,
@@ -274,6 +283,20 @@ impl Application {
         } else {
             None
         };
+        // The BDI maintenance job: every replica schedules it, an advisory
+        // lock lets one run a cycle at a time.
+        let mut bdi = if self.run_engine {
+            Some(
+                crate::bdi::runtime::schedule(
+                    self.state.pool.clone(),
+                    self.state.bdi_interval_secs,
+                    self.state.engine.replica_id.clone(),
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
         let mut server_stop = stop_rx.clone();
         let app = router(self.state);
         let server = axum::serve(self.listener, app).with_graceful_shutdown(async move {
@@ -290,6 +313,9 @@ impl Application {
             let _ = pump.await;
         }
         if let Some(scheduler) = retention.as_mut() {
+            let _ = scheduler.shutdown().await;
+        }
+        if let Some(scheduler) = bdi.as_mut() {
             let _ = scheduler.shutdown().await;
         }
         server.await??;

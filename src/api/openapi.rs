@@ -21,7 +21,7 @@ use utoipa_scalar::{Scalar, Servable};
 use uuid::Uuid;
 
 use super::{
-    AppState, agents, attempts, board, contract_net, events, governance, handoffs, messages,
+    AppState, agents, attempts, bdi, board, contract_net, events, governance, handoffs, messages,
     missions, reservations, tokens, tools, webhooks, workforce,
 };
 use crate::{
@@ -127,6 +127,26 @@ pub const DOCS_PATH: &str = "/docs";
         contract_net::propose,
         contract_net::award,
         contract_net::set_allocation,
+        bdi::put_belief,
+        bdi::list_beliefs,
+        bdi::belief_revisions,
+        bdi::create_desire,
+        bdi::list_desires,
+        bdi::show_desire,
+        bdi::drop_desire,
+        bdi::create_goal,
+        bdi::list_goals,
+        bdi::goal_status,
+        bdi::commit_intention,
+        bdi::list_intentions,
+        bdi::intention_status,
+        bdi::intention_progress,
+        bdi::reconsider,
+        bdi::maintenance_status,
+        bdi::run_maintenance,
+        bdi::conflicts,
+        bdi::show_commitment,
+        bdi::put_commitment,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -137,6 +157,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "missions", description = "Missions: plans, approval, progress, reviews and events."),
         (name = "agents", description = "The agent registry, and each agent's unified status."),
         (name = "messages", description = "FIPA-style ACL messages between agents: sending, inboxes (unread → read → acked) and conversations as reply trees."),
+        (name = "bdi", description = "BDI state per agent (beliefs with a revision log, desires with the priority formula, goals by tier, intentions with commitment strategies), the BDI maintenance job, and missions' commitment strategies."),
         (name = "reservations", description = "Advisory reservations of work surfaces (scope patterns) with a TTL."),
         (name = "attempts", description = "Worker callbacks, authenticated by the attempt's own token."),
         (name = "tokens", description = "API tokens of a workspace."),

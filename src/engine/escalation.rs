@@ -154,6 +154,15 @@ pub async fn escalate_task(
             .execute(&mut *conn)
             .await?;
             run.escalation_replans += 1;
+            // Missions are intentions: the trigger is logged with the
+            // strategy's verdict (every strategy replans on this one).
+            crate::bdi::missions::consult(
+                conn,
+                run,
+                crate::bdi::rules::MissionTrigger::TaskFailedAfterEscalations,
+                actor,
+            )
+            .await?;
             crate::missions::replan::replan_around(conn, run, &feedback, actor)
                 .await
                 .map_err(|_| ReportError::Race("replan"))?;

@@ -459,14 +459,27 @@ async fn budget_warning(
     .execute(&mut *conn)
     .await?;
     run.budget_warned = true;
-    let dropped = tasks::skip_unstarted_optional(
+    // Missions are intentions: a single-minded mission keeps its plan
+    // (optional work included) through the budget warning.
+    let reconsider = crate::bdi::missions::consult(
         conn,
-        run.workspace_id,
-        run.id,
+        run,
+        crate::bdi::rules::MissionTrigger::BudgetWarning,
         actor,
-        "budget above 80 %: optional work dropped",
     )
     .await?;
+    let dropped = if reconsider {
+        tasks::skip_unstarted_optional(
+            conn,
+            run.workspace_id,
+            run.id,
+            actor,
+            "budget above 80 %: optional work dropped",
+        )
+        .await?
+    } else {
+        0
+    };
     events::append(
         conn,
         run.workspace_id,

@@ -299,6 +299,17 @@ async fn apply(
     missions::transition(&mut tx, &mut run, MissionEvent::Replan, &actor, None)
         .await
         .map_err(transition_error)?;
+    if field == "instructions" {
+        // Missions are intentions: new instructions are an explicit trigger
+        // every strategy answers; logged with the strategy.
+        crate::bdi::missions::consult(
+            &mut tx,
+            &run,
+            crate::bdi::rules::MissionTrigger::Instructions,
+            &actor,
+        )
+        .await?;
+    }
     let removed = tasks::remove_unstarted(&mut tx, id).await?;
     events::append(
         &mut tx,

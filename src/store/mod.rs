@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod attempts;
+pub mod bdi;
 pub mod board;
 pub mod contract_net;
 pub mod events;

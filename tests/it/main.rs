@@ -2,6 +2,7 @@
 
 mod api_input;
 mod attempts;
+mod bdi;
 mod board;
 mod board_page;
 mod cli;

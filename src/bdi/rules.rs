@@ -1,0 +1,905 @@
+//! The pure rules of BDI state, each from the seed specification
+//! (`seeds/000_4103374d422914e8.txt`, §5–§7 and §16.4). No I/O here: the
+//! use cases in [`super::state`] and the job in [`super::runtime`] persist
+//! what these functions decide.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::{IllegalTransition, mission::Autonomy, text_enum};
+
+/// What a belief is about (seed §5.2, "Belief categories").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BeliefCategory {
+    /// Facts about the external world.
+    Environment,
+    /// The agent's own state.
+    SelfState,
+    /// Other agents.
+    Agent,
+    /// Knowledge derived from past cases.
+    Case,
+}
+
+text_enum!(BeliefCategory {
+    Environment => "environment",
+    SelfState => "self",
+    Agent => "agent",
+    Case => "case",
+});
+
+/// Terminal (an end in itself) or instrumental (a means to others), seed §6.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DesireKind {
+    /// Valued for its own sake.
+    Terminal,
+    /// A means to the desires it serves.
+    Instrumental,
+}
+
+text_enum!(DesireKind {
+    Terminal => "terminal",
+    Instrumental => "instrumental",
+});
+
+/// Goal tiers (seed §4 `Goals.md`, tool `goal_create`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GoalTier {
+    /// Long-term direction (the highest tier).
+    Strategic,
+    /// Medium-term.
+    Tactical,
+    /// Day-to-day (the lowest tier).
+    Operational,
+}
+
+text_enum!(GoalTier {
+    Strategic => "strategic",
+    Tactical => "tactical",
+    Operational => "operational",
+});
+
+/// Where a goal is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GoalStatus {
+    /// Pursued.
+    Active,
+    /// Reached (final).
+    Achieved,
+    /// Given up (final).
+    Abandoned,
+}
+
+text_enum!(GoalStatus {
+    Active => "active",
+    Achieved => "achieved",
+    Abandoned => "abandoned",
+});
+
+/// How readily an intention is abandoned (seed §7.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommitmentStrategy {
+    /// Persist until achieved or proven impossible.
+    SingleMinded,
+    /// Reconsider when circumstances change significantly (the default).
+    OpenMinded,
+    /// Reconsider aggressively.
+    Cautious,
+}
+
+text_enum!(CommitmentStrategy {
+    SingleMinded => "single-minded",
+    OpenMinded => "open-minded",
+    Cautious => "cautious",
+});
+
+/// Where an intention is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntentionStatus {
+    /// Pursued.
+    Active,
+    /// Paused; may resume.
+    Suspended,
+    /// Abandoned (final).
+    Dropped,
+    /// Reached (final).
+    Achieved,
+}
+
+text_enum!(IntentionStatus {
+    Active => "active",
+    Suspended => "suspended",
+    Dropped => "dropped",
+    Achieved => "achieved",
+});
+
+/// `intention_reconsider`'s recommendation (seed §7.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Continue pursuing it.
+    Keep,
+    /// Pause it.
+    Suspend,
+    /// Abandon it.
+    Drop,
+}
+
+text_enum!(Verdict {
+    Keep => "keep",
+    Suspend => "suspend",
+    Drop => "drop",
+});
+
+/// Checks a value that must lie in [0, 1] (certainties, formula components).
+pub fn unit_interval(v: f64) -> bool {
+    v.is_finite() && (0.0..=1.0).contains(&v)
+}
+
+// ---------------------------------------------------------------- beliefs
+
+/// What a write to a belief did (seed §5.2 PERCEIVE, step 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeliefOutcome {
+    /// Novel: a new belief with the given certainty (step 4).
+    Created,
+    /// Same content again: its certainty is the new estimate.
+    Corroborated,
+    /// Contradicting content with higher certainty: it replaces the belief.
+    Revised,
+    /// Contradicting content with lower certainty: the belief is retained.
+    Rejected,
+    /// Contradicting content with equal certainty: retained and flagged.
+    Conflict,
+}
+
+text_enum!(BeliefOutcome {
+    Created => "created",
+    Corroborated => "corroborated",
+    Revised => "revised",
+    Rejected => "rejected",
+    Conflict => "conflict",
+});
+
+/// Normalises content for comparison: case and surrounding/repeated
+/// whitespace do not make two statements different.
+pub fn normalise_content(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Whether two belief contents contradict (differ once normalised).
+pub fn contradicts(a: &str, b: &str) -> bool {
+    normalise_content(a) != normalise_content(b)
+}
+
+/// The revision rule of seed §5.2: "if new information contradicts existing
+/// belief: evaluate certainty of both; retain higher-certainty belief (or
+/// flag conflict)". Certainties within 1e-9 are equal, and equal
+/// certainty with different content is the conflict.
+pub fn revise_belief(
+    existing: Option<(&str, f64)>,
+    content: &str,
+    certainty: f64,
+) -> BeliefOutcome {
+    let Some((old_content, old_certainty)) = existing else {
+        return BeliefOutcome::Created;
+    };
+    if !contradicts(old_content, content) {
+        return BeliefOutcome::Corroborated;
+    }
+    if (certainty - old_certainty).abs() < 1e-9 {
+        BeliefOutcome::Conflict
+    } else if certainty > old_certainty {
+        BeliefOutcome::Revised
+    } else {
+        BeliefOutcome::Rejected
+    }
+}
+
+/// Certainty above which two beliefs on one subject are compared for
+/// conflicts (seed §16.4: "B1.certainty > 0.7 AND B2.certainty > 0.7").
+pub const CONFLICT_CERTAINTY: f64 = 0.7;
+/// Beliefs processed per maintenance chunk (seed §16.4: "chunks of 50").
+pub const BELIEF_CHUNK: i64 = 50;
+
+/// A belief as conflict detection sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeliefFact {
+    /// Id.
+    pub id: Uuid,
+    /// Subject.
+    pub subject: String,
+    /// Content.
+    pub content: String,
+    /// Certainty.
+    pub certainty: f64,
+}
+
+/// Pairs of one agent's beliefs in conflict (seed §16.4): same subject, both
+/// certainties strictly above 0.7, contradictory content. Each pair once,
+/// the smaller id first.
+pub fn belief_conflicts(beliefs: &[BeliefFact]) -> Vec<(&BeliefFact, &BeliefFact)> {
+    let mut by_subject: HashMap<&str, Vec<&BeliefFact>> = HashMap::new();
+    for b in beliefs.iter().filter(|b| b.certainty > CONFLICT_CERTAINTY) {
+        by_subject.entry(b.subject.as_str()).or_default().push(b);
+    }
+    let mut out = Vec::new();
+    let mut subjects: Vec<_> = by_subject.into_iter().collect();
+    subjects.sort_by(|a, b| a.0.cmp(b.0));
+    for (_, group) in subjects {
+        for (i, a) in group.iter().enumerate() {
+            for b in &group[i + 1..] {
+                if contradicts(&a.content, &b.content) {
+                    out.push(if a.id < b.id { (*a, *b) } else { (*b, *a) });
+                }
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- desires
+
+/// The components of the priority formula, each in [0, 1] (seed §6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PriorityInputs {
+    /// Intrinsic importance, set at creation.
+    pub base_priority: f64,
+    /// How much achieving it matters.
+    pub importance: f64,
+    /// Time sensitivity.
+    pub urgency: f64,
+    /// Alignment with the stated strategic direction.
+    pub strategic_alignment: f64,
+    /// 1.0 when all dependencies are met.
+    pub dependency_status: f64,
+}
+
+impl PriorityInputs {
+    /// The first component outside [0, 1], by name.
+    pub fn invalid_component(&self) -> Option<(&'static str, f64)> {
+        [
+            ("base_priority", self.base_priority),
+            ("importance", self.importance),
+            ("urgency", self.urgency),
+            ("strategic_alignment", self.strategic_alignment),
+            ("dependency_status", self.dependency_status),
+        ]
+        .into_iter()
+        .find(|(_, v)| !unit_interval(*v))
+    }
+}
+
+/// The seed's priority formula (§6.2):
+/// `base_priority·0.30 + importance·0.25 + urgency·0.25 +
+/// strategic_alignment·0.15 + dependency_status·0.05`.
+/// The weights sum to 1, so the result stays in [0, 1].
+pub fn desire_priority(p: &PriorityInputs) -> f64 {
+    p.base_priority * 0.30
+        + p.importance * 0.25
+        + p.urgency * 0.25
+        + p.strategic_alignment * 0.15
+        + p.dependency_status * 0.05
+}
+
+/// The three conflict types of seed §6.3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConflictKind {
+    /// Both need the same scarce resource.
+    Resource,
+    /// Achieving one makes the other impossible.
+    Goal,
+    /// They pull in incompatible strategic directions.
+    Strategy,
+}
+
+text_enum!(ConflictKind {
+    Resource => "resource",
+    Goal => "goal",
+    Strategy => "strategy",
+});
+
+/// What conflict detection compares of a desire.
+#[derive(Debug, Clone, Default)]
+pub struct DesireProfile {
+    /// Id.
+    pub id: Uuid,
+    /// Scarce resources needed (budget, a person, a slot…), compared case-insensitively.
+    pub resources: Vec<String>,
+    /// Strategic direction, if declared.
+    pub strategy: Option<String>,
+    /// Desires its achievement rules out.
+    pub incompatible_with: Vec<Uuid>,
+}
+
+/// A conflict between a new desire and an existing one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DesireConflict {
+    /// The existing desire.
+    pub desire_id: Uuid,
+    /// `resource`, `goal` or `strategy`.
+    pub kind: ConflictKind,
+    /// What they clash on (the shared resource, the two directions…).
+    pub detail: String,
+}
+
+/// Conflicts of a new desire with the agent's active ones (seed §6.3):
+/// a shared resource; a goal conflict when either names the other in
+/// `incompatible_with`; a strategy conflict when both declare a direction
+/// and the directions differ. Reported, not refused: the agent decides.
+pub fn desire_conflicts(new: &DesireProfile, existing: &[DesireProfile]) -> Vec<DesireConflict> {
+    let norm = |s: &str| s.trim().to_lowercase();
+    let mine: HashSet<String> = new.resources.iter().map(|r| norm(r)).collect();
+    let mut out = Vec::new();
+    for e in existing.iter().filter(|e| e.id != new.id) {
+        let mut shared: Vec<String> = e
+            .resources
+            .iter()
+            .map(|r| norm(r))
+            .filter(|r| mine.contains(r))
+            .collect();
+        shared.sort();
+        shared.dedup();
+        if !shared.is_empty() {
+            out.push(DesireConflict {
+                desire_id: e.id,
+                kind: ConflictKind::Resource,
+                detail: shared.join(", "),
+            });
+        }
+        if new.incompatible_with.contains(&e.id) || e.incompatible_with.contains(&new.id) {
+            out.push(DesireConflict {
+                desire_id: e.id,
+                kind: ConflictKind::Goal,
+                detail: "declared incompatible".into(),
+            });
+        }
+        if let (Some(a), Some(b)) = (&new.strategy, &e.strategy)
+            && norm(a) != norm(b)
+        {
+            out.push(DesireConflict {
+                desire_id: e.id,
+                kind: ConflictKind::Strategy,
+                detail: format!("{} vs {}", a.trim(), b.trim()),
+            });
+        }
+    }
+    out
+}
+
+/// A desire as the drop cascade sees it.
+#[derive(Debug, Clone)]
+pub struct DesireLink {
+    /// Id.
+    pub id: Uuid,
+    /// Terminal or instrumental.
+    pub kind: DesireKind,
+    /// Still active.
+    pub active: bool,
+    /// The desires it serves.
+    pub serves: Vec<Uuid>,
+}
+
+/// What dropping one desire does (seed §6.4).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DropPlan {
+    /// Active instrumental desires that serve a dropped desire ("related_desires_affected").
+    pub affected: Vec<Uuid>,
+    /// Those left serving nothing active, dropped too ("cascaded_drops"), in cascade order.
+    pub cascaded: Vec<Uuid>,
+}
+
+/// The drop cascade of seed §6.4: "all instrumental desires whose sole
+/// purpose was to serve that terminal desire" are dropped too. An
+/// instrumental desire is cascaded when every desire it serves is dropped
+/// (now or before), so one that also serves a live desire stays; the
+/// cascade repeats through chains of instrumental desires.
+pub fn drop_cascade(dropped: Uuid, desires: &[DesireLink]) -> DropPlan {
+    let mut gone: HashSet<Uuid> = desires.iter().filter(|d| !d.active).map(|d| d.id).collect();
+    gone.insert(dropped);
+    let mut plan = DropPlan::default();
+    let mut affected: HashSet<Uuid> = HashSet::new();
+    loop {
+        let mut changed = false;
+        for d in desires {
+            if !d.active || gone.contains(&d.id) || d.kind != DesireKind::Instrumental {
+                continue;
+            }
+            if d.serves.iter().any(|s| gone.contains(s)) && affected.insert(d.id) {
+                plan.affected.push(d.id);
+            }
+            if !d.serves.is_empty() && d.serves.iter().all(|s| gone.contains(s)) {
+                gone.insert(d.id);
+                plan.cascaded.push(d.id);
+                changed = true;
+            }
+        }
+        if !changed {
+            return plan;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- goals
+
+/// A child goal must sit at its parent's tier or below (strategic →
+/// tactical → operational): a strategic goal cannot serve an operational one.
+pub fn tier_fits_parent(child: GoalTier, parent: GoalTier) -> bool {
+    child >= parent
+}
+
+/// The goal lifecycle: active → achieved | abandoned; both final.
+pub fn goal_next(from: GoalStatus, to: GoalStatus) -> Result<GoalStatus, IllegalTransition> {
+    match (from, to) {
+        (GoalStatus::Active, GoalStatus::Achieved | GoalStatus::Abandoned) => Ok(to),
+        _ => Err(IllegalTransition {
+            entity: "goal",
+            from: from.as_str(),
+            event: to.as_str(),
+        }),
+    }
+}
+
+// ---------------------------------------------------------------- intentions
+
+/// The intention lifecycle: active ⇄ suspended; either → dropped; active →
+/// achieved. Dropped and achieved are final.
+pub fn intention_next(
+    from: IntentionStatus,
+    to: IntentionStatus,
+) -> Result<IntentionStatus, IllegalTransition> {
+    use IntentionStatus as S;
+    match (from, to) {
+        (S::Active, S::Suspended | S::Dropped | S::Achieved)
+        | (S::Suspended, S::Active | S::Dropped) => Ok(to),
+        _ => Err(IllegalTransition {
+            entity: "intention",
+            from: from.as_str(),
+            event: to.as_str(),
+        }),
+    }
+}
+
+impl CommitmentStrategy {
+    /// Days without progress after which the intention counts as stalled
+    /// (seed §7.2: open-minded 7, cautious 3; single-minded never stalls
+    /// out, it is reconsidered only when impossible).
+    pub fn stall_days(self) -> Option<f64> {
+        match self {
+            CommitmentStrategy::SingleMinded => None,
+            CommitmentStrategy::OpenMinded => Some(7.0),
+            CommitmentStrategy::Cautious => Some(3.0),
+        }
+    }
+
+    /// How many times an intention's priority a new desire must exceed to
+    /// prompt reconsideration (seed §7.2: open-minded 1.3, cautious 1.1).
+    pub fn priority_factor(self) -> Option<f64> {
+        match self {
+            CommitmentStrategy::SingleMinded => None,
+            CommitmentStrategy::OpenMinded => Some(1.3),
+            CommitmentStrategy::Cautious => Some(1.1),
+        }
+    }
+
+    /// Missions are intentions: approve-mode missions are `cautious`
+    /// (a person is in the loop, so reconsider readily), autonomous ones
+    /// `open-minded` (the seed's default); an explicit choice wins.
+    pub fn for_mission(autonomy: Autonomy, explicit: Option<CommitmentStrategy>) -> Self {
+        explicit.unwrap_or(match autonomy {
+            Autonomy::Approve => CommitmentStrategy::Cautious,
+            Autonomy::Autonomous => CommitmentStrategy::OpenMinded,
+        })
+    }
+}
+
+/// What `intention_reconsider` looks at (seed §7.3).
+#[derive(Debug, Clone, Copy)]
+pub struct ReconsiderInputs {
+    /// The intention's strategy.
+    pub strategy: CommitmentStrategy,
+    /// Its priority.
+    pub priority: f64,
+    /// Days since its last progress update.
+    pub days_since_progress: f64,
+    /// The highest priority among the agent's other active desires.
+    pub best_competing_priority: Option<f64>,
+    /// Current beliefs say it cannot be achieved.
+    pub impossible: bool,
+    /// An external blocker or a resource conflict with a higher-priority intention.
+    pub blocked: bool,
+}
+
+/// `intention_reconsider` (seed §7.3) with the thresholds of §7.2:
+/// - proven infeasible → drop, under every strategy (the only trigger a
+///   single-minded intention answers to; otherwise it is kept);
+/// - a competing desire with priority > `priority × factor` (1.3
+///   open-minded, 1.1 cautious) → drop ("superseded by better option");
+/// - an external blocker → suspend;
+/// - stalled for more than the strategy's days (7 / 3) → suspend;
+/// - otherwise keep. Returns the verdict and the reasons that led to it.
+pub fn reconsider(i: &ReconsiderInputs) -> (Verdict, Vec<String>) {
+    if i.impossible {
+        return (
+            Verdict::Drop,
+            vec!["proven infeasible by current beliefs".into()],
+        );
+    }
+    let (Some(days), Some(factor)) = (i.strategy.stall_days(), i.strategy.priority_factor()) else {
+        return (
+            Verdict::Keep,
+            vec!["single-minded: reconsidered only when impossible".into()],
+        );
+    };
+    if let Some(best) = i.best_competing_priority
+        && best > i.priority * factor
+    {
+        return (
+            Verdict::Drop,
+            vec![format!(
+                "superseded: a desire with priority {best:.4} exceeds {:.4} × {factor}",
+                i.priority
+            )],
+        );
+    }
+    if i.blocked {
+        return (Verdict::Suspend, vec!["blocked".into()]);
+    }
+    if i.days_since_progress > days {
+        return (
+            Verdict::Suspend,
+            vec![format!(
+                "stalled {:.1} days without progress (threshold {days})",
+                i.days_since_progress
+            )],
+        );
+    }
+    (
+        Verdict::Keep,
+        vec!["making progress, no better alternative".into()],
+    )
+}
+
+/// Whether the maintenance job marks an intention stale (seed §16.4 step
+/// 1): stalled beyond its strategy's threshold; never for single-minded.
+pub fn is_stale(strategy: CommitmentStrategy, days_since_progress: f64) -> bool {
+    strategy
+        .stall_days()
+        .is_some_and(|d| days_since_progress > d)
+}
+
+/// The explicit replanning triggers of a mission (DESIGN "BDI commitment").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MissionTrigger {
+    /// A task failed after every escalation.
+    TaskFailedAfterEscalations,
+    /// New user instructions.
+    Instructions,
+    /// Spending passed the budget warning.
+    BudgetWarning,
+    /// The verifier says the task design is wrong.
+    VerifierRejectedDesign,
+}
+
+text_enum!(MissionTrigger {
+    TaskFailedAfterEscalations => "task_failed_after_escalations",
+    Instructions => "instructions",
+    BudgetWarning => "budget_warning",
+    VerifierRejectedDesign => "verifier_rejected_design",
+});
+
+/// Whether a mission reconsiders (replans) on an explicit trigger, given its
+/// strategy. Ordinary ticks never reconsider. Single-minded missions replan
+/// only when the plan is shown impossible (a task failed after every
+/// escalation, or the verifier rejects its design) or a person gives new
+/// instructions (people outrank commitment); they keep the plan through a
+/// budget warning. Open-minded and cautious missions reconsider on every
+/// explicit trigger.
+pub fn mission_reconsiders(strategy: CommitmentStrategy, trigger: MissionTrigger) -> bool {
+    !(strategy == CommitmentStrategy::SingleMinded && trigger == MissionTrigger::BudgetWarning)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn priority_formula_matches_hand_computed_values() {
+        // 0.8·0.30 + 0.6·0.25 + 0.4·0.25 + 1.0·0.15 + 0.5·0.05
+        // = 0.24 + 0.15 + 0.10 + 0.15 + 0.025 = 0.665
+        let p = PriorityInputs {
+            base_priority: 0.8,
+            importance: 0.6,
+            urgency: 0.4,
+            strategic_alignment: 1.0,
+            dependency_status: 0.5,
+        };
+        assert!(close(desire_priority(&p), 0.665));
+        let ones = PriorityInputs {
+            base_priority: 1.0,
+            importance: 1.0,
+            urgency: 1.0,
+            strategic_alignment: 1.0,
+            dependency_status: 1.0,
+        };
+        assert!(close(desire_priority(&ones), 1.0));
+        // Each weight alone.
+        let only = |i: usize| {
+            let mut v = [0.0; 5];
+            v[i] = 1.0;
+            desire_priority(&PriorityInputs {
+                base_priority: v[0],
+                importance: v[1],
+                urgency: v[2],
+                strategic_alignment: v[3],
+                dependency_status: v[4],
+            })
+        };
+        for (i, w) in [0.30, 0.25, 0.25, 0.15, 0.05].into_iter().enumerate() {
+            assert!(close(only(i), w), "weight {i}");
+        }
+        let bad = PriorityInputs {
+            urgency: 1.4,
+            ..ones
+        };
+        assert_eq!(bad.invalid_component(), Some(("urgency", 1.4)));
+        assert!(ones.invalid_component().is_none());
+        assert!(!unit_interval(f64::NAN));
+    }
+
+    #[test]
+    fn belief_revision_rule() {
+        assert_eq!(revise_belief(None, "x", 0.5), BeliefOutcome::Created);
+        assert_eq!(
+            revise_belief(Some(("Growth is 15%", 0.6)), "growth  is 15%", 0.9),
+            BeliefOutcome::Corroborated
+        );
+        assert_eq!(
+            revise_belief(Some(("growing", 0.6)), "contracting", 0.8),
+            BeliefOutcome::Revised
+        );
+        assert_eq!(
+            revise_belief(Some(("growing", 0.8)), "contracting", 0.6),
+            BeliefOutcome::Rejected
+        );
+        assert_eq!(
+            revise_belief(Some(("growing", 0.7)), "contracting", 0.7),
+            BeliefOutcome::Conflict
+        );
+    }
+
+    #[test]
+    fn belief_conflicts_need_same_subject_both_above_point_seven_and_contradiction() {
+        let id = |n: u128| Uuid::from_u128(n);
+        let b = |n, s: &str, c: &str, k| BeliefFact {
+            id: id(n),
+            subject: s.into(),
+            content: c.into(),
+            certainty: k,
+        };
+        let beliefs = vec![
+            b(1, "market", "growing 15% YoY", 0.8),
+            b(2, "market", "contracting", 0.75),
+            b(3, "market", "flat", 0.7), // exactly 0.7: not > 0.7
+            b(4, "market", "Growing 15% yoy", 0.9), // same as 1
+            b(5, "churn", "low", 0.95),
+            b(6, "pricing", "high", 0.9),
+        ];
+        let pairs: Vec<(u128, u128)> = belief_conflicts(&beliefs)
+            .into_iter()
+            .map(|(a, b)| (a.id.as_u128(), b.id.as_u128()))
+            .collect();
+        assert_eq!(pairs, vec![(1, 2), (2, 4)]);
+    }
+
+    #[test]
+    fn desire_conflict_detection() {
+        let id = |n: u128| Uuid::from_u128(n);
+        let new = DesireProfile {
+            id: id(9),
+            resources: vec!["Budget".into(), "cto".into()],
+            strategy: Some("expand".into()),
+            incompatible_with: vec![id(3)],
+        };
+        let existing = vec![
+            DesireProfile {
+                id: id(1),
+                resources: vec!["budget ".into()],
+                strategy: Some("Expand".into()),
+                ..Default::default()
+            },
+            DesireProfile {
+                id: id(2),
+                resources: vec!["office".into()],
+                strategy: Some("consolidate".into()),
+                ..Default::default()
+            },
+            DesireProfile {
+                id: id(3),
+                ..Default::default()
+            },
+            DesireProfile {
+                id: id(4),
+                incompatible_with: vec![id(9)],
+                ..Default::default()
+            },
+            DesireProfile {
+                id: id(5),
+                ..Default::default()
+            },
+        ];
+        let got: Vec<(u128, ConflictKind)> = desire_conflicts(&new, &existing)
+            .into_iter()
+            .map(|c| (c.desire_id.as_u128(), c.kind))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, ConflictKind::Resource),
+                (2, ConflictKind::Strategy),
+                (3, ConflictKind::Goal),
+                (4, ConflictKind::Goal),
+            ]
+        );
+    }
+
+    #[test]
+    fn drop_cascades_to_instrumental_desires_serving_only_dropped_ones() {
+        let id = |n: u128| Uuid::from_u128(n);
+        let d = |n, kind, active, serves: &[u128]| DesireLink {
+            id: id(n),
+            kind,
+            active,
+            serves: serves.iter().map(|s| id(*s)).collect(),
+        };
+        use DesireKind::{Instrumental as I, Terminal as T};
+        let desires = vec![
+            d(1, T, true, &[]),
+            d(2, T, true, &[]),
+            d(3, I, true, &[1]),    // only 1: cascaded
+            d(4, I, true, &[1, 2]), // also serves 2: affected, kept
+            d(5, I, true, &[3]),    // serves 3 which cascades: cascaded
+            d(6, I, true, &[1, 7]), // 7 already dropped: cascaded
+            d(7, T, false, &[]),
+            d(8, I, false, &[1]), // already dropped: untouched
+        ];
+        let plan = drop_cascade(id(1), &desires);
+        let n = |v: &[Uuid]| {
+            let mut v: Vec<u128> = v.iter().map(|u| u.as_u128()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(n(&plan.affected), vec![3, 4, 5, 6]);
+        assert_eq!(n(&plan.cascaded), vec![3, 5, 6]);
+        // Dropping an instrumental one alone cascades nothing above it.
+        assert!(drop_cascade(id(4), &desires).cascaded.is_empty());
+    }
+
+    #[test]
+    fn goal_tiers_and_lifecycle() {
+        use GoalTier::*;
+        assert!(tier_fits_parent(Tactical, Strategic));
+        assert!(tier_fits_parent(Operational, Operational));
+        assert!(!tier_fits_parent(Strategic, Tactical));
+        assert!(goal_next(GoalStatus::Active, GoalStatus::Achieved).is_ok());
+        assert!(goal_next(GoalStatus::Active, GoalStatus::Abandoned).is_ok());
+        for from in [GoalStatus::Achieved, GoalStatus::Abandoned] {
+            for to in GoalStatus::ALL {
+                assert!(goal_next(from, *to).is_err(), "{from} → {to}");
+            }
+        }
+        assert!(goal_next(GoalStatus::Active, GoalStatus::Active).is_err());
+    }
+
+    #[test]
+    fn intention_lifecycle_illegal_transitions() {
+        use IntentionStatus::*;
+        let legal = [
+            (Active, Suspended),
+            (Active, Dropped),
+            (Active, Achieved),
+            (Suspended, Active),
+            (Suspended, Dropped),
+        ];
+        for from in IntentionStatus::ALL {
+            for to in IntentionStatus::ALL {
+                assert_eq!(
+                    intention_next(*from, *to).is_ok(),
+                    legal.contains(&(*from, *to)),
+                    "{from} → {to}"
+                );
+            }
+        }
+    }
+
+    fn inputs(strategy: CommitmentStrategy) -> ReconsiderInputs {
+        ReconsiderInputs {
+            strategy,
+            priority: 0.5,
+            days_since_progress: 0.0,
+            best_competing_priority: None,
+            impossible: false,
+            blocked: false,
+        }
+    }
+
+    #[test]
+    fn reconsideration_thresholds() {
+        use CommitmentStrategy::*;
+        use Verdict::*;
+        let v = |i: ReconsiderInputs| reconsider(&i).0;
+        // Priority factor: open-minded 1.3 → threshold 0.65; cautious 1.1 → 0.55.
+        let compete = |s, p| ReconsiderInputs {
+            best_competing_priority: Some(p),
+            ..inputs(s)
+        };
+        assert_eq!(v(compete(OpenMinded, 0.65)), Keep); // not strictly greater
+        assert_eq!(v(compete(OpenMinded, 0.66)), Drop);
+        assert_eq!(v(compete(Cautious, 0.55)), Keep);
+        assert_eq!(v(compete(Cautious, 0.56)), Drop);
+        assert_eq!(v(compete(SingleMinded, 1.0)), Keep);
+        // Stall days: open-minded 7, cautious 3.
+        let stalled = |s, d| ReconsiderInputs {
+            days_since_progress: d,
+            ..inputs(s)
+        };
+        assert_eq!(v(stalled(OpenMinded, 7.0)), Keep);
+        assert_eq!(v(stalled(OpenMinded, 7.1)), Suspend);
+        assert_eq!(v(stalled(Cautious, 3.0)), Keep);
+        assert_eq!(v(stalled(Cautious, 3.1)), Suspend);
+        assert_eq!(v(stalled(SingleMinded, 400.0)), Keep);
+        // Impossible drops under every strategy; blocked suspends.
+        for s in CommitmentStrategy::ALL {
+            let i = ReconsiderInputs {
+                impossible: true,
+                ..inputs(*s)
+            };
+            assert_eq!(v(i), Drop);
+        }
+        let blocked = ReconsiderInputs {
+            blocked: true,
+            ..inputs(OpenMinded)
+        };
+        assert_eq!(v(blocked), Suspend);
+        assert!(is_stale(Cautious, 3.5) && !is_stale(OpenMinded, 3.5));
+        assert!(!is_stale(SingleMinded, 1e6));
+    }
+
+    #[test]
+    fn missions_map_autonomy_to_strategy_and_consult_it() {
+        use CommitmentStrategy::*;
+        assert_eq!(
+            CommitmentStrategy::for_mission(Autonomy::Approve, None),
+            Cautious
+        );
+        assert_eq!(
+            CommitmentStrategy::for_mission(Autonomy::Autonomous, None),
+            OpenMinded
+        );
+        assert_eq!(
+            CommitmentStrategy::for_mission(Autonomy::Autonomous, Some(SingleMinded)),
+            SingleMinded
+        );
+        assert!(!mission_reconsiders(
+            SingleMinded,
+            MissionTrigger::BudgetWarning
+        ));
+        assert!(mission_reconsiders(
+            SingleMinded,
+            MissionTrigger::TaskFailedAfterEscalations
+        ));
+        for s in [OpenMinded, Cautious] {
+            for t in MissionTrigger::ALL {
+                assert!(mission_reconsiders(s, *t));
+            }
+        }
+    }
+}

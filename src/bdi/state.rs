@@ -1,0 +1,879 @@
+//! Use cases of BDI state: each takes a transaction, applies a rule from
+//! [`super::rules`], writes the rows and their workspace event together.
+//! Bad input is refused before anything is written.
+
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::rules::{
+    self, BeliefCategory, BeliefOutcome, CommitmentStrategy, DesireConflict, DesireKind,
+    DesireLink, DesireProfile, GoalStatus, GoalTier, IntentionStatus, PriorityInputs,
+    ReconsiderInputs, Verdict,
+};
+use crate::{
+    error::ApiError,
+    store::{
+        bdi::{
+            self as store, BeliefView, DesireView, DropRecord, GoalView, IntentionView, NewDesire,
+            NewGoal, NewIntention, NewRevision, RevisionView,
+        },
+        events::{self, WorkspaceEvent},
+    },
+};
+
+/// Event kinds written by BDI state changes.
+pub mod kind {
+    /// A belief was written (any outcome of the revision rule).
+    pub const BELIEF_REVISED: &str = "bdi.belief.revised";
+    /// A desire was created (with any conflicts found).
+    pub const DESIRE_CREATED: &str = "bdi.desire.created";
+    /// A desire was dropped (directly or by cascade).
+    pub const DESIRE_DROPPED: &str = "bdi.desire.dropped";
+    /// A goal was created.
+    pub const GOAL_CREATED: &str = "bdi.goal.created";
+    /// A goal changed status.
+    pub const GOAL_UPDATED: &str = "bdi.goal.updated";
+    /// An intention was committed.
+    pub const INTENTION_COMMITTED: &str = "bdi.intention.committed";
+    /// An intention changed status or progress.
+    pub const INTENTION_UPDATED: &str = "bdi.intention.updated";
+    /// `intention_reconsider` ran.
+    pub const INTENTION_RECONSIDERED: &str = "bdi.intention.reconsidered";
+}
+
+fn unprocessable(code: &'static str, message: impl Into<String>, details: Value) -> ApiError {
+    ApiError::Unprocessable {
+        code,
+        message: message.into(),
+        details,
+    }
+}
+
+/// A 422 `invalid_value` for a number outside [0, 1].
+pub fn out_of_range(field: &str, value: f64) -> ApiError {
+    unprocessable(
+        "invalid_value",
+        format!("{field} must be a number in [0, 1], not {value}"),
+        json!({ "field": field, "value": value }),
+    )
+}
+
+fn check_text(field: &str, v: &str, max: usize) -> Result<(), ApiError> {
+    if v.trim().is_empty() || v.len() > max {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} must be 1–{max} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+fn stale(what: &str, id: Uuid, current: i64) -> ApiError {
+    ApiError::Conflict {
+        code: "version_conflict",
+        message: format!("{what} {id} changed meanwhile (now version {current}); reload and retry"),
+        details: json!({ "id": id, "version": current }),
+    }
+}
+
+/// Refuses a caller-supplied version that is not the current one.
+fn check_version(what: &str, id: Uuid, current: i64, given: Option<i64>) -> Result<(), ApiError> {
+    match given {
+        Some(v) if v != current => Err(stale(what, id, current)),
+        _ => Ok(()),
+    }
+}
+
+/// 404 unless the agent is registered in the workspace.
+pub async fn require_agent(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> Result<(), ApiError> {
+    if crate::store::messages::agent_exists(&mut *conn, workspace_id, agent_id).await? {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound(format!("no agent '{agent_id}'")))
+    }
+}
+
+async fn record(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    kind: &str,
+    actor: &str,
+    payload: Value,
+) -> sqlx::Result<()> {
+    events::record(
+        conn,
+        workspace_id,
+        WorkspaceEvent {
+            mission_id: None,
+            task_id: None,
+            kind,
+            actor,
+            payload,
+        },
+    )
+    .await
+}
+
+// ---------------------------------------------------------------- beliefs
+
+/// A belief write.
+#[derive(Debug, Clone)]
+pub struct BeliefWrite {
+    /// Category.
+    pub category: BeliefCategory,
+    /// Subject (1–256 bytes).
+    pub subject: String,
+    /// Content (1–4000 bytes).
+    pub content: String,
+    /// Certainty in [0, 1].
+    pub certainty: f64,
+    /// Why (at most 1000 bytes).
+    pub reason: String,
+}
+
+/// Writes a belief under the seed's revision rule ([`rules::revise_belief`])
+/// and logs the revision, whatever its outcome.
+pub async fn update_belief(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    w: BeliefWrite,
+    actor: &str,
+) -> Result<(BeliefOutcome, BeliefView, RevisionView), ApiError> {
+    if !rules::unit_interval(w.certainty) {
+        return Err(out_of_range("certainty", w.certainty));
+    }
+    check_text("subject", &w.subject, 256)?;
+    check_text("content", &w.content, 4000)?;
+    if w.reason.len() > 1000 {
+        return Err(ApiError::invalid(
+            "reason",
+            "reason must be at most 1000 bytes",
+        ));
+    }
+    require_agent(&mut *conn, workspace_id, agent_id).await?;
+    let category = w.category.as_str();
+    let mut existing =
+        store::lock_belief_by_key(&mut *conn, workspace_id, agent_id, category, &w.subject).await?;
+    if existing.is_none() {
+        match store::insert_belief(
+            &mut *conn,
+            workspace_id,
+            agent_id,
+            category,
+            &w.subject,
+            &w.content,
+            w.certainty,
+        )
+        .await?
+        {
+            Some(created) => {
+                let rev = store::insert_revision(
+                    &mut *conn,
+                    workspace_id,
+                    NewRevision {
+                        belief_id: created.id,
+                        outcome: BeliefOutcome::Created.as_str(),
+                        old: None,
+                        new_content: &w.content,
+                        new_certainty: w.certainty,
+                        reason: &w.reason,
+                        actor,
+                    },
+                )
+                .await?;
+                record_belief(
+                    &mut *conn,
+                    workspace_id,
+                    &created,
+                    BeliefOutcome::Created,
+                    actor,
+                )
+                .await?;
+                return Ok((BeliefOutcome::Created, created, rev));
+            }
+            // Someone inserted it meanwhile: revise theirs.
+            None => {
+                existing = store::lock_belief_by_key(
+                    &mut *conn,
+                    workspace_id,
+                    agent_id,
+                    category,
+                    &w.subject,
+                )
+                .await?;
+            }
+        }
+    }
+    let Some(old) = existing else {
+        return Err(ApiError::Unexpected(anyhow::anyhow!(
+            "belief vanished between insert and lock"
+        )));
+    };
+    let outcome =
+        rules::revise_belief(Some((&old.content, old.certainty)), &w.content, w.certainty);
+    let (content, certainty, conflict) = match outcome {
+        BeliefOutcome::Corroborated => (old.content.as_str(), w.certainty, false),
+        BeliefOutcome::Revised => (w.content.as_str(), w.certainty, false),
+        BeliefOutcome::Rejected => (old.content.as_str(), old.certainty, old.conflict),
+        BeliefOutcome::Conflict => (old.content.as_str(), old.certainty, true),
+        BeliefOutcome::Created => (w.content.as_str(), w.certainty, false),
+    };
+    let updated = store::update_belief(
+        &mut *conn,
+        workspace_id,
+        old.id,
+        old.version,
+        content,
+        certainty,
+        conflict,
+    )
+    .await?
+    .ok_or_else(|| stale("belief", old.id, old.version))?;
+    let rev = store::insert_revision(
+        &mut *conn,
+        workspace_id,
+        NewRevision {
+            belief_id: old.id,
+            outcome: outcome.as_str(),
+            old: Some((&old.content, old.certainty)),
+            new_content: &w.content,
+            new_certainty: w.certainty,
+            reason: &w.reason,
+            actor,
+        },
+    )
+    .await?;
+    record_belief(&mut *conn, workspace_id, &updated, outcome, actor).await?;
+    Ok((outcome, updated, rev))
+}
+
+async fn record_belief(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    b: &BeliefView,
+    outcome: BeliefOutcome,
+    actor: &str,
+) -> sqlx::Result<()> {
+    record(
+        conn,
+        workspace_id,
+        kind::BELIEF_REVISED,
+        actor,
+        json!({ "agent_id": b.agent_id, "belief_id": b.id, "category": b.category, "subject": b.subject,
+                "outcome": outcome, "certainty": b.certainty, "conflict": b.conflict }),
+    )
+    .await
+}
+
+// ---------------------------------------------------------------- desires
+
+/// A new desire.
+#[derive(Debug, Clone)]
+pub struct DesireCreate {
+    /// What (1–4000 bytes).
+    pub description: String,
+    /// Terminal or instrumental.
+    pub kind: DesireKind,
+    /// Formula components.
+    pub inputs: PriorityInputs,
+    /// Desires served (instrumental only, at least one).
+    pub serves: Vec<Uuid>,
+    /// Scarce resources.
+    pub resources: Vec<String>,
+    /// Strategic direction.
+    pub strategy: Option<String>,
+    /// Desires it rules out.
+    pub incompatible_with: Vec<Uuid>,
+}
+
+/// Creates a desire with its formula priority and reports its conflicts
+/// with the agent's active desires (seed §6.3).
+pub async fn create_desire(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    d: DesireCreate,
+    actor: &str,
+) -> Result<(DesireView, Vec<DesireConflict>), ApiError> {
+    if let Some((field, v)) = d.inputs.invalid_component() {
+        return Err(out_of_range(field, v));
+    }
+    check_text("description", &d.description, 4000)?;
+    if d.resources.len() > 50
+        || d.resources
+            .iter()
+            .any(|r| r.trim().is_empty() || r.len() > 200)
+    {
+        return Err(ApiError::invalid(
+            "resources",
+            "at most 50 resources of 1–200 bytes each",
+        ));
+    }
+    if let Some(s) = &d.strategy {
+        check_text("strategy", s, 200)?;
+    }
+    match d.kind {
+        DesireKind::Terminal if !d.serves.is_empty() => {
+            return Err(unprocessable(
+                "invalid_desire",
+                "a terminal desire serves no other desire; make it instrumental",
+                json!({ "field": "serves" }),
+            ));
+        }
+        DesireKind::Instrumental if d.serves.is_empty() => {
+            return Err(unprocessable(
+                "invalid_desire",
+                "an instrumental desire must name the desires it serves",
+                json!({ "field": "serves" }),
+            ));
+        }
+        _ => {}
+    }
+    require_agent(&mut *conn, workspace_id, agent_id).await?;
+    let all = store::lock_desires(&mut *conn, workspace_id, agent_id).await?;
+    for s in d.serves.iter().chain(&d.incompatible_with) {
+        if !all.iter().any(|e| e.id == *s && e.status == "active") {
+            return Err(unprocessable(
+                "unknown_desire",
+                format!("{s} is not an active desire of '{agent_id}'"),
+                json!({ "desire_id": s }),
+            ));
+        }
+    }
+    let id = Uuid::new_v4();
+    let profile = |e: &DesireView| DesireProfile {
+        id: e.id,
+        resources: e.resources.clone(),
+        strategy: e.strategy.clone(),
+        incompatible_with: e.incompatible_with.clone(),
+    };
+    let existing: Vec<DesireProfile> = all
+        .iter()
+        .filter(|e| e.status == "active")
+        .map(profile)
+        .collect();
+    let conflicts = rules::desire_conflicts(
+        &DesireProfile {
+            id,
+            resources: d.resources.clone(),
+            strategy: d.strategy.clone(),
+            incompatible_with: d.incompatible_with.clone(),
+        },
+        &existing,
+    );
+    let priority = rules::desire_priority(&d.inputs).clamp(0.0, 1.0);
+    let created = store::insert_desire(
+        &mut *conn,
+        workspace_id,
+        NewDesire {
+            id,
+            agent_id,
+            description: &d.description,
+            kind: d.kind.as_str(),
+            inputs: d.inputs,
+            priority,
+            serves: &d.serves,
+            resources: &d.resources,
+            strategy: d.strategy.as_deref(),
+            incompatible_with: &d.incompatible_with,
+        },
+    )
+    .await?;
+    record(
+        &mut *conn,
+        workspace_id,
+        kind::DESIRE_CREATED,
+        actor,
+        json!({ "agent_id": agent_id, "desire_id": id, "kind": d.kind, "priority": priority,
+                "conflicts": conflicts }),
+    )
+    .await?;
+    Ok((created, conflicts))
+}
+
+/// Drops an active desire and cascades (seed §6.4, [`rules::drop_cascade`]);
+/// every dropped desire gets its drop record. Returns the direct one's.
+pub async fn drop_desire(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    desire_id: Uuid,
+    reason: &str,
+    version: Option<i64>,
+    actor: &str,
+) -> Result<DropRecord, ApiError> {
+    check_text("reason", reason, 1000)?;
+    require_agent(&mut *conn, workspace_id, agent_id).await?;
+    let all = store::lock_desires(&mut *conn, workspace_id, agent_id).await?;
+    let Some(target) = all.iter().find(|d| d.id == desire_id) else {
+        return Err(ApiError::NotFound(format!(
+            "no desire {desire_id} of '{agent_id}'"
+        )));
+    };
+    check_version("desire", desire_id, target.version, version)?;
+    if target.status != "active" {
+        return Err(ApiError::Conflict {
+            code: "invalid_state",
+            message: format!("desire {desire_id} is already {}", target.status),
+            details: json!({ "entity": "desire", "status": target.status }),
+        });
+    }
+    let links: Vec<DesireLink> = all
+        .iter()
+        .map(|d| DesireLink {
+            id: d.id,
+            kind: d.kind.parse().unwrap_or(DesireKind::Terminal),
+            active: d.status == "active",
+            serves: d.serves.clone(),
+        })
+        .collect();
+    let plan = rules::drop_cascade(desire_id, &links);
+    let version_of = |id: Uuid| all.iter().find(|d| d.id == id).map_or(0, |d| d.version);
+    if !store::drop_desire(&mut *conn, workspace_id, desire_id, target.version).await? {
+        return Err(stale("desire", desire_id, target.version));
+    }
+    let direct = store::insert_drop(
+        &mut *conn,
+        workspace_id,
+        &DropRecord {
+            desire_id,
+            dropped_at: time::OffsetDateTime::now_utc(),
+            reason: reason.to_owned(),
+            related_desires_affected: plan.affected.clone(),
+            cascaded_drops: plan.cascaded.clone(),
+            cascade_of: None,
+        },
+        actor,
+    )
+    .await?;
+    for c in &plan.cascaded {
+        if !store::drop_desire(&mut *conn, workspace_id, *c, version_of(*c)).await? {
+            return Err(stale("desire", *c, version_of(*c)));
+        }
+        store::insert_drop(
+            &mut *conn,
+            workspace_id,
+            &DropRecord {
+                desire_id: *c,
+                dropped_at: time::OffsetDateTime::now_utc(),
+                reason: format!("cascade: every desire it served was dropped ({reason})"),
+                related_desires_affected: vec![],
+                cascaded_drops: vec![],
+                cascade_of: Some(desire_id),
+            },
+            actor,
+        )
+        .await?;
+    }
+    record(
+        &mut *conn,
+        workspace_id,
+        kind::DESIRE_DROPPED,
+        actor,
+        json!({ "agent_id": agent_id, "desire_id": desire_id, "reason": reason,
+                "related_desires_affected": plan.affected, "cascaded_drops": plan.cascaded }),
+    )
+    .await?;
+    Ok(direct)
+}
+
+// ---------------------------------------------------------------- goals
+
+/// A new goal.
+#[derive(Debug, Clone)]
+pub struct GoalCreate {
+    /// What.
+    pub description: String,
+    /// Tier.
+    pub tier: GoalTier,
+    /// Parent (same agent, same tier or higher).
+    pub parent_goal_id: Option<Uuid>,
+    /// Desire it realises.
+    pub desire_id: Option<Uuid>,
+    /// Criteria.
+    pub success_criteria: String,
+    /// Deadline.
+    pub deadline: Option<time::OffsetDateTime>,
+}
+
+/// Creates a goal; its parent must be the agent's, active, and at its tier or above.
+pub async fn create_goal(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    g: GoalCreate,
+    actor: &str,
+) -> Result<GoalView, ApiError> {
+    check_text("description", &g.description, 4000)?;
+    if g.success_criteria.len() > 4000 {
+        return Err(ApiError::invalid(
+            "success_criteria",
+            "success_criteria must be at most 4000 bytes",
+        ));
+    }
+    require_agent(&mut *conn, workspace_id, agent_id).await?;
+    if let Some(p) = g.parent_goal_id {
+        let parent = store::lock_goal(&mut *conn, workspace_id, agent_id, p)
+            .await?
+            .ok_or_else(|| {
+                unprocessable(
+                    "unknown_goal",
+                    format!("parent_goal_id {p} is not a goal of '{agent_id}'"),
+                    json!({ "parent_goal_id": p }),
+                )
+            })?;
+        let parent_tier: GoalTier = parent.tier.parse()?;
+        if !rules::tier_fits_parent(g.tier, parent_tier) {
+            return Err(unprocessable(
+                "invalid_tier",
+                format!(
+                    "a {} goal cannot sit under a {} goal (strategic → tactical → operational)",
+                    g.tier, parent_tier
+                ),
+                json!({ "tier": g.tier, "parent_tier": parent_tier }),
+            ));
+        }
+        if parent.status != GoalStatus::Active.as_str() {
+            return Err(ApiError::conflict(
+                "invalid_state",
+                format!("parent goal {p} is {}", parent.status),
+            ));
+        }
+    }
+    if let Some(d) = g.desire_id {
+        let desires = store::list_desires(&mut *conn, workspace_id, agent_id, None).await?;
+        if !desires.iter().any(|x| x.id == d) {
+            return Err(unprocessable(
+                "unknown_desire",
+                format!("desire_id {d} is not a desire of '{agent_id}'"),
+                json!({ "desire_id": d }),
+            ));
+        }
+    }
+    let goal = store::insert_goal(
+        &mut *conn,
+        workspace_id,
+        NewGoal {
+            agent_id,
+            description: &g.description,
+            tier: g.tier.as_str(),
+            parent_goal_id: g.parent_goal_id,
+            desire_id: g.desire_id,
+            success_criteria: &g.success_criteria,
+            deadline: g.deadline,
+        },
+    )
+    .await?;
+    record(
+        &mut *conn,
+        workspace_id,
+        kind::GOAL_CREATED,
+        actor,
+        json!({ "agent_id": agent_id, "goal_id": goal.id, "tier": goal.tier, "parent_goal_id": goal.parent_goal_id }),
+    )
+    .await?;
+    Ok(goal)
+}
+
+/// Moves a goal along its lifecycle ([`rules::goal_next`]).
+pub async fn set_goal_status(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    id: Uuid,
+    to: GoalStatus,
+    version: Option<i64>,
+    actor: &str,
+) -> Result<GoalView, ApiError> {
+    let g = store::lock_goal(&mut *conn, workspace_id, agent_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no goal {id} of '{agent_id}'")))?;
+    check_version("goal", id, g.version, version)?;
+    let from: GoalStatus = g.status.parse()?;
+    let to = rules::goal_next(from, to)?;
+    let moved = store::set_goal_status(&mut *conn, workspace_id, id, g.version, to.as_str())
+        .await?
+        .ok_or_else(|| stale("goal", id, g.version))?;
+    record(
+        &mut *conn,
+        workspace_id,
+        kind::GOAL_UPDATED,
+        actor,
+        json!({ "agent_id": agent_id, "goal_id": id, "from": from, "to": to }),
+    )
+    .await?;
+    Ok(moved)
+}
+
+// ---------------------------------------------------------------- intentions
+
+/// A commitment (seed §7.1 `intention_commit`).
+#[derive(Debug, Clone)]
+pub struct IntentionCreate {
+    /// What.
+    pub description: String,
+    /// Goal pursued.
+    pub goal_id: Option<Uuid>,
+    /// Desire committed to (its priority becomes the intention's).
+    pub desire_id: Option<Uuid>,
+    /// Strategy (default open-minded, the seed's default).
+    pub strategy: CommitmentStrategy,
+    /// Priority when no desire is linked.
+    pub priority: Option<f64>,
+}
+
+/// Commits to an intention. Its priority is the linked desire's, else the
+/// given one, else 0.5.
+pub async fn commit_intention(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    i: IntentionCreate,
+    actor: &str,
+) -> Result<IntentionView, ApiError> {
+    check_text("description", &i.description, 4000)?;
+    if let Some(p) = i.priority
+        && !rules::unit_interval(p)
+    {
+        return Err(out_of_range("priority", p));
+    }
+    require_agent(&mut *conn, workspace_id, agent_id).await?;
+    let mut priority = i.priority.unwrap_or(0.5);
+    if let Some(d) = i.desire_id {
+        let desires = store::list_desires(&mut *conn, workspace_id, agent_id, None).await?;
+        let desire = desires
+            .iter()
+            .find(|x| x.id == d && x.status == "active")
+            .ok_or_else(|| {
+                unprocessable(
+                    "unknown_desire",
+                    format!("desire_id {d} is not an active desire of '{agent_id}'"),
+                    json!({ "desire_id": d }),
+                )
+            })?;
+        priority = desire.priority;
+    }
+    if let Some(g) = i.goal_id {
+        let goal = store::lock_goal(&mut *conn, workspace_id, agent_id, g)
+            .await?
+            .ok_or_else(|| {
+                unprocessable(
+                    "unknown_goal",
+                    format!("goal_id {g} is not a goal of '{agent_id}'"),
+                    json!({ "goal_id": g }),
+                )
+            })?;
+        if goal.status != GoalStatus::Active.as_str() {
+            return Err(ApiError::conflict(
+                "invalid_state",
+                format!("goal {g} is {}", goal.status),
+            ));
+        }
+    }
+    let it = store::insert_intention(
+        &mut *conn,
+        workspace_id,
+        NewIntention {
+            agent_id,
+            description: &i.description,
+            goal_id: i.goal_id,
+            desire_id: i.desire_id,
+            strategy: i.strategy.as_str(),
+            priority,
+        },
+    )
+    .await?;
+    record(
+        &mut *conn,
+        workspace_id,
+        kind::INTENTION_COMMITTED,
+        actor,
+        json!({ "agent_id": agent_id, "intention_id": it.id, "strategy": it.strategy, "priority": it.priority }),
+    )
+    .await?;
+    Ok(it)
+}
+
+async fn lock_intention(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    id: Uuid,
+) -> Result<IntentionView, ApiError> {
+    store::lock_intention(&mut *conn, workspace_id, agent_id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no intention {id} of '{agent_id}'")))
+}
+
+/// Moves an intention along its lifecycle ([`rules::intention_next`]).
+pub async fn set_intention_status(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    id: Uuid,
+    to: IntentionStatus,
+    version: Option<i64>,
+    actor: &str,
+) -> Result<IntentionView, ApiError> {
+    let it = lock_intention(&mut *conn, workspace_id, agent_id, id).await?;
+    check_version("intention", id, it.version, version)?;
+    let from: IntentionStatus = it.status.parse()?;
+    let to = rules::intention_next(from, to)?;
+    let moved = store::set_intention_status(&mut *conn, workspace_id, id, it.version, to.as_str())
+        .await?
+        .ok_or_else(|| stale("intention", id, it.version))?;
+    record(
+        &mut *conn,
+        workspace_id,
+        kind::INTENTION_UPDATED,
+        actor,
+        json!({ "agent_id": agent_id, "intention_id": id, "from": from, "to": to }),
+    )
+    .await?;
+    Ok(moved)
+}
+
+/// Records progress on an active intention (restarts its stall clock).
+pub async fn record_progress(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    id: Uuid,
+    progress: f64,
+    version: Option<i64>,
+    actor: &str,
+) -> Result<IntentionView, ApiError> {
+    if !rules::unit_interval(progress) {
+        return Err(out_of_range("progress", progress));
+    }
+    let it = lock_intention(&mut *conn, workspace_id, agent_id, id).await?;
+    check_version("intention", id, it.version, version)?;
+    if it.status != IntentionStatus::Active.as_str() {
+        return Err(ApiError::Conflict {
+            code: "invalid_state",
+            message: format!(
+                "intention {id} is {}; only an active one makes progress",
+                it.status
+            ),
+            details: json!({ "entity": "intention", "status": it.status }),
+        });
+    }
+    let moved = store::set_progress(&mut *conn, workspace_id, id, it.version, progress)
+        .await?
+        .ok_or_else(|| stale("intention", id, it.version))?;
+    record(
+        &mut *conn,
+        workspace_id,
+        kind::INTENTION_UPDATED,
+        actor,
+        json!({ "agent_id": agent_id, "intention_id": id, "progress": progress }),
+    )
+    .await?;
+    Ok(moved)
+}
+
+/// What `intention_reconsider` answered.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Reconsideration {
+    /// `keep`, `suspend` or `drop`.
+    pub verdict: Verdict,
+    /// Why.
+    pub reasons: Vec<String>,
+    /// The strategy's stall threshold in days (none for single-minded).
+    pub stall_days: Option<f64>,
+    /// The strategy's priority factor (none for single-minded).
+    pub priority_factor: Option<f64>,
+    /// Days since the last progress update.
+    pub days_since_progress: f64,
+    /// The best competing active desire's priority.
+    pub best_competing_priority: Option<f64>,
+    /// Whether the verdict was applied to the intention.
+    pub applied: bool,
+    /// The intention (after applying, when applied).
+    pub intention: IntentionView,
+}
+
+/// `intention_reconsider` (seed §7.3) on one active or suspended intention:
+/// compares it with the agent's other active desires and its stall time
+/// ([`rules::reconsider`]); with `apply`, suspends or drops it accordingly.
+#[allow(clippy::too_many_arguments)]
+pub async fn reconsider_intention(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    id: Uuid,
+    impossible: bool,
+    blocked: bool,
+    apply: bool,
+    actor: &str,
+) -> Result<Reconsideration, ApiError> {
+    let it = lock_intention(&mut *conn, workspace_id, agent_id, id).await?;
+    let status: IntentionStatus = it.status.parse()?;
+    if !matches!(status, IntentionStatus::Active | IntentionStatus::Suspended) {
+        return Err(ApiError::Conflict {
+            code: "invalid_state",
+            message: format!("intention {id} is {}; nothing to reconsider", it.status),
+            details: json!({ "entity": "intention", "status": it.status }),
+        });
+    }
+    let strategy: CommitmentStrategy = it.strategy.parse()?;
+    let desires = store::list_desires(&mut *conn, workspace_id, agent_id, Some("active")).await?;
+    let best = desires
+        .iter()
+        .filter(|d| Some(d.id) != it.desire_id)
+        .map(|d| d.priority)
+        .fold(None, |acc: Option<f64>, p| {
+            Some(acc.map_or(p, |a| a.max(p)))
+        });
+    let days = store::seconds_since(&mut *conn, it.last_progress_at).await? / 86_400.0;
+    let (verdict, reasons) = rules::reconsider(&ReconsiderInputs {
+        strategy,
+        priority: it.priority,
+        days_since_progress: days,
+        best_competing_priority: best,
+        impossible,
+        blocked,
+    });
+    let target = match verdict {
+        Verdict::Keep => None,
+        Verdict::Suspend if status == IntentionStatus::Suspended => None,
+        Verdict::Suspend => Some(IntentionStatus::Suspended),
+        Verdict::Drop => Some(IntentionStatus::Dropped),
+    };
+    let (applied, intention) = match (apply, target) {
+        (true, Some(to)) => {
+            let to = rules::intention_next(status, to)?;
+            let moved =
+                store::set_intention_status(&mut *conn, workspace_id, id, it.version, to.as_str())
+                    .await?
+                    .ok_or_else(|| stale("intention", id, it.version))?;
+            (true, moved)
+        }
+        _ => (false, it),
+    };
+    record(
+        &mut *conn,
+        workspace_id,
+        kind::INTENTION_RECONSIDERED,
+        actor,
+        json!({ "agent_id": agent_id, "intention_id": id, "strategy": strategy, "verdict": verdict,
+                "reasons": reasons, "applied": applied }),
+    )
+    .await?;
+    Ok(Reconsideration {
+        verdict,
+        reasons,
+        stall_days: strategy.stall_days(),
+        priority_factor: strategy.priority_factor(),
+        days_since_progress: days,
+        best_competing_priority: best,
+        applied,
+        intention,
+    })
+}
