@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod reservations;
 pub mod stream;
 pub mod tokens;
+pub mod tool_approvals;
 pub mod tools;
 pub mod web;
 pub mod webhooks;
@@ -84,6 +85,7 @@ pub fn router(state: AppState) -> Router {
         .merge(governance::router())
         .merge(workforce::router())
         .merge(handoffs::router())
+        .merge(tool_approvals::router())
         .merge(tokens::router())
         .merge(tools::router())
         .merge(mcp::router())

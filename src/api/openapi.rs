@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use super::{
     AppState, agents, attempts, board, contract_net, events, governance, handoffs, messages,
-    missions, reservations, tokens, tools, webhooks, workforce,
+    missions, reservations, tokens, tool_approvals, tools, webhooks, workforce,
 };
 use crate::{
     auth::Role,
@@ -127,6 +127,12 @@ pub const DOCS_PATH: &str = "/docs";
         contract_net::propose,
         contract_net::award,
         contract_net::set_allocation,
+        tool_approvals::request,
+        tool_approvals::poll,
+        tool_approvals::report_call,
+        tool_approvals::list,
+        tool_approvals::show,
+        tool_approvals::resolve,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -148,6 +154,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "handoffs", description = "Agent ⇄ human handoffs: the context handed over with a task that changes hands."),
         (name = "governance", description = "Governance: the stakeholder profile, the governance check, and the decision queue that gates consequential actions and mission tasks."),
         (name = "contract-net", description = "Contract net: tenders (calls for proposals) that allocate a task to the best proposal instead of by scoring."),
+        (name = "tool-approvals", description = "Tool-use approvals: a worker asks before a guarded tool call, the task's tool policy answers or escalates to a person, who approves or denies with a rationale; requests time out to the policy's default."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

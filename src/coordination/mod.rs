@@ -12,4 +12,5 @@ pub mod governance;
 pub mod handoffs;
 pub mod messages;
 pub mod reservations;
+pub mod tool_policy;
 pub mod workforce;

@@ -17,5 +17,6 @@ pub mod missions;
 pub mod reservations;
 pub mod tasks;
 pub mod templates;
+pub mod tool_approvals;
 pub mod webhooks;
 pub mod workforce;

@@ -19,5 +19,6 @@ mod proof;
 mod real_llm;
 mod replicas;
 mod streams;
+mod tool_policy;
 mod tools;
 mod workforce;
