@@ -36,3 +36,45 @@ CREATE TABLE tool_approval_requests (
 CREATE INDEX tool_approval_requests_queue ON tool_approval_requests (workspace_id, status, created_at);
 CREATE INDEX tool_approval_requests_attempt ON tool_approval_requests (attempt_id);
 CREATE INDEX tool_approval_requests_expiry ON tool_approval_requests (expires_at) WHERE status = 'pending';
+
+-- Team decisions: a topic with options and evidence, put to the mission's
+-- agents. open → committed (window closed or everyone voted; plurality,
+-- ties broken by the orchestrator rule) | cancelled. The committed record
+-- carries its ADR, rendered from the record.
+CREATE TABLE team_decisions (
+    id                 uuid PRIMARY KEY,
+    workspace_id       uuid NOT NULL REFERENCES workspaces (id),
+    mission_id         uuid NOT NULL REFERENCES orchestration_runs (id) ON DELETE CASCADE,
+    -- A blocked task that raised it, if one did.
+    task_id            uuid REFERENCES orchestration_tasks (id) ON DELETE CASCADE,
+    proposer           text NOT NULL,
+    topic              text NOT NULL CHECK (length(topic) BETWEEN 1 AND 500),
+    -- [{label, description}], labels unique, 2–10 of them.
+    options            jsonb NOT NULL,
+    evidence           text[] NOT NULL DEFAULT '{}',
+    recommended_option text,
+    eligible           text[] NOT NULL CHECK (cardinality(eligible) >= 1),
+    closes_at          timestamptz NOT NULL,
+    status             text NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'committed', 'cancelled')),
+    committed_option   text,
+    tie_broken         boolean NOT NULL DEFAULT false,
+    tally              jsonb NOT NULL DEFAULT '{}',
+    rationale          text,
+    adr                text,
+    closed_by          text,
+    closed_at          timestamptz,
+    version            bigint NOT NULL DEFAULT 1,
+    created_at         timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX team_decisions_mission ON team_decisions (workspace_id, mission_id, created_at);
+CREATE INDEX team_decisions_open ON team_decisions (closes_at) WHERE status = 'open';
+
+-- One vote per eligible agent; a vote may be changed while the decision is open.
+CREATE TABLE team_decision_votes (
+    decision_id uuid NOT NULL REFERENCES team_decisions (id) ON DELETE CASCADE,
+    agent_id    text NOT NULL,
+    option      text NOT NULL,
+    rationale   text,
+    cast_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (decision_id, agent_id)
+);

@@ -16,6 +16,7 @@ pub mod missions;
 pub mod openapi;
 pub mod reservations;
 pub mod stream;
+pub mod team_decisions;
 pub mod tokens;
 pub mod tool_approvals;
 pub mod tools;
@@ -86,6 +87,7 @@ pub fn router(state: AppState) -> Router {
         .merge(workforce::router())
         .merge(handoffs::router())
         .merge(tool_approvals::router())
+        .merge(team_decisions::router())
         .merge(tokens::router())
         .merge(tools::router())
         .merge(mcp::router())

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use super::{
     AppState, agents, attempts, board, contract_net, events, governance, handoffs, messages,
-    missions, reservations, tokens, tool_approvals, tools, webhooks, workforce,
+    missions, reservations, team_decisions, tokens, tool_approvals, tools, webhooks, workforce,
 };
 use crate::{
     auth::Role,
@@ -133,6 +133,12 @@ pub const DOCS_PATH: &str = "/docs";
         tool_approvals::list,
         tool_approvals::show,
         tool_approvals::resolve,
+        team_decisions::propose,
+        team_decisions::list,
+        team_decisions::show,
+        team_decisions::vote,
+        team_decisions::cancel,
+        team_decisions::adr,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -155,6 +161,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "governance", description = "Governance: the stakeholder profile, the governance check, and the decision queue that gates consequential actions and mission tasks."),
         (name = "contract-net", description = "Contract net: tenders (calls for proposals) that allocate a task to the best proposal instead of by scoring."),
         (name = "tool-approvals", description = "Tool-use approvals: a worker asks before a guarded tool call, the task's tool policy answers or escalates to a person, who approves or denies with a rationale; requests time out to the policy's default."),
+        (name = "team-decisions", description = "Team decisions: a topic with options and evidence put to the mission's agents, votes within a window, commit by plurality with the orchestrator's tie-break, and the ADR rendered from the record."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

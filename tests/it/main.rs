@@ -19,6 +19,7 @@ mod proof;
 mod real_llm;
 mod replicas;
 mod streams;
+mod team_decisions;
 mod tool_policy;
 mod tools;
 mod workforce;
