@@ -532,7 +532,7 @@ fn resolved_event<'a>(row: &ApprovalRow, actor: &'a str) -> NewEvent<'a> {
         actor,
         payload: json!({
             "approval_id": row.id, "agent_id": row.agent_id, "tool": row.tool,
-            "status": row.status, "granted": row.status().granted(row.timeout_outcome()),
+            "approval_status": row.status, "granted": row.status().granted(row.timeout_outcome()),
             "resolver": row.resolver, "rationale": row.rationale,
         }),
     }
@@ -706,7 +706,7 @@ pub async fn request_approval(
                 "approval_id": row.id, "agent_id": row.agent_id, "tool": row.tool,
                 "paths": row.paths, "diff_lines": row.diff_lines, "tokens": row.tokens,
                 "files_changed": row.files_changed, "verdict": row.verdict,
-                "reasons": row.reasons, "status": row.status,
+                "reasons": row.reasons, "approval_status": row.status,
             }),
         },
     )

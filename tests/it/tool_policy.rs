@@ -239,7 +239,7 @@ async fn the_policy_judges_each_call_and_people_resolve_escalations_by_id() {
         by_person[0]["payload"]["rationale"],
         "schema change reviewed"
     );
-    assert_eq!(by_person[0]["payload"]["status"], "approved");
+    assert_eq!(by_person[0]["payload"]["approval_status"], "approved");
     let called = events_of(&app, d.mission_id, "tool.called").await;
     assert_eq!(called.len(), 1);
     assert_eq!(called[0]["payload"]["tool"], "write_file");
