@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod reservations;
 pub mod stream;
 pub mod team_decisions;
+pub mod timeline;
 pub mod tokens;
 pub mod tool_approvals;
 pub mod tools;
@@ -88,6 +89,7 @@ pub fn router(state: AppState) -> Router {
         .merge(handoffs::router())
         .merge(tool_approvals::router())
         .merge(team_decisions::router())
+        .merge(timeline::router())
         .merge(tokens::router())
         .merge(tools::router())
         .merge(mcp::router())

@@ -20,6 +20,7 @@ mod real_llm;
 mod replicas;
 mod streams;
 mod team_decisions;
+mod timeline;
 mod tool_policy;
 mod tools;
 mod workforce;
