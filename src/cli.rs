@@ -193,6 +193,10 @@ pub struct EngineArgs {
     /// Concurrency cap of each contractor.
     #[arg(long, env = "COORDINATOR_CONTRACTOR_CONCURRENCY", default_value_t = 4)]
     pub contractor_concurrency: i32,
+    /// Seconds a tool-approval request waits for a person before it times out
+    /// to its policy's default outcome (tasks may set their own).
+    #[arg(long, env = "COORDINATOR_TOOL_APPROVAL_TIMEOUT_SECS", default_value_t = crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS)]
+    pub tool_approval_timeout_secs: u64,
 }
 
 impl EngineArgs {
@@ -236,6 +240,11 @@ impl EngineArgs {
         }
         cfg.contractor_threshold = self.contractor_threshold;
         cfg.contractor_concurrency = self.contractor_concurrency;
+        anyhow::ensure!(
+            (1..=7 * 24 * 3600).contains(&self.tool_approval_timeout_secs),
+            "--tool-approval-timeout-secs must be between 1 and 604800"
+        );
+        cfg.tool_approval_timeout = Duration::from_secs(self.tool_approval_timeout_secs);
         Ok(())
     }
 }

@@ -17,6 +17,7 @@
 //!   as intentions, and the scheduled BDI maintenance job.
 //! - [`engine`]: the tick — dispatch (claim, assign, send) and reconcile (leases, sweeps).
 //! - [`api`]: HTTP handlers (thin), extractors, [`api::Application`].
+//! - [`timeline`]: the mission timeline and snapshots, pure projections of its event log.
 //! - [`tools`]: the chat tools, served as function-calling schemas and over MCP.
 //! - [`worker`]: the worker protocol and the simulated reference worker.
 //! - [`auth`]: bearer tokens and roles; [`retry_after`]: reading `Retry-After`.
@@ -45,6 +46,7 @@ pub mod planning;
 pub mod retention;
 pub mod retry_after;
 pub mod store;
+pub mod timeline;
 pub mod tools;
 pub mod verification;
 pub mod webhooks;

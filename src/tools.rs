@@ -22,7 +22,7 @@ use crate::{
         missions::{APPROVERS, WRITERS},
     },
     auth::{Principal, Role},
-    coordination::governance,
+    coordination::{governance, tool_policy},
     domain::MissionStatus,
     error::ApiError,
     missions::{
@@ -55,6 +55,7 @@ enum Kind {
     PauseMission,
     ResumeMission,
     ResolveDecision,
+    ResolveToolApproval,
 }
 
 /// One tool of the registry.
@@ -196,6 +197,17 @@ impl Tool {
                 let replan = state.planning.llm.is_some();
                 let d = governance::resolve(&state.pool, replan, who, id, req).await?;
                 Ok(serde_json::to_value(d).unwrap_or_default())
+            }
+            Kind::ResolveToolApproval => {
+                let id = args
+                    .remove("approval_id")
+                    .and_then(|v| v.as_str().and_then(|s| s.parse::<Uuid>().ok()))
+                    .ok_or_else(|| {
+                        ApiError::invalid("approval_id", "approval_id must be a tool approval's id")
+                    })?;
+                let req: tool_policy::ResolveApproval = request(args)?;
+                let a = tool_policy::resolve(&state.pool, who, id, req).await?;
+                Ok(serde_json::to_value(a).unwrap_or_default())
             }
         }
     }
@@ -777,6 +789,27 @@ fn build() -> Vec<Tool> {
             roles: DECIDERS,
             read_only: false,
             kind: Kind::ResolveDecision,
+        },
+        Tool {
+            name: "resolve_tool_approval",
+            title: "Approve or deny a tool call",
+            description: "Resolve a worker's request to call a tool that its task's tool policy escalated \
+                (a protected path, a large diff, or a policy that approves nothing by itself); \
+                GET /v1/tool-approvals?status=pending lists them. approved lets the worker make the \
+                call, denied forbids it; the rationale is logged on the mission's timeline. A request \
+                nobody resolves in time times out to its policy's default (denied unless the policy \
+                says otherwise) and can no longer be resolved.",
+            parameters: object(
+                json!({
+                    "approval_id": { "type": "string", "format": "uuid", "description": "The tool-approval request to resolve." },
+                    "outcome": { "type": "string", "enum": ["approved", "denied"], "description": "The resolution." },
+                    "rationale": { "type": "string", "description": "Why (1–4000 characters; logged)." }
+                }),
+                &["approval_id", "outcome", "rationale"],
+            ),
+            roles: tool_policy::RESOLVERS,
+            read_only: false,
+            kind: Kind::ResolveToolApproval,
         },
     ]
 }

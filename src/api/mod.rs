@@ -17,7 +17,10 @@ pub mod missions;
 pub mod openapi;
 pub mod reservations;
 pub mod stream;
+pub mod team_decisions;
+pub mod timeline;
 pub mod tokens;
+pub mod tool_approvals;
 pub mod tools;
 pub mod web;
 pub mod webhooks;
@@ -88,6 +91,9 @@ pub fn router(state: AppState) -> Router {
         .merge(workforce::router())
         .merge(handoffs::router())
         .merge(bdi::router())
+        .merge(tool_approvals::router())
+        .merge(team_decisions::router())
+        .merge(timeline::router())
         .merge(tokens::router())
         .merge(tools::router())
         .merge(mcp::router())

@@ -22,7 +22,8 @@ use uuid::Uuid;
 
 use super::{
     AppState, agents, attempts, bdi, board, contract_net, events, governance, handoffs, messages,
-    missions, reservations, tokens, tools, webhooks, workforce,
+    missions, reservations, team_decisions, timeline, tokens, tool_approvals, tools, webhooks,
+    workforce,
 };
 use crate::{
     auth::Role,
@@ -147,6 +148,20 @@ pub const DOCS_PATH: &str = "/docs";
         bdi::conflicts,
         bdi::show_commitment,
         bdi::put_commitment,
+        tool_approvals::request,
+        tool_approvals::poll,
+        tool_approvals::report_call,
+        tool_approvals::list,
+        tool_approvals::show,
+        tool_approvals::resolve,
+        team_decisions::propose,
+        team_decisions::list,
+        team_decisions::show,
+        team_decisions::vote,
+        team_decisions::cancel,
+        team_decisions::adr,
+        timeline::timeline,
+        timeline::snapshots,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -169,6 +184,9 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "handoffs", description = "Agent ⇄ human handoffs: the context handed over with a task that changes hands."),
         (name = "governance", description = "Governance: the stakeholder profile, the governance check, and the decision queue that gates consequential actions and mission tasks."),
         (name = "contract-net", description = "Contract net: tenders (calls for proposals) that allocate a task to the best proposal instead of by scoring."),
+        (name = "tool-approvals", description = "Tool-use approvals: a worker asks before a guarded tool call, the task's tool policy answers or escalates to a person, who approves or denies with a rationale; requests time out to the policy's default."),
+        (name = "team-decisions", description = "Team decisions: a topic with options and evidence put to the mission's agents, votes within a window, commit by plurality with the orchestrator's tie-break, and the ADR rendered from the record."),
+        (name = "timeline", description = "The mission timeline (plan, steps, tool calls, handoffs, decisions, approvals) and snapshots after milestones, both projected from the event log."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

@@ -12,4 +12,6 @@ pub mod governance;
 pub mod handoffs;
 pub mod messages;
 pub mod reservations;
+pub mod team_decisions;
+pub mod tool_policy;
 pub mod workforce;

@@ -21,7 +21,7 @@ use super::{
 use crate::{
     assignment::{self, TaskNeeds},
     auth::{generate_token, hash_token},
-    coordination::{contract_net, governance},
+    coordination::{contract_net, governance, tool_policy::ToolPolicy},
     domain::{FailureKind, ReportStatus, TaskEvent, TaskStatus, budget},
     store::{
         agents, attempts,
@@ -484,6 +484,9 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                         required_tools: task.required_tools.clone(),
                         success_criteria: task.success_criteria.clone(),
                         inputs: task.inputs.clone(),
+                        // A malformed policy is not sent; the coordinator
+                        // denies every request of such a task.
+                        tool_policy: ToolPolicy::of_inputs(&task.inputs).ok().flatten(),
                     }
                 },
                 upstream: upstream.get(&task.id).cloned().unwrap_or_default(),
@@ -492,6 +495,9 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                 callback: Callback {
                     heartbeat_url: format!("{base}/v1/attempts/{attempt_id}/heartbeat"),
                     result_url: format!("{base}/v1/attempts/{attempt_id}/result"),
+                    tool_approvals_url: Some(format!(
+                        "{base}/v1/attempts/{attempt_id}/tool-approvals"
+                    )),
                     token,
                 },
             },
@@ -552,6 +558,7 @@ fn verification_payload(task: &tasks::TaskRow, skill: &str) -> TaskPayload {
         required_tools: Vec::new(),
         success_criteria: task.success_criteria.clone(),
         inputs: json!({ "candidate_output": task.candidate_output, "task_inputs": task.inputs }),
+        tool_policy: None,
     }
 }
 

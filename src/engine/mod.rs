@@ -64,6 +64,9 @@ pub struct EngineConfig {
     pub contractor_threshold: f64,
     /// Concurrency cap of each contractor.
     pub contractor_concurrency: i32,
+    /// How long a tool-approval request waits for a person when the task's
+    /// policy sets no timeout of its own.
+    pub tool_approval_timeout: Duration,
 }
 
 impl EngineConfig {
@@ -89,6 +92,9 @@ impl EngineConfig {
             contractor_url: None,
             contractor_threshold: 0.0,
             contractor_concurrency: 4,
+            tool_approval_timeout: Duration::from_secs(
+                crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS,
+            ),
         }
     }
 }

@@ -17,6 +17,8 @@ pub mod messages;
 pub mod missions;
 pub mod reservations;
 pub mod tasks;
+pub mod team_decisions;
 pub mod templates;
+pub mod tool_approvals;
 pub mod webhooks;
 pub mod workforce;

@@ -1070,6 +1070,7 @@ mod tests {
                 required_tools: vec![],
                 success_criteria: json!(["mentions browns and greens", "under 250 words"]),
                 inputs: json!({"audience": "apartment dwellers"}),
+                tool_policy: None,
             },
             upstream: vec![UpstreamOutput {
                 task_id: Uuid::new_v4(),
@@ -1083,6 +1084,7 @@ mod tests {
                 heartbeat_url: format!("{}/v1/attempts/{attempt_id}/heartbeat", coordinator.uri()),
                 result_url: format!("{}/v1/attempts/{attempt_id}/result", coordinator.uri()),
                 token: TOKEN.into(),
+                tool_approvals_url: None,
             },
         }
     }
@@ -1673,6 +1675,7 @@ mod tests {
                 required_tools: vec![],
                 success_criteria: Value::Null,
                 inputs: Value::Null,
+                tool_policy: None,
             },
             upstream: vec![UpstreamOutput {
                 task_id: Uuid::new_v4(),
@@ -1686,6 +1689,7 @@ mod tests {
                 heartbeat_url: String::new(),
                 result_url: String::new(),
                 token: String::new(),
+                tool_approvals_url: None,
             },
         }
     }

@@ -60,6 +60,11 @@ pub struct TaskPayload {
     pub success_criteria: Value,
     /// Extra inputs from the plan.
     pub inputs: Value,
+    /// The task's tool-use policy (from `inputs.tool_policy`; absent: any
+    /// tool, auto-approved). Before a guarded call, ask
+    /// [`Callback::tool_approvals_url`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_policy: Option<crate::coordination::tool_policy::ToolPolicy>,
 }
 
 /// The result of a finished upstream task.
@@ -82,6 +87,10 @@ pub struct Callback {
     pub heartbeat_url: String,
     /// `POST` a [`WorkerReport`] here when done.
     pub result_url: String,
+    /// `POST` a tool-approval request here before a guarded tool call, then
+    /// poll `{tool_approvals_url}/{id}` (absent from older coordinators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_approvals_url: Option<String>,
     /// Bearer token valid for this attempt only.
     pub token: String,
 }

@@ -20,5 +20,8 @@ mod proof;
 mod real_llm;
 mod replicas;
 mod streams;
+mod team_decisions;
+mod timeline;
+mod tool_policy;
 mod tools;
 mod workforce;

@@ -21,6 +21,7 @@ const TOOLS: &[&str] = &[
     "resolve_task",
     "pause_mission",
     "resume_mission",
+    "resolve_tool_approval",
 ];
 
 fn tool_names(list: &Value) -> Vec<String> {

@@ -1,0 +1,220 @@
+//! `/v1` routes of team decisions (see
+//! [`crate::coordination::team_decisions`]): propose, vote, cancel, show,
+//! and the ADR of a committed decision as markdown.
+
+use axum::{
+    Router,
+    extract::State,
+    http::{StatusCode, header},
+    response::IntoResponse,
+    routing::{get, post},
+};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    extract::{Json, Path},
+    openapi as doc,
+};
+use crate::{
+    auth::Principal,
+    coordination::team_decisions::{
+        self as td, CancelRequest, ProposeRequest, TeamDecisionView, VoteRequest,
+    },
+    error::ApiResult,
+};
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/missions/{id}/team-decisions", get(list).post(propose))
+        .route("/v1/team-decisions/{id}", get(show))
+        .route("/v1/team-decisions/{id}/votes", post(vote))
+        .route("/v1/team-decisions/{id}/cancel", post(cancel))
+        .route("/v1/team-decisions/{id}/adr", get(adr))
+}
+
+/// Puts a decision to the mission's team: a topic, options, evidence, the
+/// eligible agents (default: those assigned to the mission's tasks) and a
+/// voting window; a blocked task may raise it (`task_id`).
+///
+/// Roles: admin, operator, agent.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/team-decisions",
+    tag = "team-decisions",
+    operation_id = "propose_team_decision",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body = ProposeRequest,
+    responses(
+        (status = 201, description = "Open for votes", body = TeamDecisionView),
+        (status = 200, description = "A retry of a proposal already made with this id", body = TeamDecisionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "`id` used otherwise (`team_decision_id_reused`)", body = doc::ErrorBody),
+        (status = 422, description = "Nobody could vote (`no_eligible_agents`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn propose(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<ProposeRequest>,
+) -> ApiResult<(StatusCode, Json<TeamDecisionView>)> {
+    let (view, created) = td::propose(&state.pool, &who, id, req).await?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((code, Json(view)))
+}
+
+/// A mission's team decisions.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TeamDecisionList {
+    /// Oldest first.
+    pub team_decisions: Vec<TeamDecisionView>,
+}
+
+/// The mission's team decisions, oldest first, with their votes (decisions
+/// whose window has closed are committed first).
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/missions/{id}/team-decisions",
+    tag = "team-decisions",
+    operation_id = "list_team_decisions",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    responses(
+        (status = 200, description = "Decisions", body = TeamDecisionList),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn list(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<TeamDecisionList>> {
+    let team_decisions = td::list(&state.pool, &who, id).await?;
+    Ok(Json(TeamDecisionList { team_decisions }))
+}
+
+/// Shows a team decision with its votes.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/team-decisions/{id}",
+    tag = "team-decisions",
+    operation_id = "get_team_decision",
+    params(("id" = Uuid, Path, description = "Team decision id")),
+    responses(
+        (status = 200, description = "The decision", body = TeamDecisionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn show(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<TeamDecisionView>> {
+    Ok(Json(td::get(&state.pool, &who, id).await?))
+}
+
+/// An eligible agent votes as itself, or changes its vote while the
+/// decision is open. The last eligible vote commits the decision.
+///
+/// Roles: agent (as itself).
+#[utoipa::path(
+    post,
+    path = "/v1/team-decisions/{id}/votes",
+    tag = "team-decisions",
+    operation_id = "vote_team_decision",
+    params(("id" = Uuid, Path, description = "Team decision id")),
+    request_body = VoteRequest,
+    responses(
+        (status = 200, description = "Counted (and maybe committed)", body = TeamDecisionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, description = "Not an agent token, or an agent not eligible", body = doc::ErrorBody),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The decision is closed (`invalid_state`): committed, cancelled, or its window passed", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn vote(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<VoteRequest>,
+) -> ApiResult<Json<TeamDecisionView>> {
+    Ok(Json(td::vote(&state.pool, &who, id, req).await?))
+}
+
+/// Withdraws an open decision, with a reason.
+///
+/// Roles: its proposer, admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/team-decisions/{id}/cancel",
+    tag = "team-decisions",
+    operation_id = "cancel_team_decision",
+    params(("id" = Uuid, Path, description = "Team decision id")),
+    request_body = CancelRequest,
+    responses(
+        (status = 200, description = "Cancelled", body = TeamDecisionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "Already closed (`invalid_state`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn cancel(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<CancelRequest>,
+) -> ApiResult<Json<TeamDecisionView>> {
+    Ok(Json(td::cancel(&state.pool, &who, id, req).await?))
+}
+
+/// The decision's ADR: markdown rendered from the committed record.
+///
+/// Roles: any token of the workspace.
+#[utoipa::path(
+    get,
+    path = "/v1/team-decisions/{id}/adr",
+    tag = "team-decisions",
+    operation_id = "get_team_decision_adr",
+    params(("id" = Uuid, Path, description = "Team decision id")),
+    responses(
+        (status = 200, description = "The ADR", body = String, content_type = "text/markdown"),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "Not committed (`team_decision_not_committed`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn adr(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+) -> ApiResult<impl IntoResponse> {
+    let md = td::adr(&state.pool, &who, id).await?;
+    Ok(([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], md))
+}

@@ -1,0 +1,1028 @@
+//! Team decisions (seed: "Decision Protocol"): propose a topic with options
+//! and evidence, let the eligible agents vote within a window, commit, and
+//! record the outcome as an ADR on the mission's log.
+//!
+//! - **Eligible voters** default to the agents assigned to the mission's
+//!   tasks; the proposer may name others. Only an agent token votes, as
+//!   itself; an ineligible agent gets 403.
+//! - **One vote per agent**; an agent may change its vote while the decision
+//!   is open (the last vote counts), so new evidence can move it.
+//! - **Commit** happens when every eligible agent has voted (in the vote's
+//!   transaction) or when the window has closed (by whoever next reads the
+//!   decision or its mission's list, guarded by `version`). Plurality wins;
+//!   a tie is broken by the **orchestrator rule**: the proposer's
+//!   recommended option if it is among the tied, otherwise the tied option
+//!   listed first. No votes at all is a tie of every option.
+//! - Lifecycle `open → committed | cancelled`; closed decisions refuse votes,
+//!   commits and cancels (409).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    auth::{Principal, Role},
+    domain::{IllegalTransition, text_enum},
+    error::ApiError,
+    store::{
+        events::{self, NewEvent},
+        missions,
+        team_decisions::{self as store, Close, TeamDecisionRow, VoteRow},
+    },
+};
+
+/// Event kinds written here.
+pub mod kind {
+    /// A decision was put to the team.
+    pub const PROPOSED: &str = "team_decision.proposed";
+    /// An agent voted (or changed its vote).
+    pub const VOTED: &str = "team_decision.voted";
+    /// The decision was committed; the payload carries the ADR.
+    pub const COMMITTED: &str = "team_decision.committed";
+    /// The decision was withdrawn.
+    pub const CANCELLED: &str = "team_decision.cancelled";
+}
+
+/// Where a team decision is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TeamDecisionStatus {
+    /// Taking votes.
+    Open,
+    /// Decided (final).
+    Committed,
+    /// Withdrawn (final).
+    Cancelled,
+}
+
+text_enum!(TeamDecisionStatus {
+    Open => "open",
+    Committed => "committed",
+    Cancelled => "cancelled",
+});
+
+/// What can happen to a team decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TeamDecisionEvent {
+    /// An agent votes.
+    Vote,
+    /// The window closes or everyone voted.
+    Commit,
+    /// Someone withdraws it.
+    Cancel,
+}
+
+impl TeamDecisionEvent {
+    fn as_str(self) -> &'static str {
+        match self {
+            TeamDecisionEvent::Vote => "vote",
+            TeamDecisionEvent::Commit => "commit",
+            TeamDecisionEvent::Cancel => "cancel",
+        }
+    }
+}
+
+impl TeamDecisionStatus {
+    /// The status after `event`; only an open decision takes any.
+    pub fn next(self, event: TeamDecisionEvent) -> Result<Self, IllegalTransition> {
+        match (self, event) {
+            (TeamDecisionStatus::Open, TeamDecisionEvent::Vote) => Ok(TeamDecisionStatus::Open),
+            (TeamDecisionStatus::Open, TeamDecisionEvent::Commit) => {
+                Ok(TeamDecisionStatus::Committed)
+            }
+            (TeamDecisionStatus::Open, TeamDecisionEvent::Cancel) => {
+                Ok(TeamDecisionStatus::Cancelled)
+            }
+            (s, e) => Err(IllegalTransition {
+                entity: "team_decision",
+                from: s.as_str(),
+                event: e.as_str(),
+            }),
+        }
+    }
+}
+
+/// One option of a team decision.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TeamOption {
+    /// Short name, unique within the decision (1–200 characters).
+    pub label: String,
+    /// What it means.
+    #[serde(default)]
+    pub description: String,
+}
+
+/// The outcome of a count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Count {
+    /// Votes per option label, every option present.
+    pub tally: BTreeMap<String, usize>,
+    /// The chosen option's label.
+    pub chosen: String,
+    /// Whether the orchestrator rule broke a tie.
+    pub tie_broken: bool,
+}
+
+/// Plurality over `votes` (agent → option label), ties broken by the
+/// orchestrator rule: `recommended` if tied, else the first listed tied option.
+pub fn count(
+    options: &[TeamOption],
+    votes: &[(String, String)],
+    recommended: Option<&str>,
+) -> Count {
+    let mut tally: BTreeMap<String, usize> = options.iter().map(|o| (o.label.clone(), 0)).collect();
+    for (_, option) in votes {
+        if let Some(n) = tally.get_mut(option) {
+            *n += 1;
+        }
+    }
+    let top = tally.values().copied().max().unwrap_or(0);
+    let tied: Vec<&str> = options
+        .iter()
+        .map(|o| o.label.as_str())
+        .filter(|l| tally.get(*l) == Some(&top))
+        .collect();
+    let chosen = match recommended {
+        Some(r) if tied.contains(&r) => r,
+        _ => tied.first().copied().unwrap_or_default(),
+    };
+    Count {
+        chosen: chosen.to_owned(),
+        tie_broken: tied.len() > 1,
+        tally,
+    }
+}
+
+/// What the ADR renderer needs.
+#[derive(Debug, Clone)]
+pub struct AdrInput<'a> {
+    /// Decision id.
+    pub id: Uuid,
+    /// Topic.
+    pub topic: &'a str,
+    /// Mission.
+    pub mission_id: Uuid,
+    /// Raising task.
+    pub task_id: Option<Uuid>,
+    /// Proposer.
+    pub proposer: &'a str,
+    /// Options.
+    pub options: &'a [TeamOption],
+    /// Evidence.
+    pub evidence: &'a [String],
+    /// Recommendation.
+    pub recommended: Option<&'a str>,
+    /// Eligible agents.
+    pub eligible: &'a [String],
+    /// Votes, by agent.
+    pub votes: &'a [VoteRow],
+    /// The count.
+    pub count: &'a Count,
+    /// When committed.
+    pub committed_at: OffsetDateTime,
+    /// Why it closed now.
+    pub closed_because: &'a str,
+}
+
+/// Renders the ADR (markdown) of a committed decision, from its record alone.
+pub fn render_adr(a: &AdrInput<'_>) -> String {
+    let date = a
+        .committed_at
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let mut md = format!("# ADR: {}\n\n", a.topic.trim());
+    md += &format!("- Status: accepted\n- Date: {date}\n- Decision: {}\n", a.id);
+    md += &format!("- Mission: {}\n", a.mission_id);
+    if let Some(t) = a.task_id {
+        md += &format!("- Raised by task: {t}\n");
+    }
+    md += &format!("- Proposed by: {}\n", a.proposer);
+    md += &format!("- Deciders: {}\n\n", a.eligible.join(", "));
+    md += "## Context\n\n";
+    if a.evidence.is_empty() {
+        md += "No evidence was given.\n\n";
+    } else {
+        for e in a.evidence {
+            md += &format!("- {}\n", e.trim());
+        }
+        md += "\n";
+    }
+    md += "## Options considered\n\n";
+    for (i, o) in a.options.iter().enumerate() {
+        let n = a.count.tally.get(&o.label).copied().unwrap_or(0);
+        let rec = if a.recommended == Some(o.label.as_str()) {
+            " (recommended by the proposer)"
+        } else {
+            ""
+        };
+        let desc = if o.description.trim().is_empty() {
+            String::new()
+        } else {
+            format!(": {}", o.description.trim())
+        };
+        md += &format!(
+            "{}. **{}**{desc}{rec}: {n} vote{}\n",
+            i + 1,
+            o.label,
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    md += "\n## Votes\n\n";
+    if a.votes.is_empty() {
+        md += "Nobody voted.\n\n";
+    } else {
+        md += "| agent | option | rationale |\n| --- | --- | --- |\n";
+        for v in a.votes {
+            md += &format!(
+                "| {} | {} | {} |\n",
+                v.agent_id,
+                v.option,
+                v.rationale
+                    .as_deref()
+                    .unwrap_or("")
+                    .replace('|', "\\|")
+                    .replace('\n', " ")
+            );
+        }
+        md += "\n";
+    }
+    let votes_for = a.count.tally.get(&a.count.chosen).copied().unwrap_or(0);
+    md += "## Decision\n\n";
+    md += &format!(
+        "Chosen: **{}**, with {votes_for} of {} eligible votes ({} cast). Committed because {}.\n",
+        a.count.chosen,
+        a.eligible.len(),
+        a.votes.len(),
+        a.closed_because
+    );
+    if a.count.tie_broken {
+        let rule = if a.recommended == Some(a.count.chosen.as_str()) {
+            "the proposer's recommended option among the tied"
+        } else {
+            "the tied option listed first"
+        };
+        md += &format!("\nThe vote was tied; the orchestrator broke the tie by choosing {rule}.\n");
+    }
+    md
+}
+
+// ---------------------------------------------------------------- use cases
+
+/// `POST /v1/missions/{id}/team-decisions` body.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeRequest {
+    /// Client-chosen id, for idempotent retries.
+    #[serde(default)]
+    pub id: Option<Uuid>,
+    /// What is to be decided (1–500 characters).
+    pub topic: String,
+    /// 2–10 options with unique labels.
+    pub options: Vec<TeamOption>,
+    /// Facts, links, measurements (at most 50 entries, each 1–2000 characters).
+    #[serde(default)]
+    pub evidence: Vec<String>,
+    /// The proposer's recommendation (a label); it breaks ties.
+    #[serde(default)]
+    pub recommended_option: Option<String>,
+    /// Who may vote (default: the agents assigned to the mission's tasks).
+    #[serde(default)]
+    pub eligible_agents: Option<Vec<String>>,
+    /// Voting window in seconds (1–604800, default 300).
+    #[serde(default)]
+    pub window_secs: Option<u64>,
+    /// A (blocked) task of the mission that raises it.
+    #[serde(default)]
+    pub task_id: Option<Uuid>,
+}
+
+/// `POST /v1/team-decisions/{id}/votes` body.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VoteRequest {
+    /// The option's label.
+    pub option: String,
+    /// Why (at most 2000 characters).
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+/// `POST /v1/team-decisions/{id}/cancel` body.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    /// Why (1–2000 characters).
+    pub reason: String,
+}
+
+/// A vote as the API shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct VoteView {
+    /// Voter.
+    pub agent_id: String,
+    /// Option label.
+    pub option: String,
+    /// Why.
+    pub rationale: Option<String>,
+    /// When (last change).
+    #[serde(with = "time::serde::rfc3339")]
+    pub cast_at: OffsetDateTime,
+}
+
+/// A team decision as the API shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TeamDecisionView {
+    /// Id.
+    pub id: Uuid,
+    /// Mission.
+    pub mission_id: Uuid,
+    /// The task that raised it.
+    pub task_id: Option<Uuid>,
+    /// Who proposed it.
+    pub proposer: String,
+    /// What is decided.
+    pub topic: String,
+    /// Options.
+    pub options: Vec<TeamOption>,
+    /// Evidence.
+    pub evidence: Vec<String>,
+    /// The proposer's recommendation.
+    pub recommended_option: Option<String>,
+    /// Who may vote.
+    pub eligible_agents: Vec<String>,
+    /// When voting ends.
+    #[serde(with = "time::serde::rfc3339")]
+    pub closes_at: OffsetDateTime,
+    /// `open`, `committed` or `cancelled`.
+    pub status: TeamDecisionStatus,
+    /// Votes so far.
+    pub votes: Vec<VoteView>,
+    /// The chosen option (committed).
+    pub committed_option: Option<String>,
+    /// Whether the orchestrator broke a tie.
+    pub tie_broken: bool,
+    /// Votes per option at commit.
+    pub tally: Value,
+    /// Why it closed so.
+    pub rationale: Option<String>,
+    /// Who closed it.
+    pub closed_by: Option<String>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub closed_at: Option<OffsetDateTime>,
+    /// Write guard.
+    pub version: i64,
+    /// Proposed.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl TeamDecisionRow {
+    /// The parsed status.
+    pub fn status(&self) -> TeamDecisionStatus {
+        self.status.parse().unwrap_or(TeamDecisionStatus::Open)
+    }
+
+    fn options(&self) -> Vec<TeamOption> {
+        serde_json::from_value(self.options.clone()).unwrap_or_default()
+    }
+
+    /// The API view, with its votes.
+    pub fn view(&self, votes: &[VoteRow]) -> TeamDecisionView {
+        TeamDecisionView {
+            id: self.id,
+            mission_id: self.mission_id,
+            task_id: self.task_id,
+            proposer: self.proposer.clone(),
+            topic: self.topic.clone(),
+            options: self.options(),
+            evidence: self.evidence.clone(),
+            recommended_option: self.recommended_option.clone(),
+            eligible_agents: self.eligible.clone(),
+            closes_at: self.closes_at,
+            status: self.status(),
+            votes: votes
+                .iter()
+                .map(|v| VoteView {
+                    agent_id: v.agent_id.clone(),
+                    option: v.option.clone(),
+                    rationale: v.rationale.clone(),
+                    cast_at: v.cast_at,
+                })
+                .collect(),
+            committed_option: self.committed_option.clone(),
+            tie_broken: self.tie_broken,
+            tally: self.tally.clone(),
+            rationale: self.rationale.clone(),
+            closed_by: self.closed_by.clone(),
+            closed_at: self.closed_at,
+            version: self.version,
+            created_at: self.created_at,
+        }
+    }
+}
+
+fn check_text(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
+    if s.trim().is_empty() || s.chars().count() > max {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} must be 1–{max} characters"),
+        ));
+    }
+    Ok(())
+}
+
+fn validate(req: &ProposeRequest) -> Result<(), ApiError> {
+    check_text("topic", &req.topic, 500)?;
+    if !(2..=10).contains(&req.options.len()) {
+        return Err(ApiError::invalid("options", "give 2–10 options"));
+    }
+    let mut labels = std::collections::BTreeSet::new();
+    for o in &req.options {
+        check_text("options.label", &o.label, 200)?;
+        if o.description.chars().count() > 2000 {
+            return Err(ApiError::invalid(
+                "options.description",
+                "an option's description must be at most 2000 characters",
+            ));
+        }
+        if !labels.insert(o.label.trim()) {
+            return Err(ApiError::invalid(
+                "options.label",
+                format!("option '{}' is listed twice", o.label),
+            ));
+        }
+    }
+    if req.evidence.len() > 50 {
+        return Err(ApiError::invalid(
+            "evidence",
+            "at most 50 pieces of evidence",
+        ));
+    }
+    for e in &req.evidence {
+        check_text("evidence", e, 2000)?;
+    }
+    if let Some(r) = &req.recommended_option
+        && !req.options.iter().any(|o| o.label.trim() == r.trim())
+    {
+        return Err(ApiError::invalid(
+            "recommended_option",
+            "recommended_option must be the label of one of the options",
+        ));
+    }
+    if let Some(w) = req.window_secs
+        && !(1..=7 * 24 * 3600).contains(&w)
+    {
+        return Err(ApiError::invalid(
+            "window_secs",
+            "window_secs must be between 1 and 604800",
+        ));
+    }
+    if let Some(e) = &req.eligible_agents
+        && (e.is_empty() || e.len() > 100)
+    {
+        return Err(ApiError::invalid(
+            "eligible_agents",
+            "eligible_agents must name 1–100 agents",
+        ));
+    }
+    Ok(())
+}
+
+/// Puts a decision to the team.
+pub async fn propose(
+    pool: &PgPool,
+    who: &Principal,
+    mission_id: Uuid,
+    req: ProposeRequest,
+) -> Result<(TeamDecisionView, bool), ApiError> {
+    who.require(&[Role::Admin, Role::Operator, Role::Agent])?;
+    validate(&req)?;
+    let mut tx = pool.begin().await?;
+    missions::lock(&mut tx, who.workspace_id, mission_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no mission {mission_id}")))?;
+    let id = req.id.unwrap_or_else(Uuid::new_v4);
+    if let Some(existing) = store::get(&mut tx, who.workspace_id, id, false).await? {
+        if existing.mission_id == mission_id && existing.topic == req.topic.trim() {
+            let votes = store::votes(&mut tx, id).await?;
+            return Ok((existing.view(&votes), false));
+        }
+        return Err(ApiError::conflict(
+            "team_decision_id_reused",
+            format!("team decision {id} exists with other content"),
+        ));
+    }
+    if let Some(t) = req.task_id
+        && !store::task_in_mission(&mut tx, mission_id, t).await?
+    {
+        return Err(ApiError::invalid(
+            "task_id",
+            format!("task {t} is not a task of mission {mission_id}"),
+        ));
+    }
+    let mut eligible = match &req.eligible_agents {
+        Some(e) => e.iter().map(|a| a.trim().to_owned()).collect(),
+        None => store::mission_agents(&mut tx, who.workspace_id, mission_id).await?,
+    };
+    eligible.sort();
+    eligible.dedup();
+    if eligible.is_empty() {
+        return Err(ApiError::Unprocessable {
+            code: "no_eligible_agents",
+            message: "no agent is assigned to this mission's tasks yet; name eligible_agents"
+                .into(),
+            details: json!({ "field": "eligible_agents" }),
+        });
+    }
+    let options: Vec<TeamOption> = req
+        .options
+        .iter()
+        .map(|o| TeamOption {
+            label: o.label.trim().to_owned(),
+            description: o.description.trim().to_owned(),
+        })
+        .collect();
+    let options_json = serde_json::to_value(&options).unwrap_or_default();
+    let actor = who.actor();
+    let recommended = req.recommended_option.as_deref().map(str::trim);
+    let row = store::insert(
+        &mut tx,
+        store::NewTeamDecision {
+            id,
+            workspace_id: who.workspace_id,
+            mission_id,
+            task_id: req.task_id,
+            proposer: &actor,
+            topic: req.topic.trim(),
+            options: &options_json,
+            evidence: &req.evidence,
+            recommended_option: recommended,
+            eligible: &eligible,
+            window_secs: req.window_secs.unwrap_or(300) as f64,
+        },
+    )
+    .await?
+    .ok_or_else(|| ApiError::conflict("concurrent_update", "the id was just taken"))?;
+    events::append(
+        &mut tx,
+        who.workspace_id,
+        NewEvent {
+            run_id: mission_id,
+            task_id: req.task_id,
+            attempt_id: None,
+            kind: kind::PROPOSED,
+            actor: &actor,
+            payload: json!({
+                "team_decision_id": id, "topic": row.topic, "options": options,
+                "evidence": row.evidence, "recommended_option": row.recommended_option,
+                "eligible_agents": row.eligible, "closes_at": row.closes_at.unix_timestamp(),
+            }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((row.view(&[]), true))
+}
+
+/// Commits `row` (locked, open) with its current votes; writes the ADR and
+/// the event. `None` when another writer closed it first.
+async fn commit_locked(
+    conn: &mut PgConnection,
+    row: &TeamDecisionRow,
+    votes: &[VoteRow],
+    closed_by: &str,
+    because: &str,
+) -> Result<Option<TeamDecisionRow>, ApiError> {
+    row.status().next(TeamDecisionEvent::Commit)?;
+    let options = row.options();
+    let pairs: Vec<(String, String)> = votes
+        .iter()
+        .map(|v| (v.agent_id.clone(), v.option.clone()))
+        .collect();
+    let c = count(&options, &pairs, row.recommended_option.as_deref());
+    let now = OffsetDateTime::now_utc();
+    let adr = render_adr(&AdrInput {
+        id: row.id,
+        topic: &row.topic,
+        mission_id: row.mission_id,
+        task_id: row.task_id,
+        proposer: &row.proposer,
+        options: &options,
+        evidence: &row.evidence,
+        recommended: row.recommended_option.as_deref(),
+        eligible: &row.eligible,
+        votes,
+        count: &c,
+        committed_at: now,
+        closed_because: because,
+    });
+    let tally = serde_json::to_value(&c.tally).unwrap_or_default();
+    let Some(done) = store::close(
+        conn,
+        row.id,
+        row.version,
+        Close {
+            status: TeamDecisionStatus::Committed.as_str(),
+            committed_option: Some(&c.chosen),
+            tie_broken: c.tie_broken,
+            tally: &tally,
+            rationale: because,
+            adr: Some(&adr),
+            closed_by,
+            closed_at: now,
+        },
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    events::append(
+        conn,
+        row.workspace_id,
+        NewEvent {
+            run_id: row.mission_id,
+            task_id: row.task_id,
+            attempt_id: None,
+            kind: kind::COMMITTED,
+            actor: closed_by,
+            payload: json!({
+                "team_decision_id": row.id, "topic": row.topic, "committed_option": c.chosen,
+                "tie_broken": c.tie_broken, "tally": tally, "adr": adr,
+            }),
+        },
+    )
+    .await?;
+    Ok(Some(done))
+}
+
+/// Commits the decision if it is open and its window has closed.
+async fn settle_if_due(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> Result<(), ApiError> {
+    let mut tx = pool.begin().await?;
+    let Some(peek) = store::get(&mut tx, workspace_id, id, false).await? else {
+        return Ok(());
+    };
+    if peek.status() != TeamDecisionStatus::Open || !store::window_closed(&mut tx, id).await? {
+        return Ok(());
+    }
+    // Lock order: mission, then decision (as the vote path).
+    missions::lock(&mut tx, workspace_id, peek.mission_id).await?;
+    let Some(row) = store::get(&mut tx, workspace_id, id, true).await? else {
+        return Ok(());
+    };
+    if row.status() != TeamDecisionStatus::Open {
+        return Ok(());
+    }
+    let votes = store::votes(&mut tx, id).await?;
+    commit_locked(
+        &mut tx,
+        &row,
+        &votes,
+        "orchestrator",
+        "the voting window closed",
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// One decision, with its votes (an overdue one is committed first).
+pub async fn get(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TeamDecisionView, ApiError> {
+    settle_if_due(pool, who.workspace_id, id).await?;
+    let mut conn = pool.acquire().await?;
+    let row = store::get(&mut conn, who.workspace_id, id, false)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+    let votes = store::votes(&mut conn, id).await?;
+    Ok(row.view(&votes))
+}
+
+/// The ADR of a committed decision (409 while open or when cancelled).
+pub async fn adr(pool: &PgPool, who: &Principal, id: Uuid) -> Result<String, ApiError> {
+    settle_if_due(pool, who.workspace_id, id).await?;
+    let mut conn = pool.acquire().await?;
+    let row = store::get(&mut conn, who.workspace_id, id, false)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+    row.adr.ok_or_else(|| {
+        ApiError::conflict(
+            "team_decision_not_committed",
+            format!(
+                "team decision {id} is {}; only a committed one has an ADR",
+                row.status
+            ),
+        )
+    })
+}
+
+/// A mission's decisions, oldest first (overdue ones are committed first).
+pub async fn list(
+    pool: &PgPool,
+    who: &Principal,
+    mission_id: Uuid,
+) -> Result<Vec<TeamDecisionView>, ApiError> {
+    let overdue = {
+        let mut conn = pool.acquire().await?;
+        missions::get(pool, who.workspace_id, mission_id)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no mission {mission_id}")))?;
+        store::overdue(&mut conn, who.workspace_id, mission_id).await?
+    };
+    for id in overdue {
+        settle_if_due(pool, who.workspace_id, id).await?;
+    }
+    let mut conn = pool.acquire().await?;
+    let rows = store::list_for_mission(&mut conn, who.workspace_id, mission_id).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let votes = store::votes(&mut conn, r.id).await?;
+        out.push(r.view(&votes));
+    }
+    Ok(out)
+}
+
+/// An eligible agent votes as itself (or changes its vote). When every
+/// eligible agent has voted, the decision commits in the same transaction.
+pub async fn vote(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+    req: VoteRequest,
+) -> Result<TeamDecisionView, ApiError> {
+    who.require(&[Role::Agent])?;
+    let agent = who.agent_id.clone().unwrap_or_default();
+    check_text("option", &req.option, 200)?;
+    if req
+        .rationale
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > 2000)
+    {
+        return Err(ApiError::invalid(
+            "rationale",
+            "rationale must be at most 2000 characters",
+        ));
+    }
+    settle_if_due(pool, who.workspace_id, id).await?;
+    let mut tx = pool.begin().await?;
+    let peek = store::get(&mut tx, who.workspace_id, id, false)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+    missions::lock(&mut tx, who.workspace_id, peek.mission_id).await?;
+    let row = store::get(&mut tx, who.workspace_id, id, true)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+    row.status().next(TeamDecisionEvent::Vote)?;
+    if !row.eligible.contains(&agent) {
+        return Err(ApiError::Forbidden(format!(
+            "agent '{agent}' is not eligible to vote on this decision"
+        )));
+    }
+    let option = req.option.trim();
+    if !row.options().iter().any(|o| o.label == option) {
+        return Err(ApiError::invalid(
+            "option",
+            format!("'{option}' is not one of the options"),
+        ));
+    }
+    store::upsert_vote(&mut tx, id, &agent, option, req.rationale.as_deref()).await?;
+    let actor = who.actor();
+    events::append(
+        &mut tx,
+        who.workspace_id,
+        NewEvent {
+            run_id: row.mission_id,
+            task_id: row.task_id,
+            attempt_id: None,
+            kind: kind::VOTED,
+            actor: &actor,
+            payload: json!({
+                "team_decision_id": id, "agent_id": agent, "option": option,
+                "rationale": req.rationale,
+            }),
+        },
+    )
+    .await?;
+    let votes = store::votes(&mut tx, id).await?;
+    let row = if row
+        .eligible
+        .iter()
+        .all(|e| votes.iter().any(|v| &v.agent_id == e))
+    {
+        commit_locked(
+            &mut tx,
+            &row,
+            &votes,
+            "orchestrator",
+            "every eligible agent voted",
+        )
+        .await?
+        .ok_or_else(|| ApiError::conflict("concurrent_update", "the decision changed meanwhile"))?
+    } else {
+        row
+    };
+    tx.commit().await?;
+    Ok(row.view(&votes))
+}
+
+/// Withdraws an open decision (its proposer, an admin or an operator).
+pub async fn cancel(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+    req: CancelRequest,
+) -> Result<TeamDecisionView, ApiError> {
+    check_text("reason", &req.reason, 2000)?;
+    settle_if_due(pool, who.workspace_id, id).await?;
+    let mut tx = pool.begin().await?;
+    let peek = store::get(&mut tx, who.workspace_id, id, false)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+    let actor = who.actor();
+    if peek.proposer != actor {
+        who.require(&[Role::Admin, Role::Operator])?;
+    }
+    missions::lock(&mut tx, who.workspace_id, peek.mission_id).await?;
+    let row = store::get(&mut tx, who.workspace_id, id, true)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+    row.status().next(TeamDecisionEvent::Cancel)?;
+    let done = store::close(
+        &mut tx,
+        id,
+        row.version,
+        Close {
+            status: TeamDecisionStatus::Cancelled.as_str(),
+            committed_option: None,
+            tie_broken: false,
+            tally: &json!({}),
+            rationale: req.reason.trim(),
+            adr: None,
+            closed_by: &actor,
+            closed_at: OffsetDateTime::now_utc(),
+        },
+    )
+    .await?
+    .ok_or_else(|| ApiError::conflict("concurrent_update", "the decision changed meanwhile"))?;
+    events::append(
+        &mut tx,
+        who.workspace_id,
+        NewEvent {
+            run_id: row.mission_id,
+            task_id: row.task_id,
+            attempt_id: None,
+            kind: kind::CANCELLED,
+            actor: &actor,
+            payload: json!({ "team_decision_id": id, "reason": req.reason.trim() }),
+        },
+    )
+    .await?;
+    let votes = store::votes(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(done.view(&votes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(labels: &[&str]) -> Vec<TeamOption> {
+        labels
+            .iter()
+            .map(|l| TeamOption {
+                label: (*l).into(),
+                description: String::new(),
+            })
+            .collect()
+    }
+
+    fn votes(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(a, o)| ((*a).into(), (*o).into())).collect()
+    }
+
+    #[test]
+    fn plurality_wins_without_a_tie_break() {
+        let c = count(
+            &opts(&["a", "b", "c"]),
+            &votes(&[("x", "b"), ("y", "b"), ("z", "a")]),
+            Some("a"),
+        );
+        assert_eq!(c.chosen, "b");
+        assert!(!c.tie_broken);
+        assert_eq!(c.tally["a"], 1);
+        assert_eq!(c.tally["b"], 2);
+        assert_eq!(c.tally["c"], 0);
+    }
+
+    #[test]
+    fn a_tie_goes_to_the_recommendation_if_tied_else_the_first_listed() {
+        let o = opts(&["a", "b", "c"]);
+        let v = votes(&[("x", "b"), ("y", "c")]);
+        let c = count(&o, &v, Some("c"));
+        assert_eq!((c.chosen.as_str(), c.tie_broken), ("c", true));
+        // The recommendation is not among the tied: first listed of b, c.
+        let c = count(&o, &v, Some("a"));
+        assert_eq!((c.chosen.as_str(), c.tie_broken), ("b", true));
+        let c = count(&o, &v, None);
+        assert_eq!(c.chosen, "b");
+        // Nobody voted: every option ties at zero.
+        let c = count(&o, &[], None);
+        assert_eq!((c.chosen.as_str(), c.tie_broken), ("a", true));
+        let c = count(&o, &[], Some("c"));
+        assert_eq!(c.chosen, "c");
+    }
+
+    #[test]
+    fn votes_for_unknown_options_do_not_count() {
+        let c = count(
+            &opts(&["a", "b"]),
+            &votes(&[("x", "zzz"), ("y", "b")]),
+            None,
+        );
+        assert_eq!(c.chosen, "b");
+        assert_eq!(c.tally.len(), 2);
+    }
+
+    #[test]
+    fn only_an_open_decision_takes_votes_commits_or_cancels() {
+        use TeamDecisionEvent::*;
+        use TeamDecisionStatus::*;
+        assert_eq!(Open.next(Vote), Ok(Open));
+        assert_eq!(Open.next(Commit), Ok(Committed));
+        assert_eq!(Open.next(Cancel), Ok(Cancelled));
+        for s in [Committed, Cancelled] {
+            for e in [Vote, Commit, Cancel] {
+                let err = s.next(e).unwrap_err();
+                assert_eq!(err.entity, "team_decision");
+                assert_eq!(err.from, s.as_str());
+            }
+        }
+    }
+
+    #[test]
+    fn the_adr_is_rendered_from_the_record() {
+        let options = vec![
+            TeamOption {
+                label: "postgres".into(),
+                description: "one database".into(),
+            },
+            TeamOption {
+                label: "redis".into(),
+                description: String::new(),
+            },
+        ];
+        let when = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let v = vec![
+            VoteRow {
+                agent_id: "alice".into(),
+                option: "postgres".into(),
+                rationale: Some("fewer moving | parts".into()),
+                cast_at: when,
+            },
+            VoteRow {
+                agent_id: "bob".into(),
+                option: "redis".into(),
+                rationale: None,
+                cast_at: when,
+            },
+        ];
+        let pairs: Vec<(String, String)> = v
+            .iter()
+            .map(|v| (v.agent_id.clone(), v.option.clone()))
+            .collect();
+        let c = count(&options, &pairs, Some("postgres"));
+        let id = Uuid::nil();
+        let md = render_adr(&AdrInput {
+            id,
+            topic: "Queue backend",
+            mission_id: id,
+            task_id: None,
+            proposer: "agent:alice",
+            options: &options,
+            evidence: &["p99 latency 4 ms".into()],
+            recommended: Some("postgres"),
+            eligible: &["alice".into(), "bob".into(), "carol".into()],
+            votes: &v,
+            count: &c,
+            committed_at: when,
+            closed_because: "the voting window closed",
+        });
+        let expected = "# ADR: Queue backend\n\n\
+- Status: accepted\n- Date: 2027-01-15T08:00:00Z\n- Decision: 00000000-0000-0000-0000-000000000000\n\
+- Mission: 00000000-0000-0000-0000-000000000000\n- Proposed by: agent:alice\n\
+- Deciders: alice, bob, carol\n\n\
+## Context\n\n- p99 latency 4 ms\n\n\
+## Options considered\n\n\
+1. **postgres**: one database (recommended by the proposer): 1 vote\n\
+2. **redis**: 1 vote\n\n\
+## Votes\n\n| agent | option | rationale |\n| --- | --- | --- |\n\
+| alice | postgres | fewer moving \\| parts |\n| bob | redis |  |\n\n\
+## Decision\n\n\
+Chosen: **postgres**, with 1 of 3 eligible votes (2 cast). Committed because the voting window closed.\n\n\
+The vote was tied; the orchestrator broke the tie by choosing the proposer's recommended option among the tied.\n";
+        assert_eq!(md, expected);
+    }
+}
