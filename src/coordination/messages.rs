@@ -317,7 +317,6 @@ pub async fn send(
         });
     }
     let mut conversation_id = m.conversation_id;
-    let mut mission_id = m.mission_id;
     if let Some(parent) = m.reply_to {
         let Some(p) = store::get(&mut *conn, workspace_id, parent).await? else {
             return Err(ApiError::Unprocessable {
@@ -336,30 +335,7 @@ pub async fn send(
             _ => conversation_id = Some(p.conversation_id),
         }
     }
-    if let Some(task) = m.task_id {
-        let Some(task_mission) = store::task_mission(&mut *conn, workspace_id, task).await? else {
-            return Err(ApiError::Unprocessable {
-                code: "unknown_task",
-                message: format!("task_id names no task {task}"),
-                details: json!({ "task_id": task }),
-            });
-        };
-        if mission_id.is_some_and(|mi| mi != task_mission) {
-            return Err(ApiError::invalid(
-                "mission_id",
-                "task_id belongs to another mission",
-            ));
-        }
-        mission_id = Some(task_mission);
-    } else if let Some(mi) = mission_id
-        && !store::mission_exists(&mut *conn, workspace_id, mi).await?
-    {
-        return Err(ApiError::Unprocessable {
-            code: "unknown_mission",
-            message: format!("mission_id names no mission {mi}"),
-            details: json!({ "mission_id": mi }),
-        });
-    }
+    let mission_id = resolve_linkage(&mut *conn, workspace_id, m.mission_id, m.task_id).await?;
     // RFC-001 threads default to the linked work item.
     let conversation_id = conversation_id.or(m.task_id).unwrap_or_else(Uuid::new_v4);
     let requires_ack = m.category.is_some_and(Category::requires_ack);
@@ -510,6 +486,43 @@ pub fn thread(messages: Vec<MessageView>) -> Vec<ThreadNode> {
         }
     }
     roots.into_iter().map(|r| build(r, &mut children)).collect()
+}
+
+/// Checks what a coordination record links to and returns its mission: a
+/// task must exist (and implies its mission; a different `mission_id` is a
+/// 400), a mission alone must exist (422 `unknown_task` / `unknown_mission`).
+pub async fn resolve_linkage(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    mission_id: Option<Uuid>,
+    task_id: Option<Uuid>,
+) -> Result<Option<Uuid>, ApiError> {
+    if let Some(task) = task_id {
+        let Some(task_mission) = store::task_mission(&mut *conn, workspace_id, task).await? else {
+            return Err(ApiError::Unprocessable {
+                code: "unknown_task",
+                message: format!("task_id names no task {task}"),
+                details: json!({ "task_id": task }),
+            });
+        };
+        if mission_id.is_some_and(|mi| mi != task_mission) {
+            return Err(ApiError::invalid(
+                "mission_id",
+                "task_id belongs to another mission",
+            ));
+        }
+        return Ok(Some(task_mission));
+    }
+    if let Some(mi) = mission_id
+        && !store::mission_exists(&mut *conn, workspace_id, mi).await?
+    {
+        return Err(ApiError::Unprocessable {
+            code: "unknown_mission",
+            message: format!("mission_id names no mission {mi}"),
+            details: json!({ "mission_id": mi }),
+        });
+    }
+    Ok(mission_id)
 }
 
 /// A message as an agent's worker receives it at `POST {endpoint}/v1/messages`.

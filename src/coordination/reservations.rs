@@ -149,32 +149,8 @@ pub async fn reserve(
             details: json!({ "agent_id": r.agent_id }),
         });
     }
-    let mut mission_id = r.mission_id;
-    if let Some(task) = r.task_id {
-        let Some(m) = crate::store::messages::task_mission(&mut *conn, workspace_id, task).await?
-        else {
-            return Err(ApiError::Unprocessable {
-                code: "unknown_task",
-                message: format!("task_id names no task {task}"),
-                details: json!({ "task_id": task }),
-            });
-        };
-        if mission_id.is_some_and(|mi| mi != m) {
-            return Err(ApiError::invalid(
-                "mission_id",
-                "task_id belongs to another mission",
-            ));
-        }
-        mission_id = Some(m);
-    } else if let Some(mi) = mission_id
-        && !crate::store::messages::mission_exists(&mut *conn, workspace_id, mi).await?
-    {
-        return Err(ApiError::Unprocessable {
-            code: "unknown_mission",
-            message: format!("mission_id names no mission {mi}"),
-            details: json!({ "mission_id": mi }),
-        });
-    }
+    let mission_id =
+        super::messages::resolve_linkage(&mut *conn, workspace_id, r.mission_id, r.task_id).await?;
     store::lock_workspace(&mut *conn, workspace_id).await?;
     let now = store::now(&mut *conn).await?;
     let active = store::active(&mut *conn, workspace_id).await?;
