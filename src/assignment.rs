@@ -12,6 +12,12 @@
 //! s, f  = the agent's succeeded and failed attempts on this task type
 //! ```
 //!
+//! A workspace's organisation spec adds two rules, decided per task by the
+//! caller ([`crate::coordination::organisation`]) and carried in
+//! [`AgentProfile::deontic`]: a prohibited agent is filtered out like an
+//! incapable one, and when any eligible agent is obliged, only obliged agents
+//! compete (an obligation outranks any score difference).
+//!
 //! `fit` prefers specialists over generalists, so broad agents stay free for
 //! work only they can do. Past success is Laplace-smoothed: an agent with no
 //! history scores 0.5, as trust does by default. The weights are
@@ -22,6 +28,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::coordination::organisation::Deontic;
 
 /// What the scorer needs to know about an agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +52,10 @@ pub struct AgentProfile {
     pub model_tier: i32,
     /// Past attempts per task type: (succeeded, failed).
     pub history: BTreeMap<String, (i64, i64)>,
+    /// The organisation role it plays.
+    pub role: String,
+    /// What the organisation spec says of it for the task being scored.
+    pub deontic: Deontic,
 }
 
 /// What a task needs.
@@ -182,6 +194,7 @@ pub fn score(task: TaskNeeds<'_>, agent: &AgentProfile, w: &ScoreWeights) -> Opt
     if agent.running >= agent.max_concurrency
         || agent.model_tier < task.min_tier
         || task.excluded.contains(&agent.agent_id)
+        || agent.deontic == Deontic::Prohibited
         || !capable(task, &agent.skills, &agent.tools)
     {
         return None;
@@ -211,7 +224,8 @@ pub fn score(task: TaskNeeds<'_>, agent: &AgentProfile, w: &ScoreWeights) -> Opt
     })
 }
 
-/// The best agent for the task (index into `agents`) and its score.
+/// The best agent for the task (index into `agents`) and its score: an
+/// obliged agent before any other, then the highest score.
 pub fn choose(
     task: TaskNeeds<'_>,
     agents: &[AgentProfile],
@@ -222,8 +236,10 @@ pub fn choose(
         .enumerate()
         .filter_map(|(i, a)| score(task, a, w).map(|s| (i, s)))
         .max_by(|(ia, sa), (ib, sb)| {
-            sa.total
-                .total_cmp(&sb.total)
+            let obliged = |i: &usize| agents[*i].deontic == Deontic::Obliged;
+            obliged(ia)
+                .cmp(&obliged(ib))
+                .then_with(|| sa.total.total_cmp(&sb.total))
                 // Reverse so that the smaller agent_id wins a tie under max_by.
                 .then_with(|| agents[*ib].agent_id.cmp(&agents[*ia].agent_id))
         })
@@ -246,6 +262,8 @@ mod tests {
             running,
             model_tier: 1,
             history: BTreeMap::new(),
+            role: "analyst".into(),
+            deontic: Deontic::Unconstrained,
         }
     }
 
@@ -352,16 +370,72 @@ mod tests {
         assert!((s.total - 0.56).abs() < 1e-12, "{}", s.total);
     }
 
+    #[test]
+    fn prohibited_agents_never_win_and_obliged_ones_always_do() {
+        let skills = vec!["research".to_string()];
+        let w = ScoreWeights::default();
+        let mut best = agent("best", &["research"], 0);
+        best.trust = 1.0;
+        let mut weak = agent("weak", &["research", "writing", "review"], 1);
+        weak.trust = 0.0;
+        // Unconstrained: the specialist with full trust wins.
+        let agents = [best.clone(), weak.clone()];
+        assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 0);
+        // Prohibited: filtered out, whatever its score.
+        best.deontic = Deontic::Prohibited;
+        assert!(score(needs(&skills), &best, &w).is_none());
+        let agents = [best.clone(), weak.clone()];
+        assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 1);
+        // Obliged beats a far better permitted agent.
+        best.deontic = Deontic::Permitted;
+        weak.deontic = Deontic::Obliged;
+        let agents = [best.clone(), weak.clone()];
+        assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 1);
+        // ...but not when it cannot take the task (no slot): then the rest compete.
+        weak.running = weak.max_concurrency;
+        let agents = [best, weak];
+        assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 0);
+    }
+
     proptest! {
         #[test]
+        fn norms_hold_for_any_pool(
+            specs in prop::collection::vec((0u8..4, 0i32..3, 0u8..10, 0u8..4), 1..12),
+        ) {
+            let pool = ["research", "writing", "review", "coding"];
+            let verdicts = [Deontic::Unconstrained, Deontic::Permitted, Deontic::Obliged, Deontic::Prohibited];
+            let agents: Vec<AgentProfile> = specs.iter().enumerate().map(|(i, (k, running, trust, d))| {
+                let mut a = agent(&format!("agent-{i:02}"), &pool[..=*k as usize], *running);
+                a.trust = f64::from(*trust) / 10.0;
+                a.deontic = verdicts[*d as usize];
+                a
+            }).collect();
+            let skills = vec!["research".to_string()];
+            let w = ScoreWeights::default();
+            let eligible: Vec<&AgentProfile> =
+                agents.iter().filter(|a| score(needs(&skills), a, &w).is_some()).collect();
+            match choose(needs(&skills), &agents, &w) {
+                Some((i, _)) => {
+                    prop_assert_ne!(agents[i].deontic, Deontic::Prohibited);
+                    if eligible.iter().any(|a| a.deontic == Deontic::Obliged) {
+                        prop_assert_eq!(agents[i].deontic, Deontic::Obliged);
+                    }
+                }
+                None => prop_assert!(eligible.is_empty()),
+            }
+        }
+
+        #[test]
         fn choice_does_not_depend_on_order(
-            specs in prop::collection::vec((0u8..4, 0i32..3, 0u8..10), 1..12),
+            specs in prop::collection::vec((0u8..4, 0i32..3, 0u8..10, 0u8..4), 1..12),
             rotate in 0usize..12,
         ) {
             let pool = ["research", "writing", "review", "coding"];
-            let agents: Vec<AgentProfile> = specs.iter().enumerate().map(|(i, (k, running, trust))| {
+            let verdicts = [Deontic::Unconstrained, Deontic::Permitted, Deontic::Obliged, Deontic::Prohibited];
+            let agents: Vec<AgentProfile> = specs.iter().enumerate().map(|(i, (k, running, trust, d))| {
                 let mut a = agent(&format!("agent-{i:02}"), &pool[..=*k as usize], *running);
                 a.trust = f64::from(*trust) / 10.0;
+                a.deontic = verdicts[*d as usize];
                 a
             }).collect();
             let skills = vec!["research".to_string()];

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::{
     auth::{Principal, Role},
+    coordination::organisation,
     error::{ApiError, ApiResult},
     store::{
         agents::{self, AgentRow, NewAgent},
@@ -198,7 +199,7 @@ fn check_names(field: &str, names: &[String]) -> ApiResult<()> {
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden),
-        (status = 409, description = "An agent with this id is already registered (`agent_exists`)", body = doc::ErrorBody)
+        (status = 409, description = "An agent with this id is already registered (`agent_exists`), or the organisation spec's cardinality for its role is reached (`role_full`)", body = doc::ErrorBody)
     ),
     security(("api_token" = []))
 )]
@@ -260,8 +261,12 @@ async fn register(
             "heartbeat_timeout_secs must be between 1 and 86400",
         ));
     }
+    // The organisation spec may cap the role; the check and the insert share
+    // the workspace's role lock.
+    let mut tx = state.pool.begin().await?;
+    organisation::admit_role(&mut tx, who.workspace_id, req.role.trim()).await?;
     let row = agents::insert(
-        &state.pool,
+        &mut tx,
         who.workspace_id,
         NewAgent {
             agent_id: &req.agent_id,
@@ -283,6 +288,7 @@ async fn register(
         message: format!("an agent with id '{}' is already registered", req.agent_id),
         details: json!({ "agent_id": req.agent_id }),
     })?;
+    tx.commit().await?;
     Ok((StatusCode::CREATED, Json(row)))
 }
 

@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod messages;
 pub mod missions;
 pub mod openapi;
+pub mod organisation;
 pub mod reservations;
 pub mod stream;
 pub mod team_decisions;
@@ -85,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .merge(board::router())
         .merge(webhooks::router())
         .merge(messages::router())
+        .merge(organisation::router())
         .merge(reservations::router())
         .merge(contract_net::router())
         .merge(governance::router())

@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use super::{
     AppState, agents, attempts, bdi, board, contract_net, events, governance, handoffs, messages,
-    missions, reservations, team_decisions, timeline, tokens, tool_approvals, tools, webhooks,
-    workforce,
+    missions, organisation, reservations, team_decisions, timeline, tokens, tool_approvals, tools,
+    webhooks, workforce,
 };
 use crate::{
     auth::Role,
@@ -65,6 +65,11 @@ pub const DOCS_PATH: &str = "/docs";
         messages::inbox,
         messages::read,
         messages::ack,
+        organisation::show,
+        organisation::put,
+        organisation::remove,
+        organisation::validate,
+        organisation::verdicts,
         reservations::list,
         reservations::create,
         reservations::show,
@@ -173,6 +178,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "agents", description = "The agent registry, and each agent's unified status."),
         (name = "messages", description = "FIPA-style ACL messages between agents: sending, inboxes (unread → read → acked) and conversations as reply trees."),
         (name = "bdi", description = "BDI state per agent (beliefs with a revision log, desires with the priority formula, goals by tier, intentions with commitment strategies), the BDI maintenance job, and missions' commitment strategies."),
+        (name = "organisation", description = "The workspace's organisation spec (MOISE+ roles, groups, links, missions, norms), enforced by the scorer."),
         (name = "reservations", description = "Advisory reservations of work surfaces (scope patterns) with a TTL."),
         (name = "attempts", description = "Worker callbacks, authenticated by the attempt's own token."),
         (name = "tokens", description = "API tokens of a workspace."),

@@ -11,6 +11,7 @@ pub mod contract_net;
 pub mod governance;
 pub mod handoffs;
 pub mod messages;
+pub mod organisation;
 pub mod reservations;
 pub mod team_decisions;
 pub mod tool_policy;

@@ -21,12 +21,16 @@ use super::{
 use crate::{
     assignment::{self, TaskNeeds},
     auth::{generate_token, hash_token},
-    coordination::{contract_net, governance, tool_policy::ToolPolicy},
+    coordination::{
+        contract_net, governance,
+        organisation::{OrgContext, OrgSpec},
+        tool_policy::ToolPolicy,
+    },
     domain::{FailureKind, ReportStatus, TaskEvent, TaskStatus, budget},
     store::{
         agents, attempts,
         events::{self, kind},
-        governance as store_governance,
+        governance as store_governance, organisation as store_organisation,
         tasks::{self, Change},
     },
     worker::protocol::{Callback, DispatchRequest, TaskPayload, UpstreamOutput, WorkerReport},
@@ -158,6 +162,8 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     // allocation facts, read once per batch for the hooks below.
     let profiles = store_governance::profiles_for(&mut tx, &workspaces).await?;
     let facts = store_governance::task_facts(&mut tx, &task_ids).await?;
+    // Organisation specs: their norms mark each candidate per task.
+    let org = store_organisation::specs_for(&mut tx, &workspaces).await?;
 
     // Pure choice, in queue order, with loads and in-flight spend updated as we go.
     let verifier_skills = vec![cfg.verifier_skill.clone()];
@@ -223,7 +229,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                         .is_none_or(|pin| *pin == candidates[*i].profile.agent_id)
             })
             .collect();
-        let profiles: Vec<_> = pool_idx
+        let mut profiles: Vec<_> = pool_idx
             .iter()
             .map(|i| candidates[*i].profile.clone())
             .collect();
@@ -241,6 +247,8 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                 min_tier: task.min_model_tier,
             }
         };
+        let spec = org.get(&task.workspace_id);
+        apply_norms(spec, needs.task_type, &task.task_key, &mut profiles);
         let weights = if run.budget_warned {
             cfg.weights.budget_saver()
         } else {
@@ -260,7 +268,8 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
             && task.pinned_agent_id.is_none()
             && tender_pin.is_none()
             && weak_pick
-            && roster_falls_short(&mut tx, cfg, needs, task, &weights).await?
+            && roster_falls_short(&mut tx, cfg, needs, task, &weights, spec).await?
+            && let Some(role) = contractor_role(&mut tx, spec, needs.task_type, task).await?
         {
             let hired = agents::hire_contractor(
                 &mut tx,
@@ -272,6 +281,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                     endpoint_url: url,
                     max_concurrency: cfg.contractor_concurrency,
                     model_tier: task.min_model_tier.max(1),
+                    role: &role,
                 },
             )
             .await?;
@@ -287,14 +297,21 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                     payload: json!({
                         "key": task.task_key, "agent_id": hired.profile.agent_id,
                         "skills": hired.profile.skills, "tools": hired.profile.tools,
-                        "threshold": cfg.contractor_threshold,
+                        "threshold": cfg.contractor_threshold, "role": role,
                     }),
                 },
             )
             .await?;
             candidates.push(hired);
             let idx = candidates.len() - 1;
-            picked = assignment::score(needs, &candidates[idx].profile, &weights).map(|s| (idx, s));
+            let mut profile = candidates[idx].profile.clone();
+            apply_norms(
+                spec,
+                needs.task_type,
+                &task.task_key,
+                std::slice::from_mut(&mut profile),
+            );
+            picked = assignment::score(needs, &profile, &weights).map(|s| (idx, s));
         }
         if let Some((idx, score)) = picked {
             candidates[idx].profile.running += 1;
@@ -490,6 +507,9 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                     }
                 },
                 upstream: upstream.get(&task.id).cloned().unwrap_or_default(),
+                organisation: org
+                    .get(&task.workspace_id)
+                    .map(|spec| org_context(spec, &agent.profile.role, task)),
                 feedback: task.feedback.clone(),
                 deadline,
                 callback: Callback {
@@ -515,6 +535,7 @@ async fn roster_falls_short(
     needs: TaskNeeds<'_>,
     task: &tasks::TaskRow,
     weights: &assignment::ScoreWeights,
+    spec: Option<&OrgSpec>,
 ) -> anyhow::Result<bool> {
     let (contractors, roster): (Vec<_>, Vec<_>) =
         agents::roster_profiles(conn, task.workspace_id, task.run_id)
@@ -522,15 +543,62 @@ async fn roster_falls_short(
             .into_iter()
             .partition(|(_, contractor)| *contractor);
     // A contractor of this mission that can do it (busy now) will be free soon.
-    let contractors: Vec<_> = contractors.into_iter().map(|(p, _)| p).collect();
+    let mut contractors: Vec<_> = contractors.into_iter().map(|(p, _)| p).collect();
+    apply_norms(spec, needs.task_type, &task.task_key, &mut contractors);
     if assignment::choose(needs, &contractors, weights).is_some() {
         return Ok(false);
     }
-    let roster: Vec<_> = roster.into_iter().map(|(p, _)| p).collect();
+    let mut roster: Vec<_> = roster.into_iter().map(|(p, _)| p).collect();
+    apply_norms(spec, needs.task_type, &task.task_key, &mut roster);
     Ok(match assignment::choose(needs, &roster, weights) {
         None => true,
         Some((_, best)) => best.total < cfg.contractor_threshold,
     })
+}
+
+/// Marks each profile with what the organisation spec says of its role for
+/// this task (unconstrained without a spec).
+fn apply_norms(
+    spec: Option<&OrgSpec>,
+    task_type: &str,
+    task_key: &str,
+    profiles: &mut [assignment::AgentProfile],
+) {
+    if let Some(spec) = spec {
+        for p in profiles {
+            p.deontic = spec.verdict(&p.role, task_type, task_key);
+        }
+    }
+}
+
+/// The organisation context a worker gets with a task.
+fn org_context(spec: &OrgSpec, role: &str, task: &tasks::TaskRow) -> OrgContext {
+    let task_type = if task.verify_pending {
+        "verification"
+    } else {
+        &task.task_type
+    };
+    spec.context_for(role, task_type, &task.task_key)
+}
+
+/// The role a contractor for this task is hired into: `contractor` without
+/// a spec; with one, a role the spec allows that is below its maximum,
+/// counted under the workspace's role lock. `None` (no hire this claim) when
+/// no role has room or another transaction is adding an agent right now.
+async fn contractor_role(
+    conn: &mut sqlx::PgConnection,
+    spec: Option<&OrgSpec>,
+    task_type: &str,
+    task: &tasks::TaskRow,
+) -> anyhow::Result<Option<String>> {
+    let Some(spec) = spec else {
+        return Ok(Some("contractor".to_owned()));
+    };
+    if !store_organisation::try_lock_roles(conn, task.workspace_id).await? {
+        return Ok(None);
+    }
+    let live = store_organisation::live_roles(conn, task.workspace_id).await?;
+    Ok(spec.contractor_role(task_type, &task.task_key, &live))
 }
 
 /// What a verifier agent is asked: judge the candidate result against the

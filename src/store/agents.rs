@@ -11,7 +11,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::assignment::AgentProfile;
+use crate::{assignment::AgentProfile, coordination::organisation::Deontic};
 
 /// An agent as stored and shown.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -80,7 +80,7 @@ pub struct NewAgent<'a> {
 
 /// Registers an agent; `None` if the id is taken (the caller answers 409).
 pub async fn insert(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     workspace_id: Uuid,
     a: NewAgent<'_>,
 ) -> sqlx::Result<Option<AgentRow>> {
@@ -107,7 +107,7 @@ pub async fn insert(
         a.cost_per_task,
         a.heartbeat_timeout_secs
     )
-    .fetch_optional(pool)
+    .fetch_optional(conn)
     .await
 }
 
@@ -167,7 +167,7 @@ pub async fn lock_candidates(
     // Past success per task type comes along as JSON ({type: [succeeded,
     // failed]}), so locking the candidates stays one round trip.
     let rows = sqlx::query!(
-        r#"SELECT a.workspace_id, a.agent_id, a.skills, a.tools, a.trust, a.cost_per_task,
+        r#"SELECT a.workspace_id, a.agent_id, a.role, a.skills, a.tools, a.trust, a.cost_per_task,
                   a.max_concurrency, a.running_count, a.endpoint_url, a.model_tier, a.mission_id,
                   (SELECT jsonb_object_agg(s.task_type, jsonb_build_array(s.succeeded, s.failed))
                    FROM agent_task_stats s
@@ -199,6 +199,8 @@ pub async fn lock_candidates(
                 max_concurrency: r.max_concurrency,
                 running: r.running_count,
                 model_tier: r.model_tier,
+                role: r.role,
+                deontic: Deontic::Unconstrained,
             },
         })
         .collect())
@@ -226,7 +228,7 @@ pub async fn roster_profiles(
     mission_id: Uuid,
 ) -> sqlx::Result<Vec<(AgentProfile, bool)>> {
     let rows = sqlx::query!(
-        "SELECT agent_id, skills, tools, trust, cost_per_task, max_concurrency, model_tier,
+        "SELECT agent_id, role, skills, tools, trust, cost_per_task, max_concurrency, model_tier,
                 kind = 'contractor' AS \"contractor!\"
          FROM agents
          WHERE workspace_id = $1 AND status <> 'offline'
@@ -250,6 +252,8 @@ pub async fn roster_profiles(
                 running: 0,
                 model_tier: r.model_tier,
                 history: BTreeMap::new(),
+                role: r.role,
+                deontic: Deontic::Unconstrained,
             };
             (profile, r.contractor)
         })
@@ -272,6 +276,8 @@ pub struct Hire<'a> {
     pub max_concurrency: i32,
     /// Lowest tier the task allows.
     pub model_tier: i32,
+    /// Its organisation role (`contractor` unless a spec says otherwise).
+    pub role: &'a str,
 }
 
 /// Creates a mission-scoped contractor agent (caller holds the mission lock,
@@ -292,7 +298,7 @@ pub async fn hire_contractor(conn: &mut PgConnection, h: Hire<'_>) -> sqlx::Resu
     sqlx::query!(
         "INSERT INTO agents (workspace_id, agent_id, role, kind, mission_id, skills, tools,
                              model_tier, endpoint_url, max_concurrency, last_seen_at)
-         VALUES ($1, $2, 'contractor', 'contractor', $3, $4, $5, $6, $7, $8, now())",
+         VALUES ($1, $2, $9, 'contractor', $3, $4, $5, $6, $7, $8, now())",
         h.workspace_id,
         agent_id,
         h.mission_id,
@@ -300,7 +306,8 @@ pub async fn hire_contractor(conn: &mut PgConnection, h: Hire<'_>) -> sqlx::Resu
         h.tools,
         h.model_tier,
         h.endpoint_url,
-        h.max_concurrency
+        h.max_concurrency,
+        h.role
     )
     .execute(&mut *conn)
     .await?;
@@ -318,6 +325,8 @@ pub async fn hire_contractor(conn: &mut PgConnection, h: Hire<'_>) -> sqlx::Resu
             running: 0,
             model_tier: h.model_tier,
             history: BTreeMap::new(),
+            role: h.role.to_owned(),
+            deontic: Deontic::Unconstrained,
         },
     })
 }

@@ -792,6 +792,10 @@ fn build_messages(req: &DispatchRequest) -> Vec<ChatMessage> {
          itself, without preamble or remarks about yourself.",
         agent = req.agent_id
     );
+    let system = match &req.organisation {
+        Some(org) => format!("{system}\n\n{}", org.brief()),
+        None => system,
+    };
     let task = &req.task;
     let mut user = String::new();
     user.push_str("# Mission goal\n");
@@ -1078,6 +1082,7 @@ mod tests {
                 title: "Research composting".into(),
                 output: Some(json!({"text": "Notes: balance browns and greens 3:1."})),
             }],
+            organisation: None,
             feedback: Some("Too long last time; keep it tight.".into()),
             deadline: OffsetDateTime::now_utc() + time::Duration::minutes(5),
             callback: Callback {
@@ -1683,6 +1688,7 @@ mod tests {
                 title: "U".into(),
                 output: None,
             }],
+            organisation: None,
             feedback: None,
             deadline: OffsetDateTime::now_utc(),
             callback: Callback {

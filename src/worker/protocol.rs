@@ -32,6 +32,10 @@ pub struct DispatchRequest {
     pub task: TaskPayload,
     /// Outputs of the tasks this one depends on.
     pub upstream: Vec<UpstreamOutput>,
+    /// The workspace's organisation spec as it bears on this agent and task
+    /// (absent when the workspace has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organisation: Option<crate::coordination::organisation::OrgContext>,
     /// Why the previous attempt was not accepted, if it was not.
     pub feedback: Option<String>,
     /// When the coordinator stops waiting without a heartbeat.

@@ -14,6 +14,7 @@ mod helpers;
 mod messaging;
 mod missions;
 mod openapi;
+mod organisation;
 mod peers;
 mod planning;
 mod proof;
