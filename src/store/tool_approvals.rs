@@ -288,3 +288,20 @@ pub async fn expire_overdue(
     rows.sort_by_key(|r| (r.run_id, r.created_at));
     Ok(rows)
 }
+
+/// Workspaces holding overdue pending requests, most overdue first, from at
+/// most `limit` requests (the partial index `tool_approval_requests_expiry`
+/// holds only pending rows, so this never reads resolved history).
+pub async fn overdue_workspaces(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<Uuid>> {
+    let rows = sqlx::query_scalar!(
+        "SELECT workspace_id FROM tool_approval_requests
+         WHERE status = 'pending' AND expires_at <= now()
+         ORDER BY expires_at
+         LIMIT $1",
+        limit
+    )
+    .fetch_all(conn)
+    .await?;
+    let mut seen = std::collections::HashSet::new();
+    Ok(rows.into_iter().filter(|w| seen.insert(*w)).collect())
+}
