@@ -307,7 +307,7 @@ pub const SETTLE_BATCH: i64 = 100;
 pub async fn settle_overdue_approvals(pool: &PgPool) -> anyhow::Result<usize> {
     let workspaces = {
         let mut conn = pool.acquire().await?;
-        crate::store::tool_approvals::overdue_workspaces(&mut conn, SETTLE_BATCH).await?
+        first_seen(crate::store::tool_approvals::overdue_workspaces(&mut conn, SETTLE_BATCH).await?)
     };
     let mut settled = 0;
     for workspace_id in workspaces {
@@ -350,4 +350,23 @@ pub async fn close_voting_windows(pool: &PgPool) -> anyhow::Result<usize> {
         tracing::info!(committed, "committed team decisions whose window closed");
     }
     Ok(committed)
+}
+
+/// Each id once, in the order first seen: one expiry round per workspace,
+/// the most overdue workspace first.
+fn first_seen(ids: Vec<Uuid>) -> Vec<Uuid> {
+    let mut seen = std::collections::HashSet::new();
+    ids.into_iter().filter(|id| seen.insert(*id)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_workspace_is_swept_once_most_overdue_first() {
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        assert_eq!(first_seen(vec![b, a, b, c, a, b]), vec![b, a, c]);
+        assert_eq!(first_seen(vec![]), Vec::<Uuid>::new());
+    }
 }

@@ -289,11 +289,12 @@ pub async fn expire_overdue(
     Ok(rows)
 }
 
-/// Workspaces holding overdue pending requests, most overdue first, from at
-/// most `limit` requests (the partial index `tool_approval_requests_expiry`
-/// holds only pending rows, so this never reads resolved history).
+/// The workspace of each of the (at most `limit`) most overdue pending
+/// requests, most overdue first, repeats included (the partial index
+/// `tool_approval_requests_expiry` holds only pending rows, so this never
+/// reads resolved history).
 pub async fn overdue_workspaces(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<Uuid>> {
-    let rows = sqlx::query_scalar!(
+    sqlx::query_scalar!(
         "SELECT workspace_id FROM tool_approval_requests
          WHERE status = 'pending' AND expires_at <= now()
          ORDER BY expires_at
@@ -301,7 +302,5 @@ pub async fn overdue_workspaces(conn: &mut PgConnection, limit: i64) -> sqlx::Re
         limit
     )
     .fetch_all(conn)
-    .await?;
-    let mut seen = std::collections::HashSet::new();
-    Ok(rows.into_iter().filter(|w| seen.insert(*w)).collect())
+    .await
 }
