@@ -1,5 +1,6 @@
 // The built-in web board: the missions list, a mission's kanban columns,
-// task graph and event timeline, and the plan and result decisions.
+// task graph and event timeline, the plan and result decisions, and the
+// approvals that wait for a person (tool calls, governance decisions).
 //
 // Everything live comes from the service's Server-Sent Event streams. They
 // are read with fetch() and a small parser rather than EventSource, because
@@ -21,6 +22,8 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const TIMELINE_MAX = 300;
 /// Events arrive in bursts; one board refresh per burst is enough.
 const REFRESH_DELAY_MS = 100;
+/// Event kinds after which what waits for a person may have changed.
+const APPROVAL_KINDS = /^(tool\.approval_|decision\.|team_decision\.)/;
 
 const $ = (id) => document.getElementById(id);
 
@@ -291,10 +294,14 @@ function followWorkspace() {
   stopStream('workspace');
   const ctl = new AbortController();
   state.workspaceStream = ctl;
-  // Only mission-level events change the list.
-  follow('/v1/events?kind=mission.*', {
+  // Mission-level events change the list; approval events, of any
+  // mission, the workspace's count of what waits for a person.
+  follow('/v1/events?kind=mission.*,tool.approval_*,decision.*', {
     signal: ctl.signal,
-    onEvent: () => refreshMissions(),
+    onEvent: (e) => {
+      if (e.event.startsWith('mission.')) refreshMissions();
+      else refreshApprovals();
+    },
     onState: (s) => setStreamState('workspace', s),
   });
 }
@@ -313,6 +320,8 @@ async function selectMission(id) {
   $('timeline').replaceChildren();
   $('board').replaceChildren();
   $('dag').replaceChildren();
+  $('approvals-list').replaceChildren();
+  $('approvals-count').textContent = '0';
   const url = new URL(location.href);
   url.searchParams.set('mission', id);
   history.replaceState(null, '', url);
@@ -328,6 +337,8 @@ async function selectMission(id) {
     if (!(e instanceof ApiError && e.status === 401)) showError(e.message);
     return;
   }
+  // After the mission, so its task keys are known.
+  refreshApprovals();
   const ctl = new AbortController();
   state.missionStream = ctl;
   // From the first event: the stream replays the log (filling the
@@ -344,6 +355,7 @@ async function selectMission(id) {
       }
       appendTimeline(ev);
       refreshMission();
+      if (APPROVAL_KINDS.test(ev.kind)) refreshApprovals();
     },
     onState: (s) => setStreamState('mission', s),
   });
@@ -498,6 +510,185 @@ async function moveCard(card, to, note) {
   }
   await api('POST', `/v1/board/cards/${card.id}/move`, body);
   refreshMission();
+}
+
+// ---------------------------------------------------------- approvals
+
+const refreshApprovals = coalesce(loadApprovals, REFRESH_DELAY_MS);
+
+/// What waits for a person: the workspace's pending tool approvals and
+/// governance decisions (counted in the header), and for the selected
+/// mission those of its own plus its open team decisions.
+async function loadApprovals() {
+  const id = state.missionId;
+  const [tools, decisions, team] = await Promise.all([
+    api('GET', '/v1/tool-approvals?status=pending&limit=500'),
+    api('GET', '/v1/decisions?status=pending&limit=500'),
+    id ? api('GET', `/v1/missions/${id}/team-decisions`) : null,
+  ]);
+  const total = tools.tool_approvals.length + decisions.decisions.length;
+  const pending = $('approvals-pending');
+  pending.textContent = `${total} pending approval${total === 1 ? '' : 's'} in the workspace`;
+  pending.dataset.count = String(total);
+  pending.hidden = total === 0;
+  // A newer selection wins over this answer.
+  if (!id || state.missionId !== id) return;
+  const items = [
+    ...tools.tool_approvals.filter((a) => a.mission_id === id).map((a) => ['tool', a]),
+    ...decisions.decisions.filter((d) => d.mission_id === id).map((d) => ['decision', d]),
+    ...team.team_decisions.filter((t) => t.status === 'open').map((t) => ['team', t]),
+  ];
+  const list = $('approvals-list');
+  const shown = new Map([...list.children].map((li) => [li.dataset.key, li]));
+  const nodes = items.map(([kind, item]) => {
+    const key = `${kind}:${item.id}`;
+    const sig = JSON.stringify(item);
+    const old = shown.get(key);
+    // An unchanged item keeps its element, and with it a rationale being typed.
+    if (old && old.dataset.sig === sig) return old;
+    const li = kind === 'tool' ? renderToolApproval(item)
+      : kind === 'decision' ? renderDecision(item) : renderTeamDecision(item);
+    li.dataset.key = key;
+    li.dataset.sig = sig;
+    const typed = old?.querySelector('textarea')?.value;
+    const field = li.querySelector('textarea');
+    if (typed && field) field.value = typed;
+    return li;
+  });
+  // In place rather than replaceChildren(), which would blur a focused field.
+  const keep = new Set(nodes);
+  for (const child of [...list.children]) if (!keep.has(child)) child.remove();
+  nodes.forEach((node, i) => {
+    if (list.children[i] !== node) list.insertBefore(node, list.children[i] ?? null);
+  });
+  $('approvals-count').textContent = String(items.length);
+  $('approvals-empty').hidden = items.length > 0;
+}
+
+/// An approval list item: its kind, a title and a list of facts (empty ones left out).
+function approvalItem(kind, id, title, facts) {
+  const li = document.createElement('li');
+  li.className = `approval k-${kind}`;
+  li.dataset.testid = 'approval-item';
+  li.dataset.kind = kind;
+  li.dataset.id = id;
+  const h = document.createElement('strong');
+  h.textContent = title;
+  const dl = document.createElement('dl');
+  for (const [term, value] of facts) {
+    if (value === null || value === undefined || value === '') continue;
+    const dt = document.createElement('dt');
+    dt.textContent = term;
+    const dd = document.createElement('dd');
+    dd.dataset.fact = term.toLowerCase();
+    if (value instanceof Node) dd.append(value);
+    else dd.textContent = String(value);
+    dl.append(dt, dd);
+  }
+  li.append(h, dl);
+  return li;
+}
+
+function timeOf(iso, suffix = '') {
+  const t = document.createElement('time');
+  t.dateTime = iso;
+  t.textContent = `${new Date(iso).toLocaleString()}${suffix}`;
+  return t;
+}
+
+/// A rationale field and one button per outcome; `send(outcome, rationale)`
+/// calls the API, whose refusal is shown like any other.
+function decideForm(id, choices, send, hint) {
+  const form = document.createElement('form');
+  form.className = 'decide';
+  const fieldId = `rationale-${id}`;
+  const label = document.createElement('label');
+  label.htmlFor = fieldId;
+  label.textContent = hint;
+  const note = document.createElement('textarea');
+  note.id = fieldId;
+  note.rows = 2;
+  note.dataset.testid = 'approval-rationale';
+  form.append(label, note);
+  for (const [text, outcome, testid, cls] of choices) {
+    const b = button(text, testid);
+    b.className = cls;
+    b.addEventListener('click', () => act(b, async () => {
+      await send(outcome, note.value.trim());
+      refreshApprovals();
+      refreshMission();
+    }));
+    form.append(b);
+  }
+  form.addEventListener('submit', (e) => e.preventDefault());
+  return form;
+}
+
+const taskKey = (taskId) => (taskId ? state.taskKeys.get(taskId) ?? taskId : null);
+
+function renderToolApproval(a) {
+  const li = approvalItem('tool', a.id, `Tool call: ${a.tool}`, [
+    ['Agent', a.agent_id],
+    ['Task', taskKey(a.task_id)],
+    ['Verdict', a.verdict.replaceAll('_', ' ')],
+    ['Reasons', a.reasons.join('; ')],
+    ['Paths', a.paths.join(', ')],
+    ['Diff', a.diff_lines ? `${a.diff_lines} lines` : ''],
+    ['Files', a.files_changed || ''],
+    ['Tokens', a.tokens || ''],
+    ['Expires', timeOf(a.expires_at, ` (then ${a.timeout_outcome})`)],
+  ]);
+  li.append(decideForm(a.id, [
+    ['Approve', 'approved', 'approval-approve', 'primary'],
+    ['Deny', 'denied', 'approval-deny', 'danger'],
+  ], (outcome, rationale) => api('POST', `/v1/tool-approvals/${a.id}/resolve`, { outcome, rationale }),
+  'Rationale (required; logged with the decision)'));
+  return li;
+}
+
+const optionLabels = (options) => (Array.isArray(options)
+  ? options.map((o) => (typeof o === 'string' ? o : o?.label)).filter(Boolean).join(', ') : '');
+
+function renderDecision(d) {
+  const g = d.governance ?? {};
+  const li = approvalItem('decision', d.id, `Decision: ${d.category}`, [
+    ['Asked by', d.agent_id ? `agent ${d.agent_id}` : d.requester],
+    ['Task', taskKey(d.task_id)],
+    ['What', d.description],
+    ['Options', optionLabels(d.options)],
+    ['Recommended', d.recommended_option],
+    ['Cost', d.estimated_cost == null ? '' : money(d.estimated_cost)],
+    ['Why asked', g.reason ?? ''],
+    ['Asked at', timeOf(d.created_at)],
+  ]);
+  // The version makes a decision that changed meanwhile a refusal, not an overwrite.
+  li.append(decideForm(d.id, [
+    ['Approve', 'approved', 'approval-approve', 'primary'],
+    ['Reject', 'rejected', 'approval-reject', 'danger'],
+  ], (outcome, rationale) => api('POST', `/v1/decisions/${d.id}/resolve`,
+    { outcome, rationale: rationale || undefined, version: d.version }),
+  'Rationale (logged with the decision)'));
+  return li;
+}
+
+/// Team decisions are the agents' to vote on: the page shows the tally only.
+function renderTeamDecision(t) {
+  const votes = new Map(t.options.map((o) => [o.label, 0]));
+  for (const v of t.votes) votes.set(v.option, (votes.get(v.option) ?? 0) + 1);
+  const tally = [...votes].map(([label, n]) => `${label}: ${n}`).join(' · ');
+  const li = approvalItem('team', t.id, `Team decision: ${t.topic}`, [
+    ['Proposed by', t.proposer],
+    ['Task', taskKey(t.task_id)],
+    ['Votes', tally],
+    ['Voted', `${t.votes.length} of ${t.eligible_agents.length} eligible agents`],
+    ['Recommended', t.recommended_option],
+    ['Closes', timeOf(t.closes_at)],
+  ]);
+  const note = document.createElement('p');
+  note.className = 'muted';
+  note.textContent = 'The eligible agents vote; it commits when all have voted or the window closes.';
+  li.append(note);
+  return li;
 }
 
 // ---------------------------------------------------------------- DAG
@@ -718,6 +909,7 @@ async function start() {
     if (!(e instanceof ApiError && e.status === 401)) showError(e.message);
     if (!state.token) return;
   }
+  refreshApprovals();
   followWorkspace();
   const wanted = new URL(location.href).searchParams.get('mission');
   if (wanted) selectMission(wanted);

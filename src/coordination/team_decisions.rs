@@ -8,8 +8,10 @@
 //! - **One vote per agent**; an agent may change its vote while the decision
 //!   is open (the last vote counts), so new evidence can move it.
 //! - **Commit** happens when every eligible agent has voted (in the vote's
-//!   transaction) or when the window has closed (by whoever next reads the
-//!   decision or its mission's list, guarded by `version`). Plurality wins;
+//!   transaction) or when the window has closed: by the engine's sweep
+//!   within one reconcile period, or sooner by whoever next reads the
+//!   decision or its mission's list (either way through [`settle_if_due`],
+//!   guarded by the row lock and `version`). Plurality wins;
 //!   a tie is broken by the **orchestrator rule**: the proposer's
 //!   recommended option if it is among the tied, otherwise the tied option
 //!   listed first. No votes at all is a tie of every option.
@@ -660,34 +662,38 @@ async fn commit_locked(
     Ok(Some(done))
 }
 
-/// Commits the decision if it is open and its window has closed.
-async fn settle_if_due(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> Result<(), ApiError> {
+/// Commits the decision if it is open and its window has closed; true when
+/// this call committed it. Readers and the engine's sweep both come here, so
+/// a decision settles the same way whoever notices first; the row lock and
+/// the `version` guard let only one of them write the commit.
+pub async fn settle_if_due(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> Result<bool, ApiError> {
     let mut tx = pool.begin().await?;
     let Some(peek) = store::get(&mut tx, workspace_id, id, false).await? else {
-        return Ok(());
+        return Ok(false);
     };
     if peek.status() != TeamDecisionStatus::Open || !store::window_closed(&mut tx, id).await? {
-        return Ok(());
+        return Ok(false);
     }
     // Lock order: mission, then decision (as the vote path).
     missions::lock(&mut tx, workspace_id, peek.mission_id).await?;
     let Some(row) = store::get(&mut tx, workspace_id, id, true).await? else {
-        return Ok(());
+        return Ok(false);
     };
     if row.status() != TeamDecisionStatus::Open {
-        return Ok(());
+        return Ok(false);
     }
     let votes = store::votes(&mut tx, id).await?;
-    commit_locked(
+    let committed = commit_locked(
         &mut tx,
         &row,
         &votes,
         "orchestrator",
         "the voting window closed",
     )
-    .await?;
+    .await?
+    .is_some();
     tx.commit().await?;
-    Ok(())
+    Ok(committed)
 }
 
 /// One decision, with its votes (an overdue one is committed first).

@@ -18,8 +18,11 @@
 //! A request that needs approval is `pending` until a human or stakeholder
 //! resolves it `approved` or `denied` (with a rationale), or until its
 //! timeout, when it becomes `timed_out` and the policy's `on_timeout`
-//! outcome (default: denied) applies. Timeouts are applied lazily, when
-//! anyone reads or resolves the request, so no replica needs a timer.
+//! outcome (default: denied) applies. Timeouts are applied by the engine's
+//! sweep within one reconcile period, and sooner when anyone reads or
+//! resolves the request; both go through [`expire_overdue`], whose update is
+//! guarded by `status = 'pending'` (rows locked with SKIP LOCKED), so a
+//! request times out, with its one event, exactly once.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -202,6 +202,13 @@ impl Engine {
                 if let Err(e) = reconcile::expire_reservations(&self.pool).await {
                     tracing::warn!(error = %e, "reservation expiry sweep failed");
                 }
+                // Timeouts and voting windows settle even if nobody reads them.
+                if let Err(e) = reconcile::settle_overdue_approvals(&self.pool).await {
+                    tracing::warn!(error = %e, "tool-approval timeout sweep failed");
+                }
+                if let Err(e) = reconcile::close_voting_windows(&self.pool).await {
+                    tracing::warn!(error = %e, "voting-window sweep failed");
+                }
                 if let Err(e) = reconcile::sweep(&self.pool, &self.cfg, &mut sweep_cursor).await {
                     tracing::warn!(error = %e, "sweep failed");
                 }

@@ -290,3 +290,83 @@ pub async fn expire_reservations(pool: &PgPool) -> anyhow::Result<usize> {
     tx.commit().await?;
     Ok(n)
 }
+
+/// Overdue tool approvals or closed voting windows one sweep looks at: a
+/// backlog (say, after an outage) drains over several sweeps instead of
+/// holding one replica's tick.
+pub const SETTLE_BATCH: i64 = 100;
+
+/// Times out tool-approval requests past `expires_at` that nobody read,
+/// across workspaces, through [`tool_policy::expire_overdue`] (the read
+/// path's own function: same status, rationale and `tool.approval_resolved`
+/// event). Concurrent replicas are safe: its update skips rows another
+/// transaction holds and re-checks `status = 'pending'`, so each request
+/// times out once. Returns how many this replica timed out.
+///
+/// [`tool_policy::expire_overdue`]: crate::coordination::tool_policy::expire_overdue
+pub async fn settle_overdue_approvals(pool: &PgPool) -> anyhow::Result<usize> {
+    let workspaces = {
+        let mut conn = pool.acquire().await?;
+        first_seen(crate::store::tool_approvals::overdue_workspaces(&mut conn, SETTLE_BATCH).await?)
+    };
+    let mut settled = 0;
+    for workspace_id in workspaces {
+        match crate::coordination::tool_policy::expire_overdue(pool, workspace_id, None).await {
+            Ok(n) => settled += n,
+            Err(e) => {
+                tracing::warn!(%workspace_id, error = %e, "could not time out tool approvals")
+            }
+        }
+    }
+    if settled > 0 {
+        tracing::info!(settled, "timed out overdue tool approvals");
+    }
+    Ok(settled)
+}
+
+/// Commits open team decisions whose voting window has closed, across
+/// workspaces, through [`team_decisions::settle_if_due`] (the read path's
+/// own function: same tally, orchestrator tie-break, ADR and
+/// `team_decision.committed` event). Concurrent replicas are safe: it locks
+/// the mission and the decision and commits only an open row at its
+/// version, so one replica commits and the others find it closed. Returns
+/// how many this replica committed.
+///
+/// [`team_decisions::settle_if_due`]: crate::coordination::team_decisions::settle_if_due
+pub async fn close_voting_windows(pool: &PgPool) -> anyhow::Result<usize> {
+    let due = {
+        let mut conn = pool.acquire().await?;
+        crate::store::team_decisions::overdue_everywhere(&mut conn, SETTLE_BATCH).await?
+    };
+    let mut committed = 0;
+    for (workspace_id, id) in due {
+        match crate::coordination::team_decisions::settle_if_due(pool, workspace_id, id).await {
+            Ok(true) => committed += 1,
+            Ok(false) => {}
+            Err(e) => tracing::warn!(decision = %id, error = %e, "could not commit team decision"),
+        }
+    }
+    if committed > 0 {
+        tracing::info!(committed, "committed team decisions whose window closed");
+    }
+    Ok(committed)
+}
+
+/// Each id once, in the order first seen: one expiry round per workspace,
+/// the most overdue workspace first.
+fn first_seen(ids: Vec<Uuid>) -> Vec<Uuid> {
+    let mut seen = std::collections::HashSet::new();
+    ids.into_iter().filter(|id| seen.insert(*id)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_workspace_is_swept_once_most_overdue_first() {
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        assert_eq!(first_seen(vec![b, a, b, c, a, b]), vec![b, a, c]);
+        assert_eq!(first_seen(vec![]), Vec::<Uuid>::new());
+    }
+}

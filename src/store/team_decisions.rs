@@ -193,6 +193,27 @@ pub async fn overdue(
     .await
 }
 
+/// Open decisions of any workspace whose window has closed, earliest first,
+/// at most `limit`: (workspace, decision). The partial index
+/// `team_decisions_open` holds only open rows.
+pub async fn overdue_everywhere(
+    conn: &mut PgConnection,
+    limit: i64,
+) -> sqlx::Result<Vec<(Uuid, Uuid)>> {
+    Ok(sqlx::query!(
+        "SELECT workspace_id, id FROM team_decisions
+         WHERE status = 'open' AND closes_at <= now()
+         ORDER BY closes_at
+         LIMIT $1",
+        limit
+    )
+    .fetch_all(conn)
+    .await?
+    .into_iter()
+    .map(|r| (r.workspace_id, r.id))
+    .collect())
+}
+
 /// Whether the window of an open decision has closed (by the database's clock).
 pub async fn window_closed(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<bool> {
     sqlx::query_scalar!(

@@ -288,3 +288,19 @@ pub async fn expire_overdue(
     rows.sort_by_key(|r| (r.run_id, r.created_at));
     Ok(rows)
 }
+
+/// The workspace of each of the (at most `limit`) most overdue pending
+/// requests, most overdue first, repeats included (the partial index
+/// `tool_approval_requests_expiry` holds only pending rows, so this never
+/// reads resolved history).
+pub async fn overdue_workspaces(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        "SELECT workspace_id FROM tool_approval_requests
+         WHERE status = 'pending' AND expires_at <= now()
+         ORDER BY expires_at
+         LIMIT $1",
+        limit
+    )
+    .fetch_all(conn)
+    .await
+}

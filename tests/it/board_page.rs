@@ -1,5 +1,6 @@
 //! The built-in web board: served without a token, and driven end to end in
-//! a real headless Chromium (`tests/js/board-page.mjs`).
+//! a real headless Chromium (`tests/js/board-page.mjs`; the Approvals panel
+//! by `tests/js/board-approvals.mjs`).
 
 use std::{collections::BTreeSet, time::Duration};
 
@@ -215,5 +216,115 @@ async fn a_person_approves_watches_and_accepts_a_mission_in_headless_chromium() 
     );
     let png = std::fs::read(&shot).expect("screenshot saved");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_approves_a_tool_call_in_the_approvals_panel_in_headless_chromium() {
+    let (Some(js), Some(chromium)) = (peers::js_dir(), peers::chromium()) else {
+        return;
+    };
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 1).await;
+    // Every tool call of task a needs a person.
+    let mut plan = chain_plan();
+    plan["tasks"][0]["inputs"] = json!({"tool_policy": {"auto_approve": false}});
+    let m = app
+        .create_mission(json!({"goal": "Approve a tool call on the board",
+                               "autonomy": "autonomous", "plan": plan}))
+        .await;
+    let mission = m["id"].as_str().unwrap().to_owned();
+    // The page opens first; the worker's request comes while it is open.
+    let d = worker.dispatch(1).await;
+    let rationale = "Reviewed the diff: a small, safe change";
+
+    let shot = peers::artifacts().join("board-approvals.png");
+    let _ = std::fs::remove_file(&shot);
+    let run = tokio::process::Command::new("node")
+        .arg(js.join("board-approvals.mjs"))
+        .arg(&app.url)
+        .arg(&app.token)
+        .arg(&mission)
+        .arg(d.attempt_id.to_string())
+        .arg(&d.callback.token)
+        .arg(rationale)
+        .arg(&shot)
+        .arg(&chromium)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the browser run finished within 2 minutes")
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
+
+    // The worker's request was left to a person, and the open page showed
+    // it from the stream, with what is asked.
+    assert_eq!(s["askedStatus"], 201, "{s}");
+    assert_eq!(s["approvalStatus"], "pending", "{s}");
+    let approval = s["approvalId"].as_str().expect("approval id").to_owned();
+    assert_eq!(s["countBefore"], "0", "{s}");
+    assert_eq!(s["sameDocument"], true, "{s}");
+    assert_eq!(s["kind"], "tool", "{s}");
+    assert_eq!(s["title"], "Tool call: write_file", "{s}");
+    assert_eq!(s["facts"]["agent"], d.agent_id.as_str(), "{s}");
+    assert_eq!(s["task"], "a", "{s}");
+    assert_eq!(s["facts"]["verdict"], "needs approval", "{s}");
+    assert_eq!(
+        s["facts"]["reasons"], "the policy requires approval for every tool call",
+        "{s}"
+    );
+    assert_eq!(s["facts"]["paths"], "src/lib.rs", "{s}");
+    assert_eq!(s["missionCount"], "1", "{s}");
+    assert_eq!(s["workspaceCount"], "1", "{s}");
+    // Approving without a rationale showed the service's own refusal.
+    let (status, refused) = app
+        .post(
+            &format!("/v1/tool-approvals/{approval}/resolve"),
+            json!({"outcome": "approved", "rationale": ""}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(s["refusal"], refused["error"]["message"], "{s}");
+    assert_eq!(s["stillShownAfterRefusal"], 1, "{s}");
+    assert_eq!(s["missionCountAfter"], "0", "{s}");
+    assert_eq!(s["pageErrors"], json!([]), "{s}");
+
+    // The service agrees: approved, with the person's rationale and token.
+    let token_id: uuid::Uuid =
+        sqlx::query_scalar("SELECT id FROM api_tokens WHERE token_hash = $1")
+            .bind(coordinator::auth::hash_token(&app.token))
+            .fetch_one(&app.pool)
+            .await
+            .expect("the admin token");
+    let (status, view) = app.get(&format!("/v1/tool-approvals/{approval}")).await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(view["status"], "approved", "{view}");
+    assert_eq!(view["granted"], true, "{view}");
+    assert_eq!(view["rationale"], rationale, "{view}");
+    assert_eq!(
+        view["resolver"],
+        format!("admin:{}", &token_id.simple().to_string()[..8]),
+        "{view}"
+    );
+    // The worker's poll says the same.
+    let (_, polled) = app
+        .request(
+            reqwest::Method::GET,
+            &format!("/v1/attempts/{}/tool-approvals/{approval}", d.attempt_id),
+            None,
+            Some(&d.callback.token),
+        )
+        .await;
+    assert_eq!(polled["granted"], true, "{polled}");
+    let png = std::fs::read(&shot).expect("screenshot saved");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
     app.stop().await;
 }

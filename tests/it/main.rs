@@ -21,6 +21,7 @@ mod proof;
 mod real_llm;
 mod replicas;
 mod streams;
+mod sweeps;
 mod team_decisions;
 mod timeline;
 mod tool_policy;
