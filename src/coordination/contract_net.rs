@@ -393,7 +393,8 @@ async fn open(
         excluded: &task.excluded_agents,
         ..TaskNeeds::of(&task.required_skills, &task.required_tools)
     };
-    let eligible: Vec<String> = agents::online(conn, task.workspace_id)
+    let online = agents::online(conn, task.workspace_id).await?;
+    let eligible: Vec<String> = super::organisation::not_prohibited(conn, task, online)
         .await?
         .into_iter()
         .filter(|a| {

@@ -38,8 +38,10 @@ use crate::{
     auth::Principal,
     error::ApiError,
     store::{
+        agents::LadderAgent,
         events::{self, WorkspaceEvent},
         organisation::{self as store, SpecRow},
+        tasks::TaskRow,
     },
 };
 
@@ -937,6 +939,25 @@ pub async fn admit_role(
             "max": row.spec.role(role).and_then(|r| r.cardinality.max),
         }),
     })
+}
+
+/// The agents whose role the workspace's spec does not prohibit from a task
+/// (all of them without a spec): who a tender may call and the escalation
+/// ladder may count on, in step with the scorer.
+pub async fn not_prohibited(
+    conn: &mut PgConnection,
+    task: &TaskRow,
+    agents: Vec<LadderAgent>,
+) -> sqlx::Result<Vec<LadderAgent>> {
+    let Some(row) = store::get(conn, task.workspace_id).await? else {
+        return Ok(agents);
+    };
+    Ok(agents
+        .into_iter()
+        .filter(|a| {
+            row.spec.verdict(&a.role, &task.task_type, &task.task_key) != Deontic::Prohibited
+        })
+        .collect())
 }
 
 /// One agent's verdict for a task, as [`verdicts`] reports it.

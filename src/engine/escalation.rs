@@ -15,6 +15,7 @@ use super::{
 };
 use crate::{
     assignment::{TaskNeeds, capable},
+    coordination::organisation,
     domain::{
         Escalation, FailureKind, LadderState, MissionStatus, Rung, TaskEvent, TaskStatus, escalate,
     },
@@ -59,6 +60,7 @@ pub async fn escalate_task(
     .fetch_all(&mut *conn)
     .await?;
     let online = agents::online(conn, task.workspace_id).await?;
+    let online = organisation::not_prohibited(conn, task, online).await?;
     let needs = TaskNeeds::of(&task.required_skills, &task.required_tools);
     let able: Vec<_> = online
         .iter()

@@ -353,6 +353,8 @@ pub async fn retire_contractors(
 pub struct LadderAgent {
     /// Id.
     pub agent_id: String,
+    /// Organisation role.
+    pub role: String,
     /// Skills.
     pub skills: Vec<String>,
     /// Tools.
@@ -365,7 +367,7 @@ pub struct LadderAgent {
 pub async fn online(conn: &mut PgConnection, workspace_id: Uuid) -> sqlx::Result<Vec<LadderAgent>> {
     sqlx::query_as!(
         LadderAgent,
-        "SELECT agent_id, skills, tools, model_tier FROM agents
+        "SELECT agent_id, role, skills, tools, model_tier FROM agents
          WHERE workspace_id = $1 AND kind = 'roster' AND status <> 'offline'
          ORDER BY agent_id",
         workspace_id

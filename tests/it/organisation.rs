@@ -395,3 +395,31 @@ async fn cardinality_caps_registration_and_contractor_hiring() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenders_call_only_roles_the_spec_does_not_prohibit() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    for (id, role) in [
+        ("a-junior", "junior"),
+        ("b-senior", "senior"),
+        ("c-lead", "lead"),
+    ] {
+        let (s, b) = register(&app, agent(id, role, 0.5, &worker.url)).await;
+        assert_eq!(s, StatusCode::CREATED, "{b}");
+    }
+    let (s, b) = put_spec(&app, spec(json!([])), None).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    let mut body = mission("tendered study", &STUDIES, true);
+    body["allocation"] = json!("tender");
+    body["tender_window_ms"] = json!(600_000);
+    let m = app.create_mission(body).await;
+    let id = m["id"].as_str().unwrap().to_owned();
+    let tender = wait_until("a tender for the first study", || async {
+        let (_, page) = app.get(&format!("/v1/tenders?mission={id}")).await;
+        page["tenders"].as_array().and_then(|t| t.first().cloned())
+    })
+    .await;
+    assert_eq!(tender["eligible_agents"], json!(["b-senior", "c-lead"]));
+    app.stop().await;
+}
