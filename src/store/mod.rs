@@ -15,6 +15,7 @@ pub mod governance;
 pub mod handoffs;
 pub mod messages;
 pub mod missions;
+pub mod plan_cases;
 pub mod reservations;
 pub mod tasks;
 pub mod team_decisions;
