@@ -81,7 +81,13 @@ pub async fn record(
         return Ok(None);
     };
     let tasks: Vec<TaskRecord> = sqlx::query!(
-        r#"SELECT t.task_key, t.status, t.last_error, t.estimated_cost, t.actual_cost,
+        r#"SELECT t.task_key, t.status, t.estimated_cost, t.actual_cost,
+                  -- A task that succeeded in the end may have cleared its
+                  -- error: the last failed attempt still says what went wrong.
+                  COALESCE(t.last_error,
+                           (SELECT a.error FROM task_attempts a
+                            WHERE a.task_id = t.id AND a.status IN ('failed', 'expired')
+                            ORDER BY a.attempt_number DESC LIMIT 1)) AS last_error,
                   (SELECT count(*) FROM task_attempts a
                    WHERE a.task_id = t.id AND a.purpose = 'work' AND a.status <> 'cancelled') AS "attempts!",
                   (SELECT count(*) FROM task_attempts a

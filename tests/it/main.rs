@@ -15,6 +15,7 @@ mod messaging;
 mod missions;
 mod openapi;
 mod peers;
+mod plan_library;
 mod planning;
 mod proof;
 mod real_llm;
