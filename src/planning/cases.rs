@@ -318,12 +318,21 @@ fn replace_in_strings(value: &mut Value, from: &str, to: &str) -> bool {
             *s = s.replace(from, to);
             true
         }
-        Value::Array(items) => items.iter_mut().fold(false, |changed, v| {
-            replace_in_strings(v, from, to) || changed
-        }),
-        Value::Object(map) => map.values_mut().fold(false, |changed, v| {
-            replace_in_strings(v, from, to) || changed
-        }),
+        // Every element is visited (no short-circuit): all of them change.
+        Value::Array(items) => {
+            let mut changed = false;
+            for v in items {
+                changed |= replace_in_strings(v, from, to);
+            }
+            changed
+        }
+        Value::Object(map) => {
+            let mut changed = false;
+            for v in map.values_mut() {
+                changed |= replace_in_strings(v, from, to);
+            }
+            changed
+        }
         _ => false,
     }
 }
