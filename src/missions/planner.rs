@@ -148,18 +148,17 @@ pub async fn plan(
     // The plan library first: reuse a similar success, note similar failures.
     let ctx = cases::context_of(input.constraints, input.budget, Some(input.autonomy));
     let stored: Vec<cases::Case> =
-        plan_cases::recent(pool, input.workspace_id, None, cases::CASE_SCAN_LIMIT)
+        plan_cases::candidates(pool, input.workspace_id, cases::CASE_SCAN_LIMIT)
             .await?
-            .iter()
-            .map(plan_cases::PlanCaseRow::to_case)
+            .into_iter()
             .filter(|c| !input.exclude.contains(&cases::case_key(c.id)))
             .collect();
     let choice = cases::choose(&stored, input.goal, &ctx, cfg.case_threshold);
     let mut case_note = None;
     if let Some(reuse) = &choice.reuse
-        && let Some(case) = stored.iter().find(|c| c.id == reuse.case_id)
+        && let Some(row) = plan_cases::get(pool, input.workspace_id, reuse.case_id).await?
     {
-        match reuse_case(cfg, &agents, &input, case, reuse.score, &choice) {
+        match reuse_case(cfg, &agents, &input, &row.to_case(), reuse.score, &choice) {
             Ok(ready) => return Ok(ready),
             // A case that no longer fits (agents or budget changed) is not an
             // error: planning goes on from the methods, and says why.
@@ -254,6 +253,20 @@ pub async fn plan(
     let decomposition = library
         .decompose(&generic, input.goal, input.constraints)
         .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("generic method: {e}")))?;
+    // The generic method is the last resort: used even in a failed case's
+    // shape, but the log says so.
+    let generic_structure = cases::structure_signature(&decomposition.plan);
+    let generic_note = choice
+        .negatives
+        .iter()
+        .find(|n| n.structure == generic_structure)
+        .map(|n| {
+            format!(
+                "; its plan has the structure of failed case {}, but no other method is left",
+                n.case_id
+            )
+        })
+        .unwrap_or_default();
     let plan = validate(
         cfg,
         &agents,
@@ -268,7 +281,7 @@ pub async fn plan(
         ),
         _ => "no method shares words with the goal and no LLM planner is configured; used the generic research → draft → review method".into(),
     };
-    let reason = format!("{reason}{case_reason}");
+    let reason = format!("{reason}{case_reason}{generic_note}");
     Ok(Planned::Ready {
         plan,
         provenance: PlanProvenance {

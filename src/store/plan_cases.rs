@@ -167,6 +167,34 @@ pub async fn record(
     Ok(inserted)
 }
 
+/// The workspace's most recent cases for choosing, newest first, without
+/// their plans (`plan` is null: only a reused case's plan is read, by [`get`]).
+pub async fn candidates(pool: &PgPool, workspace_id: Uuid, limit: i64) -> sqlx::Result<Vec<Case>> {
+    let rows = sqlx::query!(
+        "SELECT id, goal, context, structure, success, created_at
+         FROM plan_cases
+         WHERE workspace_id = $1
+         ORDER BY created_at DESC, id DESC
+         LIMIT $2",
+        workspace_id,
+        limit
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Case {
+            id: r.id,
+            goal: r.goal,
+            context: r.context,
+            plan: Value::Null,
+            structure: r.structure,
+            success: r.success,
+            created_at: r.created_at,
+        })
+        .collect())
+}
+
 /// The workspace's most recent cases, newest first; `success` filters by outcome.
 pub async fn recent(
     pool: &PgPool,
