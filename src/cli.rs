@@ -255,6 +255,9 @@ pub struct PlanningArgs {
     /// Minimum similarity (0–1) for a method to be chosen for a goal.
     #[arg(long, env = "COORDINATOR_MATCH_THRESHOLD", default_value_t = crate::planning::DEFAULT_MATCH_THRESHOLD)]
     pub match_threshold: f64,
+    /// Minimum similarity (0–1) for a plan-library case to be reused, or, if it failed, avoided.
+    #[arg(long, env = "COORDINATOR_CASE_THRESHOLD", default_value_t = crate::planning::cases::DEFAULT_CASE_THRESHOLD)]
+    pub case_threshold: f64,
     /// Fewest tasks a plan may have.
     #[arg(long, env = "COORDINATOR_MIN_TASKS", default_value_t = 3)]
     pub min_tasks: usize,
@@ -292,10 +295,15 @@ impl PlanningArgs {
             "--match-threshold must be between 0 and 1"
         );
         anyhow::ensure!(
+            (0.0..=1.0).contains(&self.case_threshold),
+            "--case-threshold must be between 0 and 1"
+        );
+        anyhow::ensure!(
             1 <= self.min_tasks && self.min_tasks <= self.max_tasks,
             "--min-tasks must be at least 1 and at most --max-tasks"
         );
         cfg.match_threshold = self.match_threshold;
+        cfg.case_threshold = self.case_threshold;
         cfg.rules.min_tasks = self.min_tasks;
         cfg.rules.max_tasks = self.max_tasks;
         if let Some(base_url) = &self.llm_base_url {

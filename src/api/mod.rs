@@ -16,6 +16,7 @@ pub mod messages;
 pub mod missions;
 pub mod openapi;
 pub mod organisation;
+pub mod plan_library;
 pub mod reservations;
 pub mod stream;
 pub mod team_decisions;
@@ -96,6 +97,7 @@ pub fn router(state: AppState) -> Router {
         .merge(tool_approvals::router())
         .merge(team_decisions::router())
         .merge(timeline::router())
+        .merge(plan_library::router())
         .merge(tokens::router())
         .merge(tools::router())
         .merge(mcp::router())

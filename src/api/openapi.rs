@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use super::{
     AppState, agents, attempts, bdi, board, contract_net, events, governance, handoffs, messages,
-    missions, organisation, reservations, team_decisions, timeline, tokens, tool_approvals, tools,
-    webhooks, workforce,
+    missions, organisation, plan_library, reservations, team_decisions, timeline, tokens,
+    tool_approvals, tools, webhooks, workforce,
 };
 use crate::{
     auth::Role,
@@ -167,6 +167,8 @@ pub const DOCS_PATH: &str = "/docs";
         team_decisions::adr,
         timeline::timeline,
         timeline::snapshots,
+        plan_library::search,
+        plan_library::show,
     ),
     components(
         schemas(ErrorBody, ErrorDetail),
@@ -193,6 +195,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "tool-approvals", description = "Tool-use approvals: a worker asks before a guarded tool call, the task's tool policy answers or escalates to a person, who approves or denies with a rationale; requests time out to the policy's default."),
         (name = "team-decisions", description = "Team decisions: a topic with options and evidence put to the mission's agents, votes within a window, commit by plurality with the orchestrator's tie-break, and the ADR rendered from the record."),
         (name = "timeline", description = "The mission timeline (plan, steps, tool calls, handoffs, decisions, approvals) and snapshots after milestones, both projected from the event log."),
+        (name = "plan-library", description = "The plan library: finished missions as cases (goal, context, plan, outcome, lessons), searched by similarity; the planner reuses similar successes and avoids the structures of similar failures."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

@@ -40,6 +40,8 @@ pub struct PlanningConfig {
     pub library: std::sync::Arc<TemplateLibrary>,
     /// Minimum similarity for a template to be used.
     pub match_threshold: f64,
+    /// Minimum similarity for a plan-library case to be reused (success) or avoided (failure).
+    pub case_threshold: f64,
     /// Plan size bounds.
     pub rules: ValidationRules,
     /// Attempts per task.
@@ -57,6 +59,7 @@ impl Default for PlanningConfig {
         PlanningConfig {
             library: std::sync::Arc::new(TemplateLibrary::builtin()),
             match_threshold: crate::planning::DEFAULT_MATCH_THRESHOLD,
+            case_threshold: crate::planning::cases::DEFAULT_CASE_THRESHOLD,
             rules: ValidationRules::default(),
             max_attempts: 3,
             llm: None,
@@ -163,6 +166,7 @@ pub async fn create(
             goal,
             constraints: &constraints,
             budget: req.budget,
+            autonomy: autonomy.as_str(),
             explicit: req.plan,
             exclude: &[],
             allow_llm: true,

@@ -1,7 +1,9 @@
-//! Choosing and validating a plan for a mission: an explicit plan, the best
-//! HTN method above the match threshold, an LLM (asynchronously, by the
-//! engine), or the documented generic method — and validating whatever comes
-//! out against the workspace's agents and the budget.
+//! Choosing and validating a plan for a mission: an explicit plan, a similar
+//! success case of the plan library, the best HTN method above the match
+//! threshold (skipping methods whose plans have the shape of a similar failed
+//! case), an LLM (asynchronously, by the engine), or the documented generic
+//! method — and validating whatever comes out against the workspace's agents
+//! and the budget.
 
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -11,10 +13,12 @@ use super::PlanningConfig;
 use crate::{
     error::ApiError,
     planning::{
-        AgentCapability, MatchOutcome, PLANNER_GENERIC, PLANNER_TEMPLATE, PlanProblem,
-        PlanProvenance, PlanSpec, TemplateLibrary, ValidatedPlan, ValidationContext, validate_plan,
+        AgentCapability, MatchOutcome, PLANNER_CASE, PLANNER_GENERIC, PLANNER_TEMPLATE,
+        PlanProblem, PlanProvenance, PlanSpec, TemplateLibrary, ValidatedPlan, ValidationContext,
+        cases::{self, CaseChoice},
+        validate_plan,
     },
-    store::{agents, templates},
+    store::{agents, plan_cases, templates},
 };
 
 /// What planning produced.
@@ -46,9 +50,11 @@ pub struct PlanInput<'a> {
     pub constraints: &'a Value,
     /// Budget the plan must fit.
     pub budget: Option<f64>,
+    /// `approve` or `autonomous` (part of the context cases are compared on).
+    pub autonomy: &'a str,
     /// A plan given by the caller.
     pub explicit: Option<PlanSpec>,
-    /// Methods not to use again (a rejected plan's method).
+    /// Methods (and `case:<id>` cases) not to use again (a rejected plan's source).
     pub exclude: &'a [String],
     /// Whether to hand over to the LLM when nothing matches.
     pub allow_llm: bool,
@@ -139,23 +145,63 @@ pub async fn plan(
             details: Value::Null,
         });
     }
+    // The plan library first: reuse a similar success, note similar failures.
+    let ctx = cases::context_of(input.constraints, input.budget, Some(input.autonomy));
+    let stored: Vec<cases::Case> =
+        plan_cases::candidates(pool, input.workspace_id, cases::CASE_SCAN_LIMIT)
+            .await?
+            .into_iter()
+            .filter(|c| !input.exclude.contains(&cases::case_key(c.id)))
+            .collect();
+    let choice = cases::choose(&stored, input.goal, &ctx, cfg.case_threshold);
+    let mut case_note = None;
+    if let Some(reuse) = &choice.reuse
+        && let Some(row) = plan_cases::get(pool, input.workspace_id, reuse.case_id).await?
+    {
+        match reuse_case(cfg, &agents, &input, &row.to_case(), reuse.score, &choice) {
+            Ok(ready) => return Ok(ready),
+            // A case that no longer fits (agents or budget changed) is not an
+            // error: planning goes on from the methods, and says why.
+            Err(note) => case_note = Some(note),
+        }
+    }
+
     let library = library(pool, cfg, input.workspace_id).await?;
     let outcome = library.match_goal_with(input.goal, input.constraints, cfg.match_threshold);
-    // The best method not excluded, among those above the threshold.
-    let chosen = outcome
+    // The best method not excluded, among those above the threshold, whose
+    // plan does not have the shape of a similar failed case.
+    let mut avoided = Vec::new();
+    let mut chosen = None;
+    for candidate in outcome
         .scores
         .iter()
         .filter(|s| s.score >= cfg.match_threshold && s.score > 0.0)
-        .find(|s| !input.exclude.contains(&s.template))
-        .cloned();
-    if let Some(best) = chosen {
+        .filter(|s| !input.exclude.contains(&s.template))
+    {
         let decomposition = library
-            .decompose(&best.template, input.goal, input.constraints)
+            .decompose(&candidate.template, input.goal, input.constraints)
             .map_err(|e| ApiError::Unprocessable {
                 code: "plan_decomposition_failed",
-                message: format!("method '{}' could not be decomposed: {e}", best.template),
+                message: format!(
+                    "method '{}' could not be decomposed: {e}",
+                    candidate.template
+                ),
                 details: json!(e.info()),
             })?;
+        let structure = cases::structure_signature(&decomposition.plan);
+        if let Some(negative) = choice.negatives.iter().find(|n| n.structure == structure) {
+            avoided.push(json!({
+                "template": candidate.template,
+                "negative_case": negative.case_id,
+                "similarity": negative.score,
+            }));
+            continue;
+        }
+        chosen = Some((candidate.clone(), decomposition));
+        break;
+    }
+    let case_reason = case_reason(&choice, &avoided, case_note.as_deref());
+    if let Some((best, decomposition)) = chosen {
         let plan = validate(
             cfg,
             &agents,
@@ -172,7 +218,7 @@ pub async fn plan(
             planner: PLANNER_TEMPLATE,
             template: Some(best.template.clone()),
             reason: format!(
-                "goal matched method '{}' with score {:.3} (threshold {:.3}{})",
+                "goal matched method '{}' with score {:.3} (threshold {:.3}{}){case_reason}",
                 best.template,
                 best.score,
                 cfg.match_threshold,
@@ -184,10 +230,11 @@ pub async fn plan(
             ),
             match_outcome: Some(outcome),
         };
+        let details = json!({ "score": best.score, "runner_up": runner_up, "decomposition": decomposition.trace });
         return Ok(Planned::Ready {
             plan,
             provenance,
-            details: json!({ "score": best.score, "runner_up": runner_up, "decomposition": decomposition.trace }),
+            details: with_case_details(details, &choice, &avoided, case_note.as_deref()),
         });
     }
     if input.allow_llm && cfg.llm.is_some() {
@@ -206,6 +253,20 @@ pub async fn plan(
     let decomposition = library
         .decompose(&generic, input.goal, input.constraints)
         .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("generic method: {e}")))?;
+    // The generic method is the last resort: used even in a failed case's
+    // shape, but the log says so.
+    let generic_structure = cases::structure_signature(&decomposition.plan);
+    let generic_note = choice
+        .negatives
+        .iter()
+        .find(|n| n.structure == generic_structure)
+        .map(|n| {
+            format!(
+                "; its plan has the structure of failed case {}, but no other method is left",
+                n.case_id
+            )
+        })
+        .unwrap_or_default();
     let plan = validate(
         cfg,
         &agents,
@@ -220,6 +281,7 @@ pub async fn plan(
         ),
         _ => "no method shares words with the goal and no LLM planner is configured; used the generic research → draft → review method".into(),
     };
+    let reason = format!("{reason}{case_reason}{generic_note}");
     Ok(Planned::Ready {
         plan,
         provenance: PlanProvenance {
@@ -228,6 +290,122 @@ pub async fn plan(
             match_outcome: Some(outcome),
             reason,
         },
-        details: Value::Null,
+        details: with_case_details(Value::Null, &choice, &avoided, case_note.as_deref()),
     })
+}
+
+/// Plans from a success case: its plan, adapted to the new goal and
+/// revalidated; `Err` says why it cannot be used (for the provenance).
+fn reuse_case(
+    cfg: &PlanningConfig,
+    agents: &[AgentCapability],
+    input: &PlanInput<'_>,
+    case: &cases::Case,
+    score: f64,
+    choice: &CaseChoice,
+) -> Result<Planned, String> {
+    let spec: PlanSpec = serde_json::from_value(case.plan.clone()).map_err(|e| {
+        format!(
+            "case {} (similarity {score:.3}) has an unreadable plan ({e})",
+            case.id
+        )
+    })?;
+    let (adapted, adaptations) = cases::adapt(spec, &case.goal, input.goal);
+    let plan = validate(cfg, agents, input.budget, adapted, PLANNER_CASE).map_err(|e| {
+        format!(
+            "case {} (similarity {score:.3}) no longer validates: {e}",
+            case.id
+        )
+    })?;
+    let negatives = if choice.negatives.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; similar failed cases consulted: {}",
+            case_ids(&choice.negatives)
+        )
+    };
+    Ok(Planned::Ready {
+        plan,
+        provenance: PlanProvenance {
+            planner: PLANNER_CASE,
+            template: Some(cases::case_key(case.id)),
+            match_outcome: None,
+            reason: format!(
+                "goal matched plan-library case {} with similarity {score:.3} (threshold {:.3}); reused its plan, revalidated{negatives}",
+                case.id, cfg.case_threshold
+            ),
+        },
+        details: json!({
+            "source_case": case.id,
+            "source_goal": case.goal,
+            "similarity": score,
+            "case_threshold": cfg.case_threshold,
+            "adaptations": adaptations,
+            "negative_cases": choice.negatives,
+            "distrusted_cases": choice.distrusted,
+        }),
+    })
+}
+
+/// Comma-separated case ids.
+fn case_ids(list: &[cases::ScoredCase]) -> String {
+    list.iter()
+        .map(|c| c.case_id.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What the plan library contributed to a method-made plan, for its reason
+/// ("" when it had nothing to say).
+fn case_reason(choice: &CaseChoice, avoided: &[Value], case_note: Option<&str>) -> String {
+    let mut parts = Vec::new();
+    if let Some(note) = case_note {
+        parts.push(note.to_owned());
+    }
+    for a in avoided {
+        parts.push(format!(
+            "skipped method {} (its plan has the structure of failed case {})",
+            a["template"], a["negative_case"]
+        ));
+    }
+    if !choice.negatives.is_empty() {
+        parts.push(format!(
+            "similar failed cases consulted: {}",
+            case_ids(&choice.negatives)
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join("; "))
+    }
+}
+
+/// Adds the plan library's findings to a plan's details when there are any,
+/// so the `plan.created` event shows which cases were consulted.
+fn with_case_details(
+    details: Value,
+    choice: &CaseChoice,
+    avoided: &[Value],
+    case_note: Option<&str>,
+) -> Value {
+    if choice.negatives.is_empty() && avoided.is_empty() && case_note.is_none() {
+        return details;
+    }
+    let mut map = match details {
+        Value::Object(map) => map,
+        Value::Null => serde_json::Map::new(),
+        other => {
+            let mut map = serde_json::Map::new();
+            map.insert("details".into(), other);
+            map
+        }
+    };
+    map.insert("negative_cases".into(), json!(choice.negatives));
+    map.insert("avoided_methods".into(), json!(avoided));
+    if let Some(note) = case_note {
+        map.insert("case_not_reused".into(), json!(note));
+    }
+    Value::Object(map)
 }

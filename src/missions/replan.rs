@@ -288,6 +288,7 @@ async fn apply(
                     goal: &run.goal,
                     constraints: &run.constraints,
                     budget: run.budget_limit,
+                    autonomy: &run.autonomy,
                     explicit: None,
                     exclude: used,
                     allow_llm: true,

@@ -13,6 +13,9 @@
 //! - [`matching`]: TF-IDF cosine matching of a goal against the root methods.
 //! - [`validate`]: [`validate_plan`], which reports every problem with stable codes
 //!   and derives execution order, critical path and total cost.
+//! - [`cases`]: the plan library (case-based reasoning): similarity of a goal and
+//!   context to finished missions, plan structure signatures, lessons, and the
+//!   choice of a case to reuse and of negative cases to avoid.
 //! - [`llm`]: plans from a model, with JSON-schema (or llama.cpp's json_object)
 //!   output, repair rounds fed by the validator, timeouts and retries.
 //!
@@ -20,6 +23,7 @@
 //! [`match_only`] (so the caller can try an LLM planner before the generic method),
 //! [`instantiate_generic`], and the constraint-free [`plan_from_templates`].
 
+pub mod cases;
 pub mod htn;
 pub mod llm;
 pub mod matching;
@@ -49,6 +53,8 @@ pub const PLANNER_TEMPLATE: &str = "template";
 pub const PLANNER_GENERIC: &str = "generic";
 /// `PlanProvenance::planner` for a plan submitted as-is by the caller.
 pub const PLANNER_EXPLICIT: &str = "explicit";
+/// `PlanProvenance::planner` for a plan reused from a success case of the plan library.
+pub const PLANNER_CASE: &str = "case";
 
 /// How a plan came to be, recorded on the mission's planning event.
 ///
@@ -57,9 +63,9 @@ pub const PLANNER_EXPLICIT: &str = "explicit";
 /// summary is in `reason`, and structured in [`GoalPlan::trace`].
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanProvenance {
-    /// `"template"`, `"generic"` or `"explicit"`.
+    /// `"template"`, `"generic"`, `"explicit"`, `"case"` or `"llm"`.
     pub planner: &'static str,
-    /// Name of the root method the plan was decomposed from, if any.
+    /// Name of the root method the plan was decomposed from, if any; `case:<id>` for a reused case.
     pub template: Option<String>,
     /// The matching scores behind the choice (best, runner-up, all), when matching ran.
     pub match_outcome: Option<MatchOutcome>,

@@ -249,6 +249,9 @@ pub async fn transition(
     run.started_at = updated.started_at;
     run.finished_at = updated.finished_at;
     run.status = to.as_str().to_owned();
+    if let (MissionStatus::Failed, Some(r)) = (to, reason) {
+        run.failure_reason = Some(r.to_owned());
+    }
     events::append(
         conn,
         run.workspace_id,
@@ -281,6 +284,11 @@ pub async fn transition(
         )
         .execute(&mut *conn)
         .await?;
+    }
+    if matches!(to, MissionStatus::Completed | MissionStatus::Failed) {
+        // The plan library learns from every finished mission, atomically
+        // with its end; a cancelled one says nothing about its plan.
+        super::plan_cases::record(conn, run, to == MissionStatus::Completed).await?;
     }
     if to.is_terminal() {
         // Contractors are mission-scoped: they end with their mission.

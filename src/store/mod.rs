@@ -16,6 +16,7 @@ pub mod handoffs;
 pub mod messages;
 pub mod missions;
 pub mod organisation;
+pub mod plan_cases;
 pub mod reservations;
 pub mod tasks;
 pub mod team_decisions;

@@ -16,6 +16,7 @@ mod missions;
 mod openapi;
 mod organisation;
 mod peers;
+mod plan_library;
 mod planning;
 mod proof;
 mod real_llm;
