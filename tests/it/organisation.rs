@@ -157,10 +157,14 @@ async fn specs_are_validated_on_upload_and_invalid_ones_change_nothing() {
     assert_eq!(s, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], "version_conflict");
 
-    // Uploads are in the workspace's event log.
-    let (s, page) = app.get("/v1/events?kind=org_spec.*").await;
-    assert_eq!(s, StatusCode::OK, "{page}");
-    assert_eq!(page["events"].as_array().unwrap().len(), 2, "{page}");
+    // Uploads are in the workspace's event log (pages follow the
+    // commit-ordered cursor, so the newest may show a moment later).
+    wait_until("two org_spec.updated events", || async {
+        let (s, page) = app.get("/v1/events?kind=org_spec.*").await;
+        assert_eq!(s, StatusCode::OK, "{page}");
+        (page["events"].as_array().map(Vec::len) == Some(2)).then_some(())
+    })
+    .await;
 
     // Removal.
     let (s, _) = app
