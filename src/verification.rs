@@ -176,6 +176,19 @@ pub fn verify(criteria: &[Criterion], output: Option<&Value>) -> Verdict {
     v
 }
 
+/// Whether a verifier's verdict says the task's *design* is wrong (not just
+/// this result): `{"passed": false, "design_flawed": true, ...}`, also inside
+/// the output's text as JSON. Retrying such a task cannot help; the mission
+/// reconsiders its plan instead.
+pub fn design_flawed(output: Option<&Value>) -> bool {
+    let flag = |v: &Value| v.get("design_flawed").and_then(Value::as_bool) == Some(true);
+    let Some(output) = output else {
+        return false;
+    };
+    flag(output)
+        || serde_json::from_str::<Value>(output_text(Some(output)).trim()).is_ok_and(|v| flag(&v))
+}
+
 /// Reads a verifier agent's verdict: `{"passed": bool, "reasons": [..]}`
 /// (also inside the output's text, as JSON), or a text starting with `PASS`
 /// or `FAIL` (the rest being the reason). `None` if it is neither.
@@ -329,6 +342,19 @@ mod tests {
         );
         assert_eq!(parse_verdict(Some(&json!("pass"))), Some((true, vec![])));
         assert_eq!(parse_verdict(Some(&json!("looks fine to me"))), None);
+        // The design flag, as an object or as JSON text; anything else is not.
+        assert!(design_flawed(Some(
+            &json!({"passed": false, "design_flawed": true})
+        )));
+        assert!(design_flawed(Some(
+            &json!({"text": "{\"passed\": false, \"design_flawed\": true}"})
+        )));
+        assert!(!design_flawed(Some(
+            &json!({"passed": false, "design_flawed": "yes"})
+        )));
+        assert!(!design_flawed(Some(&json!({"passed": false}))));
+        assert!(!design_flawed(Some(&json!("FAIL: design_flawed"))));
+        assert!(!design_flawed(None));
         assert_eq!(parse_verdict(None), None);
     }
 

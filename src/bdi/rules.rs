@@ -583,6 +583,8 @@ pub enum MissionTrigger {
     BudgetWarning,
     /// The verifier says the task design is wrong.
     VerifierRejectedDesign,
+    /// A stakeholder rejected a task at its governance gate.
+    GovernanceRejected,
 }
 
 text_enum!(MissionTrigger {
@@ -590,14 +592,15 @@ text_enum!(MissionTrigger {
     Instructions => "instructions",
     BudgetWarning => "budget_warning",
     VerifierRejectedDesign => "verifier_rejected_design",
+    GovernanceRejected => "governance_rejected",
 });
 
 /// Whether a mission reconsiders (replans) on an explicit trigger, given its
 /// strategy. Ordinary ticks never reconsider. Single-minded missions replan
 /// only when the plan is shown impossible (a task failed after every
 /// escalation, or the verifier rejects its design) or a person gives new
-/// instructions (people outrank commitment); they keep the plan through a
-/// budget warning. Open-minded and cautious missions reconsider on every
+/// instructions or rejects a task (people outrank commitment); they keep the
+/// plan through a budget warning. Open-minded and cautious missions reconsider on every
 /// explicit trigger.
 pub fn mission_reconsiders(strategy: CommitmentStrategy, trigger: MissionTrigger) -> bool {
     !(strategy == CommitmentStrategy::SingleMinded && trigger == MissionTrigger::BudgetWarning)
@@ -895,6 +898,15 @@ mod tests {
         assert!(mission_reconsiders(
             SingleMinded,
             MissionTrigger::TaskFailedAfterEscalations
+        ));
+        // People outrank commitment: their rejections and instructions too.
+        assert!(mission_reconsiders(
+            SingleMinded,
+            MissionTrigger::GovernanceRejected
+        ));
+        assert!(mission_reconsiders(
+            SingleMinded,
+            MissionTrigger::Instructions
         ));
         for s in [OpenMinded, Cautious] {
             for t in MissionTrigger::ALL {

@@ -1438,6 +1438,15 @@ async fn replan_trigger(
     )
     .await?;
     if replanning {
+        // Missions are intentions: logged with the strategy's verdict (a
+        // person's rejection outranks every commitment).
+        crate::bdi::missions::consult(
+            conn,
+            run,
+            crate::bdi::rules::MissionTrigger::GovernanceRejected,
+            actor,
+        )
+        .await?;
         let feedback = format!(
             "A stakeholder rejected task '{}' ({}): {}. Replan the remaining work without it.",
             t.task_key,

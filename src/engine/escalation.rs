@@ -76,9 +76,7 @@ pub async fn escalate_task(
             .iter()
             .any(|a| !excluded.contains(&a.agent_id) && a.model_tier >= task.min_model_tier),
         higher_tier: able.iter().any(|a| a.model_tier > top_tried),
-        replan: cfg.escalation_replan
-            && run.escalation_replans < cfg.max_escalation_replans
-            && run.status() == MissionStatus::Executing,
+        replan: may_replan(cfg, run),
         human: run
             .constraints
             .get("human_escalation")
@@ -139,23 +137,12 @@ pub async fn escalate_task(
             Ok(TaskStatus::Skipped)
         }
         Escalation::Climb(Rung::Replan) => {
-            supersede(conn, task, &f, Some(Rung::Replan), actor, kind::TASK_ESCALATED, json!({
-                "key": task.task_key, "rung": Rung::Replan, "error": f.error, "failure_kind": f.kind,
-            }))
-            .await?;
             let feedback = format!(
                 "Task '{}' ({}) failed after every attempt, on other agents and higher tiers too. Last error: {}. \
                  Replan the remaining work around it: do not depend on '{}'; if its purpose is still needed, \
                  reach it with different tasks.",
                 task.task_key, task.title, f.error, task.task_key
             );
-            sqlx::query!(
-                "UPDATE orchestration_runs SET escalation_replans = escalation_replans + 1 WHERE id = $1",
-                run.id
-            )
-            .execute(&mut *conn)
-            .await?;
-            run.escalation_replans += 1;
             // Missions are intentions: the trigger is logged with the
             // strategy's verdict (every strategy replans on this one).
             crate::bdi::missions::consult(
@@ -165,10 +152,7 @@ pub async fn escalate_task(
                 actor,
             )
             .await?;
-            crate::missions::replan::replan_around(conn, run, &feedback, actor)
-                .await
-                .map_err(|_| ReportError::Race("replan"))?;
-            Ok(TaskStatus::Skipped)
+            replan_around_task(conn, run, task, f, &feedback, actor).await
         }
         Escalation::Climb(Rung::Human) => {
             to_human(conn, task, &f, &excluded, actor).await?;
@@ -191,6 +175,52 @@ pub async fn escalate_task(
 }
 
 /// Running → skipped, because the ladder replaced or dropped the task.
+/// Whether the mission may still be replanned around a task: replanning is
+/// on (an LLM planner is configured), the mission executes, and it has
+/// replans left.
+pub fn may_replan(cfg: &EngineConfig, run: &MissionRow) -> bool {
+    cfg.escalation_replan
+        && run.escalation_replans < cfg.max_escalation_replans
+        && run.status() == MissionStatus::Executing
+}
+
+/// Sets the task aside (`skipped`, with a `task.escalated` event on the
+/// replan rung) and replans the mission's remaining work around it with
+/// `feedback`; counts against the mission's replans. The caller has
+/// consulted the mission's commitment.
+pub async fn replan_around_task(
+    conn: &mut PgConnection,
+    run: &mut MissionRow,
+    task: &TaskRow,
+    f: Failed,
+    feedback: &str,
+    actor: &str,
+) -> Result<TaskStatus, ReportError> {
+    supersede(
+        conn,
+        task,
+        &f,
+        Some(Rung::Replan),
+        actor,
+        kind::TASK_ESCALATED,
+        json!({
+            "key": task.task_key, "rung": Rung::Replan, "error": f.error, "failure_kind": f.kind,
+        }),
+    )
+    .await?;
+    sqlx::query!(
+        "UPDATE orchestration_runs SET escalation_replans = escalation_replans + 1 WHERE id = $1",
+        run.id
+    )
+    .execute(&mut *conn)
+    .await?;
+    run.escalation_replans += 1;
+    crate::missions::replan::replan_around(conn, run, feedback, actor)
+        .await
+        .map_err(|_| ReportError::Race("replan"))?;
+    Ok(TaskStatus::Skipped)
+}
+
 async fn supersede(
     conn: &mut PgConnection,
     task: &TaskRow,

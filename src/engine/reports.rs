@@ -197,6 +197,35 @@ pub async fn apply_report(
     let spent_before = run.budget_spent;
     run.budget_spent += cost;
 
+    // Missions are intentions: a verifier finding the task's design wrong is
+    // an explicit replanning trigger, consulted (and logged) only when the
+    // mission could replan at all; otherwise it is an ordinary failure.
+    let next = match next {
+        Next::Failure {
+            kind,
+            error,
+            feedback,
+            verdict,
+            redesign: true,
+        } => {
+            let redesign = escalation::may_replan(cfg, &run)
+                && crate::bdi::missions::consult(
+                    &mut tx,
+                    &run,
+                    crate::bdi::rules::MissionTrigger::VerifierRejectedDesign,
+                    &actor,
+                )
+                .await?;
+            Next::Failure {
+                kind,
+                error,
+                feedback,
+                verdict,
+                redesign,
+            }
+        }
+        other => other,
+    };
     let new_status = match next {
         Next::Deferred { retry_after } => {
             let due = OffsetDateTime::now_utc() + retry_after;
@@ -245,6 +274,32 @@ pub async fn apply_report(
             retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
             TaskStatus::RetryWait
         }
+        Next::Failure {
+            kind,
+            error,
+            feedback,
+            verdict,
+            redesign: true,
+        } => {
+            if let Some(v) = &verdict {
+                record_verification_failure(&mut tx, &task, attempt.id, v, &actor).await?;
+            }
+            let why = feedback.clone().unwrap_or_else(|| error.clone());
+            let text = format!(
+                "The verifier found the design of task '{}' ({}) wrong: {why}. \
+                 Replan the remaining work around it: do not depend on '{}'; if its purpose is still needed, \
+                 reach it with differently designed tasks.",
+                task.task_key, task.title, task.task_key
+            );
+            let failed = escalation::Failed {
+                attempt_id: attempt.id,
+                kind,
+                error,
+                feedback,
+                cost,
+            };
+            escalation::replan_around_task(&mut tx, &mut run, &task, failed, &text, &actor).await?
+        }
         // Only failures count against max_attempts: continuations and
         // deferrals by a busy worker do not.
         Next::Failure {
@@ -252,6 +307,7 @@ pub async fn apply_report(
             error,
             feedback,
             verdict,
+            ..
         } if task.failure_count + 1 < task.max_attempts => {
             if let Some(v) = &verdict {
                 record_verification_failure(&mut tx, &task, attempt.id, v, &actor).await?;
@@ -277,6 +333,7 @@ pub async fn apply_report(
             error,
             feedback,
             verdict,
+            ..
         } => {
             if let Some(v) = &verdict {
                 record_verification_failure(&mut tx, &task, attempt.id, v, &actor).await?;
@@ -329,6 +386,9 @@ enum Next {
         error: String,
         feedback: Option<String>,
         verdict: Option<Value>,
+        /// The verifier says the task's design is wrong: a replanning
+        /// trigger rather than a retry (when the mission may replan).
+        redesign: bool,
     },
 }
 
@@ -350,6 +410,7 @@ fn judge(
         error,
         feedback: None,
         verdict: None,
+        redesign: false,
     };
     let default_kind = match origin {
         Origin::LeaseExpired | Origin::AgentOffline | Origin::DispatchFailed => {
@@ -370,11 +431,19 @@ fn judge(
                     failed: reasons,
                     ..Default::default()
                 };
+                let redesign = verification::design_flawed(report.output.as_ref());
                 Next::Failure {
                     kind: FailureKind::Quality,
-                    error: "the verifier rejected the result".into(),
+                    error: if redesign {
+                        "the verifier found the task's design wrong".into()
+                    } else {
+                        "the verifier rejected the result".into()
+                    },
                     feedback: Some(v.feedback()),
-                    verdict: Some(json!({ "verifier": "agent", "failed": v.failed })),
+                    verdict: Some(
+                        json!({ "verifier": "agent", "failed": v.failed, "design_flawed": redesign }),
+                    ),
+                    redesign,
                 }
             }
             None => failure(
@@ -391,6 +460,7 @@ fn judge(
                     error: format!("{} must_pass check(s) failed", v.failed.len()),
                     feedback: Some(v.feedback()),
                     verdict: Some(serde_json::to_value(&v).unwrap_or_default()),
+                    redesign: false,
                 }
             } else if !v.unchecked.is_empty() && verifier {
                 Next::Verify {

@@ -513,3 +513,76 @@ async fn the_ladder_replans_around_a_task_that_failed_everywhere() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verifier_that_finds_the_design_wrong_replans_instead_of_retrying() {
+    let server = MockServer::start().await;
+    let task = |id: &str, deps: &[&str]| {
+        json!({"id": id, "title": id, "task_type": "research",
+        "required_skills": ["research"], "depends_on": deps,
+        "success_criteria": [{"description": "ok", "must_pass": true}]})
+    };
+    let new_plan =
+        json!({"tasks": [task("survey", &[]), task("b2", &["survey"]), task("c2", &["b2"])]});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_string_contains("found the design of task 'a'"))
+        .respond_with(completion(&new_plan))
+        .expect(1..)
+        .mount(&server)
+        .await;
+    let app = app_with_llm(&server, |_| {}).await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 1).await;
+    let (s, b) = app
+        .post(
+            "/v1/agents",
+            json!({"agent_id": "judge", "role": "verifier", "skills": ["verification"],
+                   "endpoint_url": worker.url, "max_concurrency": 1}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    let work = worker.dispatch(1).await;
+    assert_eq!(work.task.key, "a");
+    succeed(&http, &work, json!({"text": "a table of numbers"}), 0.0).await;
+    let check = worker.dispatch(2).await;
+    assert_eq!(check.agent_id, "judge");
+    succeed(
+        &http,
+        &check,
+        json!({"passed": false, "design_flawed": true,
+               "reasons": ["the task asks for survey data nobody collected"]}),
+        0.0,
+    )
+    .await;
+    // Not a retry of 'a': the mission reconsidered and replanned around it.
+    let next = worker.dispatch(3).await;
+    assert_eq!(next.task.key, "survey");
+    let (_, mission) = app.get(&format!("/v1/missions/{id}")).await;
+    assert_eq!(mission["plan_version"], 2);
+    let a = mission["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["key"] == "a")
+        .unwrap()
+        .clone();
+    assert_eq!(a["status"], "skipped");
+    assert_eq!(a["attempts"], 2, "the work and its verification; no retry");
+    let reconsidered = events_of(&app, id, "mission.reconsidered").await;
+    assert_eq!(reconsidered.len(), 1);
+    assert_eq!(
+        reconsidered[0]["payload"]["trigger"],
+        "verifier_rejected_design"
+    );
+    assert_eq!(reconsidered[0]["payload"]["strategy"], "open-minded");
+    assert_eq!(reconsidered[0]["payload"]["verdict"], "drop");
+    let escalated = events_of(&app, id, "task.escalated").await;
+    assert_eq!(escalated[0]["payload"]["rung"], "replan");
+    app.stop().await;
+}
