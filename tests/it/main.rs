@@ -7,6 +7,7 @@ mod board;
 mod board_page;
 mod cli;
 mod contract_net;
+mod deploy;
 mod failures;
 mod governance;
 mod handoffs;
