@@ -397,19 +397,33 @@ mod tests {
         assert_eq!(choose(needs(&skills), &agents, &w).unwrap().0, 0);
     }
 
+    /// Agents from generated (skills, running, trust, verdict) tuples.
+    fn pool_of(specs: &[(u8, i32, u8, u8)]) -> Vec<AgentProfile> {
+        let skills = ["research", "writing", "review", "coding"];
+        let verdicts = [
+            Deontic::Unconstrained,
+            Deontic::Permitted,
+            Deontic::Obliged,
+            Deontic::Prohibited,
+        ];
+        specs
+            .iter()
+            .enumerate()
+            .map(|(i, (k, running, trust, d))| {
+                let mut a = agent(&format!("agent-{i:02}"), &skills[..=*k as usize], *running);
+                a.trust = f64::from(*trust) / 10.0;
+                a.deontic = verdicts[*d as usize];
+                a
+            })
+            .collect()
+    }
+
     proptest! {
         #[test]
         fn norms_hold_for_any_pool(
             specs in prop::collection::vec((0u8..4, 0i32..3, 0u8..10, 0u8..4), 1..12),
         ) {
-            let pool = ["research", "writing", "review", "coding"];
-            let verdicts = [Deontic::Unconstrained, Deontic::Permitted, Deontic::Obliged, Deontic::Prohibited];
-            let agents: Vec<AgentProfile> = specs.iter().enumerate().map(|(i, (k, running, trust, d))| {
-                let mut a = agent(&format!("agent-{i:02}"), &pool[..=*k as usize], *running);
-                a.trust = f64::from(*trust) / 10.0;
-                a.deontic = verdicts[*d as usize];
-                a
-            }).collect();
+            let agents = pool_of(&specs);
             let skills = vec!["research".to_string()];
             let w = ScoreWeights::default();
             let eligible: Vec<&AgentProfile> =
@@ -430,14 +444,7 @@ mod tests {
             specs in prop::collection::vec((0u8..4, 0i32..3, 0u8..10, 0u8..4), 1..12),
             rotate in 0usize..12,
         ) {
-            let pool = ["research", "writing", "review", "coding"];
-            let verdicts = [Deontic::Unconstrained, Deontic::Permitted, Deontic::Obliged, Deontic::Prohibited];
-            let agents: Vec<AgentProfile> = specs.iter().enumerate().map(|(i, (k, running, trust, d))| {
-                let mut a = agent(&format!("agent-{i:02}"), &pool[..=*k as usize], *running);
-                a.trust = f64::from(*trust) / 10.0;
-                a.deontic = verdicts[*d as usize];
-                a
-            }).collect();
+            let agents = pool_of(&specs);
             let skills = vec!["research".to_string()];
             let w = ScoreWeights::default();
             let first = choose(needs(&skills), &agents, &w).map(|(i, _)| agents[i].agent_id.clone());
