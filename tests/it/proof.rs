@@ -35,19 +35,6 @@ async fn cap_violations(pool: &PgPool) -> i64 {
     n
 }
 
-/// The status a task must have after its last event.
-fn replayed_task_status(kind: &str) -> Option<&'static str> {
-    Some(match kind {
-        "task.queued" => "queued",
-        "task.dispatched" => "running",
-        "task.succeeded" => "succeeded",
-        "task.retry_scheduled" | "task.continued" => "retry_wait",
-        "task.failed" => "failed",
-        "task.cancelled" => "cancelled",
-        _ => return None,
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_replicas_with_faulty_workers_keep_every_invariant() {
     let db = fresh_database().await;
@@ -187,10 +174,13 @@ async fn three_replicas_with_faulty_workers_keep_every_invariant() {
             // Every task transition names its new status; the kind mapping
             // double-checks the common ones.
             let named = payload["status"].as_str();
-            if let (Some(n), Some(k)) = (named, replayed_task_status(kind)) {
+            if let (Some(n), Some(k)) = (named, coordinator::timeline::task_status_of_kind(kind)) {
                 assert_eq!(n, k, "event {kind} names status {n}");
             }
-            if let (Some(task), Some(s)) = (task, named.or(replayed_task_status(kind))) {
+            if let (Some(task), Some(s)) = (
+                task,
+                named.or(coordinator::timeline::task_status_of_kind(kind)),
+            ) {
                 tasks.insert(*task, s.to_owned());
             }
         }
