@@ -20,6 +20,7 @@ use crate::{
     api::{
         AppState,
         missions::{APPROVERS, WRITERS},
+        plan_library::{MAX_SEARCH_LIMIT, OutcomeFilter, search_cases},
     },
     auth::{Principal, Role},
     coordination::{governance, tool_policy},
@@ -56,6 +57,7 @@ enum Kind {
     ResumeMission,
     ResolveDecision,
     ResolveToolApproval,
+    SearchPlanLibrary,
 }
 
 /// One tool of the registry.
@@ -209,6 +211,7 @@ impl Tool {
                 let a = tool_policy::resolve(&state.pool, who, id, req).await?;
                 Ok(serde_json::to_value(a).unwrap_or_default())
             }
+            Kind::SearchPlanLibrary => search_plan_library(state, who, &args).await,
         }
     }
 }
@@ -284,6 +287,53 @@ async fn list_missions(
         "next_cursor": next_cursor,
         "next_step": next_step,
     }))
+}
+
+async fn search_plan_library(
+    state: &AppState,
+    who: &Principal,
+    args: &Map<String, Value>,
+) -> Result<Value, ApiError> {
+    let goal = args
+        .get("goal")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .ok_or_else(|| ApiError::invalid("goal", "goal must not be blank"))?;
+    let outcome = match args.get("outcome").and_then(Value::as_str) {
+        Some("success") => OutcomeFilter::Success,
+        Some("failure") => OutcomeFilter::Failure,
+        _ => OutcomeFilter::Any,
+    };
+    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(5) as usize;
+    let hits = search_cases(
+        &state.pool,
+        who.workspace_id,
+        goal,
+        None,
+        outcome,
+        limit.clamp(1, MAX_SEARCH_LIMIT),
+    )
+    .await?;
+    let cases: Vec<Value> = hits
+        .into_iter()
+        .map(|h| {
+            json!({
+                "case_id": h.id,
+                "mission_id": h.mission_id,
+                "goal": h.goal,
+                "score": (h.score * 1000.0).round() / 1000.0,
+                "success": h.success,
+                "lessons": h.lessons,
+            })
+        })
+        .collect();
+    let next_step = if cases.is_empty() {
+        "No finished mission resembles this goal yet; create_mission plans it from the method library."
+    } else {
+        "Most similar first. A success case scoring at least the case threshold (0.75 by default) is reused by the planner when you create_mission with a goal like it; its lessons say what went wrong before."
+    };
+    Ok(json!({ "count": cases.len(), "cases": cases, "next_step": next_step }))
 }
 
 fn rfc3339(t: time::OffsetDateTime) -> Value {
@@ -810,6 +860,25 @@ fn build() -> Vec<Tool> {
             roles: tool_policy::RESOLVERS,
             read_only: false,
             kind: Kind::ResolveToolApproval,
+        },
+        Tool {
+            name: "search_plan_library",
+            title: "Search the plan library",
+            description: "Find finished missions similar to a goal: each case has a similarity score \
+                (0–1), whether the mission completed or failed, and the lessons learned from it \
+                (tasks that failed and why, retries, cost overruns). Use it before create_mission to \
+                see how similar work went.",
+            parameters: object(
+                json!({
+                    "goal": { "type": "string", "minLength": 1, "description": "The goal to find similar cases for." },
+                    "outcome": { "type": "string", "enum": ["success", "failure", "any"], "description": "Only completed (success) or failed (failure) missions; any (default)." },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 100, "description": "Most cases to return (default 5)." }
+                }),
+                &["goal"],
+            ),
+            roles: READERS,
+            read_only: true,
+            kind: Kind::SearchPlanLibrary,
         },
     ]
 }

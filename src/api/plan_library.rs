@@ -159,16 +159,37 @@ async fn search(
             }
         },
     };
-    let success = match p.outcome.unwrap_or_default() {
+    Ok(Json(CaseHits {
+        cases: search_cases(
+            &state.pool,
+            who.workspace_id,
+            goal,
+            context.as_ref(),
+            p.outcome.unwrap_or_default(),
+            limit,
+        )
+        .await?,
+    }))
+}
+
+/// The search itself (REST and the `search_plan_library` tool): the
+/// workspace's most recent cases of the wanted outcome, ranked against the
+/// goal (and context), the `limit` best.
+pub async fn search_cases(
+    pool: &sqlx::PgPool,
+    workspace_id: Uuid,
+    goal: &str,
+    context: Option<&Value>,
+    outcome: OutcomeFilter,
+    limit: usize,
+) -> Result<Vec<CaseHit>, ApiError> {
+    let success = match outcome {
         OutcomeFilter::Success => Some(true),
         OutcomeFilter::Failure => Some(false),
         OutcomeFilter::Any => None,
     };
-    let rows =
-        plan_cases::recent(&state.pool, who.workspace_id, success, SEARCH_SCAN_LIMIT).await?;
-    Ok(Json(CaseHits {
-        cases: rank(rows, goal, context.as_ref(), limit),
-    }))
+    let rows = plan_cases::recent(pool, workspace_id, success, SEARCH_SCAN_LIMIT).await?;
+    Ok(rank(rows, goal, context, limit))
 }
 
 /// Scores `rows` against the query and keeps the `limit` best (score desc, then id).

@@ -22,6 +22,7 @@ const TOOLS: &[&str] = &[
     "pause_mission",
     "resume_mission",
     "resolve_tool_approval",
+    "search_plan_library",
 ];
 
 fn tool_names(list: &Value) -> Vec<String> {
@@ -129,6 +130,26 @@ async fn function_tools_create_approve_and_follow_a_mission() {
     let listed = call(&app, "list_missions", json!({"status": "completed"})).await;
     assert_eq!(listed["count"], 1, "{listed}");
     assert_eq!(listed["missions"][0]["mission_id"], id.as_str());
+
+    // The finished mission is a case the plan library finds by its goal.
+    let goal = rest["goal"].as_str().unwrap().to_owned();
+    let found = call(&app, "search_plan_library", json!({"goal": goal})).await;
+    assert_eq!(found["count"], 1, "{found}");
+    assert_eq!(found["cases"][0]["mission_id"], id.as_str());
+    assert_eq!(found["cases"][0]["success"], true);
+    assert_eq!(found["cases"][0]["score"], 1.0);
+    let none = call(
+        &app,
+        "search_plan_library",
+        json!({"goal": goal, "outcome": "failure"}),
+    )
+    .await;
+    assert_eq!(none["count"], 0, "{none}");
+    let (status, body) = app
+        .post("/v1/tools/search_plan_library", json!({"goal": "  "}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_error(&body, "invalid_request", Some("goal"));
     app.stop().await;
 }
 
