@@ -566,12 +566,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Worker(args) => {
             if let Some(llm) = args.llm.clone().filter(|_| !args.simulate) {
                 let worker = crate::worker::llm::LlmWorker::spawn(args.listen, llm.clone()).await?;
-                eprintln!(
+                say(&format!(
                     "LLM worker listening on {} (model {} at {})",
                     worker.url(),
                     llm.model,
                     llm.llm_url
-                );
+                ));
                 tokio::select! {
                     r = worker.wait() => r?,
                     () = shutdown_signal() => {}
@@ -583,12 +583,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 "choose a worker mode: --simulate, or --llm-url URL --model NAME"
             );
             let worker = SimulatedWorker::spawn(args.listen, args.sim.clone()).await?;
-            eprintln!(
+            say(&format!(
                 "simulated worker listening on {} (latency {} ms, failure rate {})",
                 worker.url(),
                 args.sim.latency_ms,
                 args.sim.failure_rate
-            );
+            ));
             tokio::select! {
                 r = worker.wait() => r?,
                 () = shutdown_signal() => {}
