@@ -1,9 +1,13 @@
 //! The `coordinator` command line: `serve`, `migrate`, `worker`, `demo`, `bench`,
-//! `token`, and the client commands `mission` and `agent` (in [`crate::cli_client`]).
+//! `token`, `config print`, and the client commands `mission` and `agent` (in
+//! [`crate::cli_client`]). `serve` may also read a TOML file ([`crate::config`]).
 
-use std::{net::SocketAddr, process::ExitCode, time::Duration};
+use std::{
+    ffi::OsString, net::SocketAddr, path::PathBuf, process::ExitCode, sync::OnceLock,
+    time::Duration,
+};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::{
     api::{Application, Settings},
@@ -21,9 +25,28 @@ pub struct Cli {
     /// Log filter (tracing syntax), e.g. `info` or `coordinator=debug` (default: info; warn for the demo).
     #[arg(long, global = true, env = "COORDINATOR_LOG")]
     pub log: Option<String>,
+    /// Log format: `human` (readable lines) or `json` (one JSON object per line).
+    #[arg(
+        long,
+        global = true,
+        env = "COORDINATOR_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Human
+    )]
+    pub log_format: LogFormat,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Readable lines.
+    #[default]
+    Human,
+    /// One JSON object per line (timestamp, level, target, fields, current span).
+    Json,
 }
 
 /// Subcommands.
@@ -53,11 +76,28 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Inspect the configuration of `serve`.
+    Config {
+        /// Config command.
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+/// `coordinator config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective `serve` configuration as TOML, each value with
+    /// where it came from (flag, env, file, default); secrets masked.
+    Print(Box<ServeArgs>),
 }
 
 /// `coordinator serve`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
+    /// TOML file of `serve` settings (keys: the long flags, e.g. `tick-ms = 200`); flags and env win over it.
+    #[arg(long, env = "COORDINATOR_CONFIG")]
+    pub config: Option<PathBuf>,
     /// Address to listen on.
     #[arg(long, env = "COORDINATOR_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -384,9 +424,22 @@ pub struct TokenCreateArgs {
     pub client: ClientArgs,
 }
 
+/// The subcommands whose arguments are those of `serve`, so a config file applies to them.
+const SERVE_LIKE: [&[&str]; 2] = [&["serve"], &["config", "print"]];
+
+/// The log format chosen at start (read by [`say`]).
+static LOG_FORMAT: OnceLock<LogFormat> = OnceLock::new();
+
 /// Parses the command line, runs it, and maps errors to exit code 1.
 pub async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let (cli, printed) = match parse(std::env::args_os().collect()) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
+    if let Some(text) = printed {
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    }
     let default = match cli.command {
         // The demo and the benchmark print their own output; logs would drown it.
         Command::Demo(_) | Command::Bench(_) => "warn",
@@ -394,27 +447,111 @@ pub async fn main() -> ExitCode {
         Command::Mission(_) | Command::Agent(_) => "warn",
         _ => "info",
     };
-    init_logging(cli.log.as_deref().unwrap_or(default));
+    init_logging(cli.log.as_deref().unwrap_or(default), cli.log_format);
     match run(cli.command).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            if cli.log_format == LogFormat::Json {
+                tracing::error!("{e:#}");
+            } else {
+                eprintln!("error: {e:#}");
+            }
             ExitCode::FAILURE
         }
     }
 }
 
-fn init_logging(filter: &str) {
+/// Parses `args`, with the values of `--config FILE` as defaults of the
+/// `serve` flags; also returns the text of `config print` if that was asked.
+/// A bad file is exit code 2, like a bad flag.
+fn parse(args: Vec<OsString>) -> Result<(Cli, Option<String>), ExitCode> {
+    let declared = Cli::command();
+    let mut cmd = declared.clone();
+    // A first pass finds the subcommand and `--config` (flag or env); the
+    // file cannot change what that pass sees, since it only sets defaults.
+    let first = cmd
+        .clone()
+        .try_get_matches_from(&args)
+        .unwrap_or_else(|e| e.exit());
+    let serve_like = SERVE_LIKE.into_iter().find_map(|path| {
+        let mut m = &first;
+        for name in path {
+            m = m.subcommand_matches(name)?;
+        }
+        Some((path, m.get_one::<PathBuf>("config").cloned()))
+    });
+    let mut file = None;
+    if let Some((path, Some(config))) = &serve_like {
+        let sub = subcommand(&cmd, path);
+        match crate::config::ConfigFile::load(config, sub) {
+            Ok(f) => {
+                cmd = f.apply(cmd, path);
+                file = Some(f);
+            }
+            Err(message) => {
+                eprintln!("error: {message}");
+                return Err(ExitCode::from(crate::config::EXIT_BAD_CONFIG));
+            }
+        }
+    }
+    let matches = cmd
+        .clone()
+        .try_get_matches_from(&args)
+        .unwrap_or_else(|e| e.exit());
+    let printed = match serve_like {
+        Some((path @ ["config", "print"], _)) => {
+            let sub_matches = path
+                .iter()
+                .try_fold(&matches, |m, name| m.subcommand_matches(name));
+            // The declared command keeps the flags in `--help` order (changing a
+            // default moves an argument to the end).
+            sub_matches
+                .map(|m| crate::config::render(subcommand(&declared, path), m, file.as_ref()))
+        }
+        _ => None,
+    };
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit());
+    Ok((cli, printed))
+}
+
+/// The subcommand of `cmd` at `path` (`cmd` itself for an empty path).
+fn subcommand<'a>(cmd: &'a clap::Command, path: &[&str]) -> &'a clap::Command {
+    path.iter()
+        .try_fold(cmd, |c, name| c.find_subcommand(name))
+        .unwrap_or(cmd)
+}
+
+/// Reports a step of a command: a log event with `--log-format json` (so
+/// stderr stays one JSON object per line), a plain line otherwise.
+fn say(message: &str) {
+    if LOG_FORMAT.get() == Some(&LogFormat::Json) {
+        tracing::info!("{message}");
+    } else {
+        eprintln!("{message}");
+    }
+}
+
+fn init_logging(filter: &str, format: LogFormat) {
+    let _ = LOG_FORMAT.set(format);
     // sqlx reports "relation already exists, skipping" notices from migrations at info.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| {
             tracing_subscriber::EnvFilter::try_new(format!("{filter},sqlx::postgres::notice=warn"))
         })
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Human => builder.try_init(),
+        // The current span's fields say which mission or request a line is about;
+        // the full span list would repeat them on every line.
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    };
 }
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -422,19 +559,19 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(args).await.map(|()| ExitCode::SUCCESS),
         Command::Migrate { db } => {
             let db = Database::open(&db).await?;
-            eprintln!("migrations applied");
+            say("migrations applied");
             db.close().await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Worker(args) => {
             if let Some(llm) = args.llm.clone().filter(|_| !args.simulate) {
                 let worker = crate::worker::llm::LlmWorker::spawn(args.listen, llm.clone()).await?;
-                eprintln!(
+                say(&format!(
                     "LLM worker listening on {} (model {} at {})",
                     worker.url(),
                     llm.model,
                     llm.llm_url
-                );
+                ));
                 tokio::select! {
                     r = worker.wait() => r?,
                     () = shutdown_signal() => {}
@@ -446,12 +583,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 "choose a worker mode: --simulate, or --llm-url URL --model NAME"
             );
             let worker = SimulatedWorker::spawn(args.listen, args.sim.clone()).await?;
-            eprintln!(
+            say(&format!(
                 "simulated worker listening on {} (latency {} ms, failure rate {})",
                 worker.url(),
                 args.sim.latency_ms,
                 args.sim.failure_rate
-            );
+            ));
             tokio::select! {
                 r = worker.wait() => r?,
                 () = shutdown_signal() => {}
@@ -463,6 +600,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Mission(args) => Ok(cli_client::mission(args).await),
         Command::Agent(args) => Ok(cli_client::agent(args).await),
         Command::Token { command } => token(command).await,
+        // Printed by `main` before logging starts: it needs the parsed sources.
+        Command::Config { .. } => Ok(ExitCode::SUCCESS),
     }
 }
 
@@ -470,13 +609,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let db = Database::open(&args.db).await?;
     match auth::ensure_bootstrap(&db.pool, args.bootstrap_token.as_deref()).await? {
         Bootstrap::Generated(token) => {
-            eprintln!(
+            say(&format!(
                 "\nFirst start: created the admin token of workspace '{}'. It is shown only once:\n\n    {token}\n\nUse it as 'Authorization: Bearer <token>'.\n",
                 auth::DEFAULT_WORKSPACE
-            );
+            ));
         }
         Bootstrap::FromEnvironment => {
-            eprintln!("First start: COORDINATOR_BOOTSTRAP_TOKEN is now the admin token");
+            say("First start: COORDINATOR_BOOTSTRAP_TOKEN is now the admin token");
         }
         Bootstrap::AlreadyDone => {}
     }
@@ -489,14 +628,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     args.planning.apply(&mut settings.planning)?;
     args.surfaces.apply(&mut settings)?;
     if let Some(url) = &args.planning.llm_base_url {
-        eprintln!("LLM planner: {url} (model {})", args.planning.llm_model);
+        say(&format!(
+            "LLM planner: {url} (model {})",
+            args.planning.llm_model
+        ));
     }
     settings.run_engine = !args.no_engine;
     let app = Application::build(db.pool.clone(), settings).await?;
-    eprintln!("coordinator listening on {}", app.url());
+    say(&format!("coordinator listening on {}", app.url()));
     app.run_until_stopped(shutdown_signal()).await?;
     db.close().await?;
-    eprintln!("coordinator stopped");
+    say("coordinator stopped");
     Ok(())
 }
 

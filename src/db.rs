@@ -78,6 +78,16 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
         .context("connecting to PostgreSQL")
 }
 
+/// The versions of [`MIGRATOR`] not in `applied` (ascending): what `/readyz` reports.
+pub fn missing_migrations(applied: &[i64]) -> Vec<i64> {
+    MIGRATOR
+        .iter()
+        .filter(|m| m.migration_type.is_up_migration())
+        .map(|m| m.version)
+        .filter(|v| !applied.contains(v))
+        .collect()
+}
+
 /// Applies pending migrations (safe to run from several replicas at once:
 /// sqlx takes an advisory lock).
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {

@@ -22,7 +22,7 @@
 //! - [`worker`]: the worker protocol and the simulated reference worker.
 //! - [`auth`]: bearer tokens and roles; [`retry_after`]: reading `Retry-After`.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
-//! - [`cli`], [`demo`] and [`bench`]: the `coordinator` command; [`cli_client`]:
+//! - [`cli`], [`demo`] and [`bench`]: the `coordinator` command ([`config`]: its TOML file); [`cli_client`]:
 //!   its `mission`, `agent` and `token` commands, over [`client`] (the REST/SSE client).
 
 pub mod api;
@@ -34,6 +34,7 @@ pub mod board;
 pub mod cli;
 pub mod cli_client;
 pub mod client;
+pub mod config;
 pub mod coordination;
 pub mod db;
 pub mod demo;

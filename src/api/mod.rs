@@ -130,7 +130,7 @@ async fn healthz() -> impl IntoResponse {
     axum::Json(json!({ "status": "ok" }))
 }
 
-/// Readiness: the database answers within 2 s.
+/// Readiness: the database answers within 2 s and has every migration this binary knows.
 #[utoipa::path(
     get,
     path = "/readyz",
@@ -138,22 +138,35 @@ async fn healthz() -> impl IntoResponse {
     operation_id = "readyz",
     responses(
         (status = 200, description = "Ready", body = openapi::Health),
-        (status = 503, description = "The database is not reachable (`unavailable`)", body = openapi::ErrorBody)
+        (status = 503, description = "The database is not reachable, or reachable but behind this binary's migrations (`unavailable`; `details.missing_migrations` lists the versions not applied)", body = openapi::ErrorBody)
     )
 )]
 async fn readyz(State(state): State<AppState>) -> Response {
-    let ping = tokio::time::timeout(
+    // `_sqlx_migrations` belongs to sqlx, not to our schema, so it is read with
+    // an unchecked query (the offline `.sqlx/` data cannot describe it).
+    let applied = tokio::time::timeout(
         Duration::from_secs(2),
-        sqlx::query_scalar!(r#"SELECT 1 AS "one!""#).fetch_one(&state.pool),
+        sqlx::query_scalar::<_, i64>("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(&state.pool),
     )
     .await;
-    match ping {
-        Ok(Ok(_)) => axum::Json(json!({ "status": "ready" })).into_response(),
+    let applied = match applied {
+        Ok(Ok(versions)) => versions,
         _ => {
             let body = json!({ "error": { "code": "unavailable", "message": "the database is not reachable", "details": null } });
-            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
+            return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
         }
+    };
+    let missing = crate::db::missing_migrations(&applied);
+    if missing.is_empty() {
+        return axum::Json(json!({ "status": "ready" })).into_response();
     }
+    let body = json!({ "error": {
+        "code": "unavailable",
+        "message": format!("the database is missing {} migration(s) of this binary; run `coordinator migrate`", missing.len()),
+        "details": { "missing_migrations": missing },
+    } });
+    (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
 /// The client for calls to workers.

@@ -6,6 +6,7 @@ mod bdi;
 mod board;
 mod board_page;
 mod cli;
+mod config;
 mod contract_net;
 mod deploy;
 mod failures;
