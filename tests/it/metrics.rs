@@ -383,6 +383,37 @@ async fn queue_decisions_and_failures_are_counted() {
     app.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_lease_counts_as_a_stall_and_an_infrastructure_failure() {
+    let mut settings = test_settings();
+    settings.engine.lease = std::time::Duration::from_millis(400);
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    // The manual worker accepts and never reports: the lease runs out.
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 1).await;
+    app.create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    worker.dispatch(1).await;
+    let s = wait_until("a lease expiry in the scrape", || async {
+        let s = scrape(&app).await;
+        (s.value("coordinator_lease_expiries_total", &[]) >= 1.0).then_some(s)
+    })
+    .await;
+    assert!(s.value("coordinator_failures_total", &[("kind", "infrastructure")]) >= 1.0);
+    assert_eq!(
+        s.value("coordinator_failures_total", &[("kind", "quality")]),
+        0.0
+    );
+    assert!(
+        histogram_count(
+            &s,
+            "coordinator_tick_phase_seconds",
+            &[("phase", "reconcile")]
+        ) >= 1.0
+    );
+    app.stop().await;
+}
+
 /// Metric names (the `coordinator_` identifiers) a PromQL expression uses.
 fn metric_names(expr: &str) -> Vec<String> {
     let mut out = Vec::new();
