@@ -42,6 +42,7 @@ pub mod domain;
 pub mod engine;
 pub mod error;
 pub mod local_postgres;
+pub mod metrics;
 pub mod missions;
 pub mod planning;
 pub mod retention;

@@ -13,6 +13,7 @@ pub mod governance;
 pub mod handoffs;
 pub mod mcp;
 pub mod messages;
+pub mod metrics;
 pub mod missions;
 pub mod openapi;
 pub mod organisation;
@@ -80,6 +81,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .merge(metrics::router())
         .merge(agents::router())
         .merge(missions::router())
         .merge(attempts::router())

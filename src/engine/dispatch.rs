@@ -43,6 +43,8 @@ pub struct Dispatch {
     pub endpoint_url: String,
     /// The request body.
     pub request: DispatchRequest,
+    /// When the claim that produced it started (dispatch latency is measured from here).
+    pub claimed_at: std::time::Instant,
 }
 
 /// What the claim needs of a locked mission.
@@ -84,6 +86,7 @@ impl ClaimRows {
 
 /// Claims up to `cfg.batch_size` ready tasks and creates their attempts.
 pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Vec<Dispatch>> {
+    let claimed_at = std::time::Instant::now();
     let mut tx = pool.begin().await?;
     // Look a little past the batch so tasks nobody can take right now do not
     // block those behind them.
@@ -478,6 +481,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         let attempt_number = task.attempt_count + 1;
         let base = cfg.public_url.trim_end_matches('/');
         dispatches.push(Dispatch {
+            claimed_at,
             endpoint_url: agent.endpoint_url.clone(),
             request: DispatchRequest {
                 attempt_id,
@@ -732,12 +736,15 @@ async fn upstream_outputs(
 pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &reqwest::Client, d: Dispatch) {
     let attempt_id = d.request.attempt_id;
     let url = format!("{}/v1/tasks", d.endpoint_url.trim_end_matches('/'));
+    let started = std::time::Instant::now();
     let sent = http
         .post(&url)
         .timeout(cfg.dispatch_timeout)
         .json(&d.request)
         .send()
         .await;
+    let answer = sent.as_ref().ok().map(|r| r.status().as_u16());
+    cfg.metrics.worker_answered(d.claimed_at, started, answer);
     let outcome = match sent {
         Ok(resp) if resp.status() == reqwest::StatusCode::ACCEPTED => return,
         Ok(resp)

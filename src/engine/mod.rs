@@ -20,7 +20,7 @@ use std::{
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::{sync::watch, task::JoinSet};
 
-use crate::{assignment::ScoreWeights, missions::PlanningConfig};
+use crate::{assignment::ScoreWeights, metrics::Phase, missions::PlanningConfig};
 
 /// Tunables of the engine (all have sane defaults).
 #[derive(Debug, Clone)]
@@ -67,6 +67,8 @@ pub struct EngineConfig {
     /// How long a tool-approval request waits for a person when the task's
     /// policy sets no timeout of its own.
     pub tool_approval_timeout: Duration,
+    /// This replica's process-local metrics (shared by its clones).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl EngineConfig {
@@ -95,6 +97,7 @@ impl EngineConfig {
             tool_approval_timeout: Duration::from_secs(
                 crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS,
             ),
+            metrics: Arc::default(),
         }
     }
 }
@@ -176,14 +179,21 @@ impl Engine {
                     }
                 }));
             }
+            let started = Instant::now();
             self.dispatch_all(&mut in_flight).await;
+            self.cfg.metrics.tick_phase(Phase::Dispatch, started);
             while in_flight.try_join_next().is_some() {}
+            let started = Instant::now();
             if let Err(e) = reconcile::reclaim_expired_leases(&self.pool, &self.cfg).await {
                 tracing::warn!(error = %e, "reconcile failed");
             }
+            self.cfg.metrics.tick_phase(Phase::Reconcile, started);
+            let started = Instant::now();
             if let Err(e) = reconcile::progress_checks(&self.pool, &self.cfg).await {
                 tracing::warn!(error = %e, "progress checks failed");
             }
+            self.cfg.metrics.tick_phase(Phase::ProgressChecks, started);
+            let started = Instant::now();
             // Contract net: ask the workers of newly opened tenders for proposals.
             if let Err(e) = crate::coordination::contract_net::solicit(
                 &self.pool,
@@ -194,8 +204,10 @@ impl Engine {
             {
                 tracing::warn!(error = %e, "CFP solicitation failed");
             }
+            self.cfg.metrics.tick_phase(Phase::ContractNet, started);
             if last_sweep.is_none_or(|t| t.elapsed() >= self.cfg.sweep_interval) {
-                last_sweep = Some(Instant::now());
+                let started = Instant::now();
+                last_sweep = Some(started);
                 if let Err(e) = reconcile::offline_agents(&self.pool, &self.cfg).await {
                     tracing::warn!(error = %e, "offline-agent check failed");
                 }
@@ -219,6 +231,7 @@ impl Engine {
                 {
                     tracing::warn!(error = %e, "decision re-check failed");
                 }
+                self.cfg.metrics.tick_phase(Phase::Sweep, started);
             }
             tokio::select! {
                 _ = interval.tick() => {}

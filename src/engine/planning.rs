@@ -87,7 +87,13 @@ pub async fn plan_one(
         min_tasks: planning.rules.min_tasks,
         max_tasks: planning.rules.max_tasks,
     };
+    let started = std::time::Instant::now();
     let result = llm.plan(&request, &validate).await;
+    let tokens = result
+        .as_ref()
+        .ok()
+        .map(|p| p.prompt_tokens + p.completion_tokens);
+    cfg.metrics.planner_call(started, tokens);
 
     let mut tx = pool.begin().await?;
     let Some(mut run) = missions::lock(&mut tx, claim.workspace_id, claim.id).await? else {

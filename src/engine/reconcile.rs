@@ -47,6 +47,7 @@ pub async fn reclaim_expired_leases(pool: &PgPool, cfg: &EngineConfig) -> anyhow
             Err(e) => tracing::warn!(attempt = %row.attempt, error = %e, "could not reclaim lease"),
         }
     }
+    cfg.metrics.lease_expiries.add(reclaimed as u64);
     if reclaimed > 0 {
         tracing::info!(reclaimed, "reclaimed expired leases");
     }
@@ -238,6 +239,7 @@ pub async fn progress_checks(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Resul
             }
         });
     }
+    cfg.metrics.progress_checks.add(checked as u64);
     Ok(checked)
 }
 

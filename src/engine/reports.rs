@@ -360,6 +360,8 @@ pub async fn apply_report(
     };
     // settle() already queued the NOTIFY that wakes the dispatchers.
     tx.commit().await?;
+    cfg.metrics
+        .report_applied(report.tokens, cost, failure_kind, new_status);
     super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
     Ok(Applied::Applied(new_status))
 }

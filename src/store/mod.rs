@@ -14,6 +14,7 @@ pub mod events;
 pub mod governance;
 pub mod handoffs;
 pub mod messages;
+pub mod metrics;
 pub mod missions;
 pub mod organisation;
 pub mod plan_cases;

@@ -14,6 +14,7 @@ mod governance;
 mod handoffs;
 mod helpers;
 mod messaging;
+mod metrics;
 mod missions;
 mod openapi;
 mod organisation;
