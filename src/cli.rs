@@ -237,6 +237,10 @@ pub struct EngineArgs {
     /// to its policy's default outcome (tasks may set their own).
     #[arg(long, env = "COORDINATOR_TOOL_APPROVAL_TIMEOUT_SECS", default_value_t = crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS)]
     pub tool_approval_timeout_secs: u64,
+    /// On SIGTERM/SIGINT: seconds in-flight dispatches and HTTP requests get
+    /// to finish before they are cut off and their leases released.
+    #[arg(long, env = "COORDINATOR_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
 }
 
 impl EngineArgs {
@@ -254,6 +258,11 @@ impl EngineArgs {
             !self.verifier_skill.trim().is_empty(),
             "--verifier-skill must not be empty"
         );
+        anyhow::ensure!(
+            self.shutdown_grace_secs <= 3600,
+            "--shutdown-grace-secs must be at most 3600"
+        );
+        cfg.shutdown_grace = Duration::from_secs(self.shutdown_grace_secs);
         cfg.retry_base = Duration::from_millis(self.retry_base_ms);
         cfg.retry_cap = Duration::from_millis(self.retry_cap_ms);
         cfg.max_continuations = self.max_continuations.max(0);
@@ -447,8 +456,12 @@ pub async fn main() -> ExitCode {
         Command::Mission(_) | Command::Agent(_) => "warn",
         _ => "info",
     };
-    init_logging(cli.log.as_deref().unwrap_or(default), cli.log_format);
-    match run(cli.command).await {
+    let _ = LOG_FORMAT.set(cli.log_format);
+    let telemetry = crate::telemetry::init(cli.log.as_deref().unwrap_or(default), cli.log_format);
+    let outcome = run(cli.command).await;
+    // Spans of the last moments (shutdown included) reach the collector.
+    telemetry.shutdown().await;
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             if cli.log_format == LogFormat::Json {
@@ -529,29 +542,6 @@ fn say(message: &str) {
     } else {
         eprintln!("{message}");
     }
-}
-
-fn init_logging(filter: &str, format: LogFormat) {
-    let _ = LOG_FORMAT.set(format);
-    // sqlx reports "relation already exists, skipping" notices from migrations at info.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| {
-            tracing_subscriber::EnvFilter::try_new(format!("{filter},sqlx::postgres::notice=warn"))
-        })
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Human => builder.try_init(),
-        // The current span's fields say which mission or request a line is about;
-        // the full span list would repeat them on every line.
-        LogFormat::Json => builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
-            .try_init(),
-    };
 }
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {

@@ -21,6 +21,7 @@
 //! - [`tools`]: the chat tools, served as function-calling schemas and over MCP.
 //! - [`worker`]: the worker protocol and the simulated reference worker.
 //! - [`auth`]: bearer tokens and roles; [`retry_after`]: reading `Retry-After`.
+//! - [`telemetry`]: logs, OTLP trace export, `traceparent` propagation.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
 //! - [`cli`], [`demo`] and [`bench`]: the `coordinator` command ([`config`]: its TOML file); [`cli_client`]:
 //!   its `mission`, `agent` and `token` commands, over [`client`] (the REST/SSE client).
@@ -48,6 +49,7 @@ pub mod planning;
 pub mod retention;
 pub mod retry_after;
 pub mod store;
+pub mod telemetry;
 pub mod timeline;
 pub mod tools;
 pub mod verification;

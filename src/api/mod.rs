@@ -110,8 +110,27 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(extract::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(state)
+}
+
+/// The span of one request: method and route (never the query, which may
+/// carry a token), joined to the caller's trace when it sent `traceparent`
+/// (a worker's callback joins the trace of its dispatch).
+fn request_span(req: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| req.uri().path(), |m| m.as_str());
+    let span = tracing::info_span!(
+        "http.request",
+        otel.name = format!("{} {route}", req.method()),
+        otel.kind = "server",
+        http.request.method = %req.method(),
+        http.route = route,
+    );
+    crate::telemetry::adopt_parent(&span, req.headers());
+    span
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
@@ -323,11 +342,12 @@ impl Application {
             None
         };
         let mut server_stop = stop_rx.clone();
+        let grace = self.state.engine.shutdown_grace;
         let app = router(self.state);
         let server = axum::serve(self.listener, app).with_graceful_shutdown(async move {
             let _ = server_stop.wait_for(|stop| *stop).await;
         });
-        let server = tokio::spawn(async move { server.await });
+        let mut server = tokio::spawn(async move { server.await });
         shutdown.await;
         tracing::info!("shutting down: no new claims; finishing in-flight work");
         let _ = stop_tx.send(true);
@@ -343,7 +363,17 @@ impl Application {
         if let Some(scheduler) = bdi.as_mut() {
             let _ = scheduler.shutdown().await;
         }
-        server.await??;
+        // Requests still open after the grace period (a stuck client) are cut off.
+        match tokio::time::timeout(grace, &mut server).await {
+            Ok(served) => served??,
+            Err(_) => {
+                tracing::warn!(
+                    grace_secs = grace.as_secs_f64(),
+                    "HTTP requests still open after the grace period; closing them"
+                );
+                server.abort();
+            }
+        }
         Ok(())
     }
 }

@@ -8,6 +8,7 @@
 //! replicas; `take_slots` re-checks it in SQL all the same.
 
 use std::collections::BTreeMap;
+use tracing::Instrument;
 
 use serde_json::json;
 use sqlx::PgPool;
@@ -523,6 +524,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                         "{base}/v1/attempts/{attempt_id}/tool-approvals"
                     )),
                     token,
+                    traceparent: None,
                 },
             },
         });
@@ -730,6 +732,21 @@ async fn upstream_outputs(
     Ok(map)
 }
 
+/// The span of one attempt's dispatch: the root of the attempt's trace.
+pub fn span(d: &Dispatch) -> tracing::Span {
+    let r = &d.request;
+    tracing::info_span!(
+        parent: None,
+        "dispatch",
+        mission_id = %r.mission_id,
+        task_id = %r.task_id,
+        attempt_id = %r.attempt_id,
+        attempt = r.attempt_number,
+        agent_id = %r.agent_id,
+        task_type = %r.task.task_type,
+    )
+}
+
 /// Sends one dispatch to its worker and applies an immediate answer: `202`
 /// means the worker will call back; `200` carries the result; anything else
 /// (or no answer within the timeout) fails the attempt as `infrastructure`.
@@ -737,13 +754,34 @@ pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &reqwest::Client, d: 
     let attempt_id = d.request.attempt_id;
     let url = format!("{}/v1/tasks", d.endpoint_url.trim_end_matches('/'));
     let started = std::time::Instant::now();
+    let call = tracing::info_span!(
+        "worker.http",
+        otel.name = "POST /v1/tasks",
+        otel.kind = "client",
+        http.request.method = "POST",
+        url.full = %url,
+        http.response.status_code = tracing::field::Empty,
+    );
+    // The worker continues this trace and echoes it on its callbacks.
+    let mut headers = reqwest::header::HeaderMap::new();
+    crate::telemetry::inject(&call, &mut headers);
+    let mut d = d;
+    d.request.callback.traceparent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let sent = http
         .post(&url)
         .timeout(cfg.dispatch_timeout)
+        .headers(headers)
         .json(&d.request)
         .send()
+        .instrument(call.clone())
         .await;
     let answer = sent.as_ref().ok().map(|r| r.status().as_u16());
+    if let Some(code) = answer {
+        call.record("http.response.status_code", code);
+    }
     cfg.metrics.worker_answered(d.claimed_at, started, answer);
     let outcome = match sent {
         Ok(resp) if resp.status() == reqwest::StatusCode::ACCEPTED => return,

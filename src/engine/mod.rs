@@ -13,12 +13,15 @@ pub mod reconcile;
 pub mod reports;
 
 use std::{
+    collections::HashMap,
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::{sync::watch, task::JoinSet};
+use tracing::Instrument;
+use uuid::Uuid;
 
 use crate::{assignment::ScoreWeights, metrics::Phase, missions::PlanningConfig};
 
@@ -69,6 +72,9 @@ pub struct EngineConfig {
     pub tool_approval_timeout: Duration,
     /// This replica's process-local metrics (shared by its clones).
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// At shutdown, how long in-flight dispatches (and HTTP requests) may
+    /// still take before they are cut off and their leases released.
+    pub shutdown_grace: Duration,
 }
 
 impl EngineConfig {
@@ -98,6 +104,7 @@ impl EngineConfig {
                 crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS,
             ),
             metrics: Arc::default(),
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
@@ -153,7 +160,7 @@ impl Engine {
         };
         let mut interval = tokio::time::interval(self.cfg.tick_interval);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut in_flight: JoinSet<()> = JoinSet::new();
+        let mut in_flight = InFlight::default();
         let mut last_sweep: Option<Instant> = None;
         let mut sweep_cursor = reconcile::SweepCursor::default();
         // LLM planning runs beside the tick (a model may take seconds), one mission at a time.
@@ -179,17 +186,29 @@ impl Engine {
                     }
                 }));
             }
+            // One trace per tick, a child span per phase (see `telemetry`).
+            let tick = tracing::info_span!("engine.tick", replica = %self.cfg.replica_id);
+            let phase = |name: &'static str| tracing::info_span!(parent: &tick, "engine.phase", otel.name = name, phase = name);
             let started = Instant::now();
-            self.dispatch_all(&mut in_flight).await;
+            let span = phase("tick.dispatch");
+            self.dispatch_all(&mut in_flight, &span)
+                .instrument(span.clone())
+                .await;
             self.cfg.metrics.tick_phase(Phase::Dispatch, started);
-            while in_flight.try_join_next().is_some() {}
+            in_flight.reap();
             let started = Instant::now();
-            if let Err(e) = reconcile::reclaim_expired_leases(&self.pool, &self.cfg).await {
+            if let Err(e) = reconcile::reclaim_expired_leases(&self.pool, &self.cfg)
+                .instrument(phase("tick.reconcile"))
+                .await
+            {
                 tracing::warn!(error = %e, "reconcile failed");
             }
             self.cfg.metrics.tick_phase(Phase::Reconcile, started);
             let started = Instant::now();
-            if let Err(e) = reconcile::progress_checks(&self.pool, &self.cfg).await {
+            if let Err(e) = reconcile::progress_checks(&self.pool, &self.cfg)
+                .instrument(phase("tick.progress_checks"))
+                .await
+            {
                 tracing::warn!(error = %e, "progress checks failed");
             }
             self.cfg.metrics.tick_phase(Phase::ProgressChecks, started);
@@ -200,6 +219,7 @@ impl Engine {
                 &self.http,
                 self.cfg.dispatch_timeout,
             )
+            .instrument(phase("tick.contract_net"))
             .await
             {
                 tracing::warn!(error = %e, "CFP solicitation failed");
@@ -208,31 +228,12 @@ impl Engine {
             if last_sweep.is_none_or(|t| t.elapsed() >= self.cfg.sweep_interval) {
                 let started = Instant::now();
                 last_sweep = Some(started);
-                if let Err(e) = reconcile::offline_agents(&self.pool, &self.cfg).await {
-                    tracing::warn!(error = %e, "offline-agent check failed");
-                }
-                if let Err(e) = reconcile::expire_reservations(&self.pool).await {
-                    tracing::warn!(error = %e, "reservation expiry sweep failed");
-                }
-                // Timeouts and voting windows settle even if nobody reads them.
-                if let Err(e) = reconcile::settle_overdue_approvals(&self.pool).await {
-                    tracing::warn!(error = %e, "tool-approval timeout sweep failed");
-                }
-                if let Err(e) = reconcile::close_voting_windows(&self.pool).await {
-                    tracing::warn!(error = %e, "voting-window sweep failed");
-                }
-                if let Err(e) = reconcile::sweep(&self.pool, &self.cfg, &mut sweep_cursor).await {
-                    tracing::warn!(error = %e, "sweep failed");
-                }
-                // Governance: deferred decisions whose re-check is due.
-                let actor = format!("engine:{}", self.cfg.replica_id);
-                if let Err(e) =
-                    crate::coordination::governance::recheck_deferred(&self.pool, &actor).await
-                {
-                    tracing::warn!(error = %e, "decision re-check failed");
-                }
+                self.sweep(&mut sweep_cursor)
+                    .instrument(phase("tick.sweep"))
+                    .await;
                 self.cfg.metrics.tick_phase(Phase::Sweep, started);
             }
+            drop(tick);
             tokio::select! {
                 _ = interval.tick() => {}
                 woke = recv(&mut listener) => {
@@ -244,24 +245,75 @@ impl Engine {
                 _ = shutdown.changed() => {}
             }
         }
-        // A planning round cut short here is retried elsewhere when its lease runs out.
-        if let Some(p) = planner {
-            p.abort();
-        }
-        let grace = self.cfg.dispatch_timeout;
-        if tokio::time::timeout(grace, async {
-            while in_flight.join_next().await.is_some() {}
-        })
-        .await
-        .is_err()
-        {
-            tracing::warn!("dispatches still in flight at shutdown; their leases will expire");
-        }
+        self.wind_down(planner, in_flight).await;
         tracing::info!(replica = %self.cfg.replica_id, "engine stopped");
     }
 
+    /// Graceful stop, after claiming has stopped: in-flight dispatches get
+    /// the grace period; those still unanswered are cut off and, with the
+    /// planning lease this replica may hold, released at once so another
+    /// replica takes them over now rather than when the lease runs out.
+    async fn wind_down(
+        &self,
+        planner: Option<tokio::task::JoinHandle<()>>,
+        mut in_flight: InFlight,
+    ) {
+        // A planning round cut short rolls back; its mission is released below.
+        if let Some(p) = planner {
+            p.abort();
+        }
+        let grace = self.cfg.shutdown_grace;
+        let cut = match tokio::time::timeout(grace, in_flight.drain()).await {
+            Ok(()) => Vec::new(),
+            Err(_) => in_flight.abort().await,
+        };
+        if !cut.is_empty() {
+            tracing::warn!(
+                dispatches = cut.len(),
+                grace_secs = grace.as_secs_f64(),
+                "dispatches still in flight after the grace period; releasing their leases"
+            );
+        }
+        match reconcile::release_leases(&self.pool, &self.cfg, &cut).await {
+            Ok((tasks, missions)) if tasks + missions > 0 => {
+                tracing::info!(tasks, missions, "released leases at shutdown");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not release leases at shutdown; they will expire")
+            }
+        }
+    }
+
+    /// The periodic sweeps: offline agents, reservations, overdue approvals,
+    /// voting windows, missions left behind, deferred decisions.
+    async fn sweep(&self, sweep_cursor: &mut reconcile::SweepCursor) {
+        if let Err(e) = reconcile::offline_agents(&self.pool, &self.cfg).await {
+            tracing::warn!(error = %e, "offline-agent check failed");
+        }
+        if let Err(e) = reconcile::expire_reservations(&self.pool).await {
+            tracing::warn!(error = %e, "reservation expiry sweep failed");
+        }
+        // Timeouts and voting windows settle even if nobody reads them.
+        if let Err(e) = reconcile::settle_overdue_approvals(&self.pool).await {
+            tracing::warn!(error = %e, "tool-approval timeout sweep failed");
+        }
+        if let Err(e) = reconcile::close_voting_windows(&self.pool).await {
+            tracing::warn!(error = %e, "voting-window sweep failed");
+        }
+        if let Err(e) = reconcile::sweep(&self.pool, &self.cfg, sweep_cursor).await {
+            tracing::warn!(error = %e, "sweep failed");
+        }
+        // Governance: deferred decisions whose re-check is due.
+        let actor = format!("engine:{}", self.cfg.replica_id);
+        if let Err(e) = crate::coordination::governance::recheck_deferred(&self.pool, &actor).await
+        {
+            tracing::warn!(error = %e, "decision re-check failed");
+        }
+    }
+
     /// Claims batches until one comes back short, sending each dispatch concurrently.
-    async fn dispatch_all(&self, in_flight: &mut JoinSet<()>) {
+    async fn dispatch_all(&self, in_flight: &mut InFlight, phase: &tracing::Span) {
         loop {
             let batch = match dispatch::claim_batch(&self.pool, &self.cfg).await {
                 Ok(b) => b,
@@ -273,12 +325,68 @@ impl Engine {
             let full = batch.len() >= self.cfg.batch_size;
             for d in batch {
                 let (pool, cfg, http) = (self.pool.clone(), self.cfg.clone(), self.http.clone());
-                in_flight.spawn(async move { dispatch::send(&pool, &cfg, &http, d).await });
+                // Each attempt is a trace of its own (dispatch, worker call,
+                // callbacks), linked to the tick that claimed it.
+                let span = dispatch::span(&d);
+                span.follows_from(phase);
+                let attempt = d.request.attempt_id;
+                in_flight.spawn(
+                    attempt,
+                    async move { dispatch::send(&pool, &cfg, &http, d).await }.instrument(span),
+                );
             }
             if !full {
                 return;
             }
         }
+    }
+}
+
+/// Dispatches being sent, by attempt.
+#[derive(Default)]
+struct InFlight {
+    tasks: JoinSet<()>,
+    attempts: HashMap<tokio::task::Id, Uuid>,
+}
+
+impl InFlight {
+    fn spawn(&mut self, attempt: Uuid, send: impl Future<Output = ()> + Send + 'static) {
+        let handle = self.tasks.spawn(send);
+        self.attempts.insert(handle.id(), attempt);
+    }
+
+    /// Forgets the finished ones.
+    fn reap(&mut self) {
+        while let Some(done) = self.tasks.try_join_next_with_id() {
+            self.forget(done);
+        }
+    }
+
+    /// Waits for all of them.
+    async fn drain(&mut self) {
+        while let Some(done) = self.tasks.join_next_with_id().await {
+            self.forget(done);
+        }
+    }
+
+    /// Cuts the rest off; returns their attempts.
+    async fn abort(&mut self) -> Vec<Uuid> {
+        self.tasks.abort_all();
+        // Ones that finished meanwhile are not cut off.
+        while let Some(done) = self.tasks.join_next_with_id().await {
+            if done.is_ok() {
+                self.forget(done);
+            }
+        }
+        self.attempts.drain().map(|(_, a)| a).collect()
+    }
+
+    fn forget(&mut self, done: Result<(tokio::task::Id, ()), tokio::task::JoinError>) {
+        let id = match done {
+            Ok((id, ())) => id,
+            Err(e) => e.id(),
+        };
+        self.attempts.remove(&id);
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use sqlx::PgPool;
+use tracing::Instrument;
 
 use super::EngineConfig;
 use crate::{
@@ -88,12 +89,24 @@ pub async fn plan_one(
         max_tasks: planning.rules.max_tasks,
     };
     let started = std::time::Instant::now();
-    let result = llm.plan(&request, &validate).await;
+    // A trace per planning round: the model calls (`llm_call`) are its children.
+    let span = tracing::info_span!(
+        parent: None,
+        "planner",
+        mission_id = %claim.id,
+        workspace_id = %claim.workspace_id,
+        planning_attempt = claim.planning_attempts,
+        tokens = tracing::field::Empty,
+    );
+    let result = llm.plan(&request, &validate).instrument(span.clone()).await;
     let tokens = result
         .as_ref()
         .ok()
         .map(|p| p.prompt_tokens + p.completion_tokens);
     cfg.metrics.planner_call(started, tokens);
+    if let Some(t) = tokens {
+        span.record("tokens", t);
+    }
 
     let mut tx = pool.begin().await?;
     let Some(mut run) = missions::lock(&mut tx, claim.workspace_id, claim.id).await? else {

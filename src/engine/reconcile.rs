@@ -54,6 +54,34 @@ pub async fn reclaim_expired_leases(pool: &PgPool, cfg: &EngineConfig) -> anyhow
     Ok(reclaimed)
 }
 
+/// At shutdown: the leases of `cut` (attempts whose dispatch was cut off,
+/// so nobody knows whether the worker has them) expire now and are
+/// reclaimed like any expired lease (an `infrastructure` failure, retried);
+/// a planning lease this replica holds is given back with its attempt.
+/// Attempts a worker accepted keep their leases: their reports may reach
+/// any replica. Returns (tasks, missions) released.
+pub async fn release_leases(
+    pool: &PgPool,
+    cfg: &EngineConfig,
+    cut: &[Uuid],
+) -> anyhow::Result<(usize, usize)> {
+    let expired = sqlx::query!(
+        "UPDATE orchestration_tasks SET lease_expires_at = now() - interval '1 millisecond'
+         WHERE current_attempt_id = ANY($1) AND lease_owner = $2 AND status = 'running'",
+        cut,
+        cfg.replica_id
+    )
+    .execute(pool)
+    .await?
+    .rows_affected();
+    if expired > 0 {
+        reclaim_expired_leases(pool, cfg).await?;
+    }
+    let missions =
+        crate::store::missions::release_planning_leases_of(pool, &cfg.replica_id).await?;
+    Ok((expired as usize, missions as usize))
+}
+
 /// Executing missions one sweep looks at: its cost is bounded by this, not
 /// by how many missions exist.
 pub const SWEEP_WINDOW: i64 = 500;

@@ -55,6 +55,20 @@ pub enum Origin<'a> {
     },
 }
 
+impl Origin<'_> {
+    /// A name for traces and logs (never the token).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Origin::Worker { .. } => "callback",
+            Origin::Inline => "inline",
+            Origin::DispatchFailed => "dispatch_failed",
+            Origin::LeaseExpired => "lease_expired",
+            Origin::AgentOffline => "agent_offline",
+            Origin::Busy { .. } => "busy",
+        }
+    }
+}
+
 /// What applying a report did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Applied {
@@ -92,6 +106,19 @@ pub enum ReportError {
 }
 
 /// Applies a report to an attempt (see the module docs).
+#[tracing::instrument(
+    name = "report.apply",
+    skip_all,
+    fields(
+        attempt_id = %attempt_id,
+        origin = origin.label(),
+        reported = ?report.status,
+        mission_id = tracing::field::Empty,
+        task_id = tracing::field::Empty,
+        attempt = tracing::field::Empty,
+        agent_id = tracing::field::Empty,
+    )
+)]
 pub async fn apply_report(
     pool: &PgPool,
     cfg: &EngineConfig,
@@ -114,6 +141,11 @@ pub async fn apply_report(
         return Err(ReportError::BadToken(attempt_id));
     }
     let task = tasks::get(&mut tx, attempt.task_id).await?;
+    let span = tracing::Span::current();
+    span.record("mission_id", tracing::field::display(task.run_id));
+    span.record("task_id", tracing::field::display(task.id));
+    span.record("attempt", attempt.attempt_number);
+    span.record("agent_id", attempt.agent_id.as_str());
     let report_json = serde_json::to_value(report).unwrap_or_default();
     let is_current =
         task.current_attempt_id == Some(attempt.id) && task.status() == TaskStatus::Running;

@@ -512,6 +512,21 @@ pub async fn release_planning_lease(
     Ok(())
 }
 
+/// Gives back every planning lease `owner` holds (a replica shutting down),
+/// with the planning attempt it counted. Returns missions released.
+pub async fn release_planning_leases_of(pool: &PgPool, owner: &str) -> sqlx::Result<u64> {
+    Ok(sqlx::query!(
+        "UPDATE orchestration_runs
+         SET planning_lease_owner = NULL, planning_lease_expires_at = NULL,
+             planning_attempts = greatest(planning_attempts - 1, 0), updated_at = now()
+         WHERE planning_lease_owner = $1 AND status = 'planning'",
+        owner
+    )
+    .execute(pool)
+    .await?
+    .rows_affected())
+}
+
 /// Whether this replica still holds the planning lease of a locked mission.
 pub async fn holds_planning_lease(
     conn: &mut PgConnection,

@@ -542,10 +542,9 @@ async fn heartbeat_until_stale(state: &WorkerState, req: &DispatchRequest) {
     };
     loop {
         ticks.tick().await;
-        let sent = state
-            .callbacks
-            .post(&req.callback.heartbeat_url)
-            .bearer_auth(&req.callback.token)
+        let sent = req
+            .callback
+            .authorize(state.callbacks.post(&req.callback.heartbeat_url))
             .timeout(period.max(Duration::from_secs(2)))
             .json(&beat)
             .send()
@@ -567,10 +566,9 @@ async fn heartbeat_until_stale(state: &WorkerState, req: &DispatchRequest) {
 async fn post_result(state: &WorkerState, req: &DispatchRequest, report: &WorkerReport) {
     let attempt_id = req.attempt_id;
     for attempt in 1..=RESULT_ATTEMPTS {
-        let sent = state
-            .callbacks
-            .post(&req.callback.result_url)
-            .bearer_auth(&req.callback.token)
+        let sent = req
+            .callback
+            .authorize(state.callbacks.post(&req.callback.result_url))
             .json(report)
             .send()
             .await;
@@ -1090,6 +1088,7 @@ mod tests {
                 result_url: format!("{}/v1/attempts/{attempt_id}/result", coordinator.uri()),
                 token: TOKEN.into(),
                 tool_approvals_url: None,
+                traceparent: None,
             },
         }
     }
@@ -1696,6 +1695,7 @@ mod tests {
                 result_url: String::new(),
                 token: String::new(),
                 tool_approvals_url: None,
+                traceparent: None,
             },
         }
     }

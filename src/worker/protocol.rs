@@ -97,6 +97,23 @@ pub struct Callback {
     pub tool_approvals_url: Option<String>,
     /// Bearer token valid for this attempt only.
     pub token: String,
+    /// W3C `traceparent` of the dispatch (also sent as that header), present
+    /// when the coordinator exports traces: send it back as the
+    /// `traceparent` header of callbacks so they join the attempt's trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+}
+
+impl Callback {
+    /// `builder` with the attempt's token and, when there is one, its
+    /// `traceparent`: how a callback request should start.
+    pub fn authorize(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let builder = builder.bearer_auth(&self.token);
+        match &self.traceparent {
+            Some(tp) => builder.header("traceparent", tp),
+            None => builder,
+        }
+    }
 }
 
 /// What a worker reports about an attempt.

@@ -306,10 +306,9 @@ async fn work_then_report(
     while remaining > beat && heartbeats {
         tokio::time::sleep(beat).await;
         remaining -= beat;
-        let _ = state
-            .http
-            .post(&req.callback.heartbeat_url)
-            .bearer_auth(&req.callback.token)
+        let _ = req
+            .callback
+            .authorize(state.http.post(&req.callback.heartbeat_url))
             .json(&Heartbeat::default())
             .send()
             .await;
@@ -327,10 +326,9 @@ async fn work_then_report(
 async fn post_result(state: &WorkerState, req: &DispatchRequest, report: &WorkerReport) {
     // Retry transport errors and 5xx (another replica will answer); a 4xx is final.
     for attempt in 0..6u32 {
-        let sent = state
-            .http
-            .post(&req.callback.result_url)
-            .bearer_auth(&req.callback.token)
+        let sent = req
+            .callback
+            .authorize(state.http.post(&req.callback.result_url))
             .json(report)
             .send()
             .await;

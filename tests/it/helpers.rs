@@ -383,13 +383,12 @@ pub async fn report(
     token: &str,
     body: Value,
 ) -> (StatusCode, Value) {
-    let resp = http
-        .post(&d.callback.result_url)
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .expect("report");
+    let mut request = http.post(&d.callback.result_url).bearer_auth(token);
+    // As a worker should: the callback joins the trace of its dispatch.
+    if let Some(tp) = &d.callback.traceparent {
+        request = request.header("traceparent", tp);
+    }
+    let resp = request.json(&body).send().await.expect("report");
     let status = StatusCode::from_u16(resp.status().as_u16()).expect("status");
     (status, resp.json().await.unwrap_or(Value::Null))
 }

@@ -27,6 +27,7 @@ mod replicas;
 mod streams;
 mod sweeps;
 mod team_decisions;
+mod telemetry;
 mod timeline;
 mod tool_policy;
 mod tools;
