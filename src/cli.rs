@@ -163,6 +163,12 @@ pub struct SurfaceArgs {
     /// Tries before a webhook delivery is marked failed.
     #[arg(long, env = "COORDINATOR_WEBHOOK_MAX_ATTEMPTS", default_value_t = 8)]
     pub webhook_max_attempts: i32,
+    /// Sustained API requests per second per token (per client IP without one), per replica; 0 disables rate limiting.
+    #[arg(long, env = "COORDINATOR_RATE_LIMIT_PER_SEC", default_value_t = crate::api::rate_limit::DEFAULT_PER_SEC)]
+    pub rate_limit_per_sec: f64,
+    /// Requests a token (or client IP) may send back to back before the per-second rate applies; 0 disables rate limiting.
+    #[arg(long, env = "COORDINATOR_RATE_LIMIT_BURST", default_value_t = crate::api::rate_limit::DEFAULT_BURST)]
+    pub rate_limit_burst: u32,
 }
 
 impl SurfaceArgs {
@@ -194,6 +200,14 @@ impl SurfaceArgs {
             base: Duration::from_millis(self.webhook_retry_base_ms),
             max_attempts: self.webhook_max_attempts,
             ..crate::webhooks::RetryPolicy::default()
+        };
+        anyhow::ensure!(
+            self.rate_limit_per_sec.is_finite() && self.rate_limit_per_sec >= 0.0,
+            "--rate-limit-per-sec must be 0 (no limit) or more"
+        );
+        settings.rate_limit = crate::api::rate_limit::RateLimit {
+            per_sec: self.rate_limit_per_sec,
+            burst: self.rate_limit_burst,
         };
         Ok(())
     }

@@ -58,6 +58,12 @@ pub enum ApiError {
         /// Every problem found.
         details: Value,
     },
+    /// 429: this credential sent too many requests; retry after the wait.
+    #[error("too many requests; retry after {retry_after_secs} s")]
+    RateLimited {
+        /// Whole seconds to wait (the `Retry-After` header), at least 1.
+        retry_after_secs: u64,
+    },
     /// 503: a dependency (the database) is unavailable.
     #[error("{0}")]
     Unavailable(String),
@@ -104,6 +110,11 @@ impl ApiError {
             ApiError::Unprocessable { code, details, .. } => {
                 (StatusCode::UNPROCESSABLE_ENTITY, code, details.clone())
             }
+            ApiError::RateLimited { retry_after_secs } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                json!({ "retry_after_secs": retry_after_secs }),
+            ),
             ApiError::Unavailable(_) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable", Value::Null)
             }
@@ -164,6 +175,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let ApiError::RateLimited { retry_after_secs } = self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
         }
         response
     }

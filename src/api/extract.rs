@@ -8,7 +8,11 @@ use axum::{
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::json;
 
-use super::AppState;
+use std::net::SocketAddr;
+
+use axum::extract::ConnectInfo;
+
+use super::{AppState, rate_limit::Key};
 use crate::{
     auth::{self, Principal},
     error::ApiError,
@@ -113,8 +117,30 @@ impl FromRequestParts<AppState> for Principal {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts)?;
-        auth::authenticate(&state.pool, token).await
+        // Requests with an invalid token are charged to their client IP (so
+        // guessing tokens is limited too), valid ones to their token. Those
+        // without any Authorization header were charged by the middleware.
+        let anonymous = || match parts.extensions.get::<ConnectInfo<SocketAddr>>() {
+            Some(ConnectInfo(addr)) if parts.headers.contains_key(header::AUTHORIZATION) => {
+                state.limiter.check(Key::Ip(addr.ip()))
+            }
+            _ => Ok(()),
+        };
+        let principal = match bearer(parts) {
+            Ok(token) => auth::authenticate(&state.pool, token).await,
+            Err(e) => Err(e),
+        };
+        match principal {
+            Ok(p) => {
+                state.limiter.check(Key::Token(p.token_id))?;
+                Ok(p)
+            }
+            Err(e @ ApiError::Unauthorized(_)) => {
+                anonymous()?;
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

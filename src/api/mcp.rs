@@ -30,11 +30,7 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use super::{AppState, BODY_LIMIT, extract};
-use crate::{
-    auth::{self, Principal},
-    error::ApiError,
-    tools,
-};
+use crate::{auth::Principal, error::ApiError, tools};
 
 /// What a chat client is told about this server when it connects.
 const INSTRUCTIONS: &str = "Mission coordinator: give it a goal (create_mission) and it plans a \
@@ -65,7 +61,7 @@ static SERVICE: LazyLock<StreamableHttpService<ToolServer, NeverSessionManager>>
 
 async fn serve(State(state): State<AppState>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
-    let who = match authenticate(&state, &parts).await {
+    let who = match authenticate(&state, &mut parts).await {
         Ok(who) => who,
         Err(e) => return e.into_response(),
     };
@@ -85,9 +81,10 @@ async fn serve(State(state): State<AppState>, request: Request) -> Response {
     response.map(Body::new)
 }
 
-async fn authenticate(state: &AppState, parts: &Parts) -> Result<Principal, ApiError> {
-    let token = extract::bearer(parts)?;
-    auth::authenticate(&state.pool, token).await
+/// The caller, through the same extractor as the REST routes (so MCP calls
+/// count against the token's rate limit too).
+async fn authenticate(state: &AppState, parts: &mut Parts) -> Result<Principal, ApiError> {
+    <Principal as axum::extract::FromRequestParts<AppState>>::from_request_parts(parts, state).await
 }
 
 /// The MCP handler over the tool registry.

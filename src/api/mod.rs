@@ -18,6 +18,7 @@ pub mod missions;
 pub mod openapi;
 pub mod organisation;
 pub mod plan_library;
+pub mod rate_limit;
 pub mod reservations;
 pub mod stream;
 pub mod team_decisions;
@@ -74,10 +75,13 @@ pub struct AppState {
     /// Turns true when the server starts shutting down: open streams end,
     /// so a graceful shutdown does not wait on them forever.
     pub stop: watch::Receiver<bool>,
+    /// Per-credential request limits of this replica.
+    pub limiter: Arc<rate_limit::RateLimiter>,
 }
 
 /// The router with every route and layer.
 pub fn router(state: AppState) -> Router {
+    let limiter = axum::middleware::from_fn_with_state(state.clone(), rate_limit::limit_anonymous);
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -109,6 +113,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(extract::not_found)
         .method_not_allowed_fallback(extract::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(limiter)
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(state)
@@ -218,6 +223,8 @@ pub struct Settings {
     /// Seconds between BDI maintenance cycles (runs with the engine; one
     /// replica at a time).
     pub bdi_interval_secs: u32,
+    /// Per-credential API rate limit (off unless set; the CLI sets its defaults).
+    pub rate_limit: rate_limit::RateLimit,
 }
 
 impl Settings {
@@ -232,6 +239,7 @@ impl Settings {
             retention: RetentionConfig::default(),
             webhook_retry: RetryPolicy::default(),
             bdi_interval_secs: crate::bdi::runtime::DEFAULT_INTERVAL_SECS,
+            rate_limit: rate_limit::RateLimit::DISABLED,
         }
     }
 }
@@ -274,6 +282,7 @@ impl Application {
                 planning: Arc::new(planning),
                 http,
                 bdi_interval_secs: settings.bdi_interval_secs,
+                limiter: Arc::new(rate_limit::RateLimiter::new(settings.rate_limit)),
             },
             run_engine: settings.run_engine,
             retention: settings.retention,
@@ -344,6 +353,8 @@ impl Application {
         let mut server_stop = stop_rx.clone();
         let grace = self.state.engine.shutdown_grace;
         let app = router(self.state);
+        // Connect info gives the rate limiter the client IP of anonymous requests.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let server = axum::serve(self.listener, app).with_graceful_shutdown(async move {
             let _ = server_stop.wait_for(|stop| *stop).await;
         });

@@ -24,6 +24,7 @@ mod planning;
 mod proof;
 mod real_llm;
 mod replicas;
+mod security;
 mod streams;
 mod sweeps;
 mod team_decisions;
