@@ -100,7 +100,7 @@ pub fn missions(seed: u64, count: usize, tasks_min: usize, tasks_max: usize) -> 
             let tasks: Vec<Value> = (0..n)
                 .map(|k| {
                     let deps: Vec<usize> = match shape {
-                        Shape::Chain => (k > 0).then(|| k - 1).into_iter().collect(),
+                        Shape::Chain => k.checked_sub(1).into_iter().collect(),
                         Shape::Fanout if k == 0 => vec![],
                         Shape::Fanout if k == n - 1 => (1..n - 1).collect(),
                         Shape::Fanout => vec![0],
