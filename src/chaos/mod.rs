@@ -203,6 +203,10 @@ async fn stored(pool: &PgPool, goal: &str) -> Option<bool> {
         .ok()
 }
 
+/// How creating one mission went: Ok((retries, found committed after an
+/// error)) or Err((retries, last error)).
+type Created = Result<(usize, bool), (usize, String)>;
+
 /// Creates one mission through the replicas, retrying on errors. There is
 /// no idempotency key in the API, so before a retry the database must say
 /// the failed request left no mission (its goal is unique in the run):
@@ -214,7 +218,7 @@ async fn create_one(
     token: &str,
     http: &reqwest::Client,
     pool: &PgPool,
-) -> Result<(usize, bool), (usize, String)> {
+) -> Created {
     let deadline = Instant::now() + Duration::from_secs(90);
     let body = json!({"goal": spec.goal, "autonomy": "autonomous", "plan": spec.plan,
                       // No person watches a chaos run: the escalation ladder ends in failure.
@@ -263,7 +267,7 @@ async fn feed(
         .unwrap_or_default();
     let start = tokio::time::Instant::now();
     let n = specs.len();
-    let results: Vec<(String, Result<(usize, bool), (usize, String)>)> = stream::iter(0..n)
+    let results: Vec<(String, Created)> = stream::iter(0..n)
         .map(|i| {
             let (specs, urls, token, http, pool) = (&specs, &urls, &token, &http, &pool);
             async move {
