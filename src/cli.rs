@@ -1,5 +1,5 @@
 //! The `coordinator` command line: `serve`, `migrate`, `worker`, `demo`, `bench`,
-//! `token`, `config print`, and the client commands `mission` and `agent` (in
+//! `chaos`, `audit`, `token`, `config print`, and the client commands `mission` and `agent` (in
 //! [`crate::cli_client`]). `serve` may also read a TOML file ([`crate::config`]).
 
 use std::{
@@ -66,6 +66,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Benchmark the engine end to end (throughput, dispatch latency, step overhead).
     Bench(crate::bench::BenchArgs),
+    /// Kill real replicas while workers misbehave, then audit every invariant.
+    Chaos(crate::chaos::ChaosArgs),
+    /// Check a database's invariants (exit 1 if any is violated).
+    Audit(AuditArgs),
     /// Missions on a running service: create, list, show, approve, cancel, review, watch.
     Mission(MissionArgs),
     /// Agents on a running service: register, list, show, heartbeat.
@@ -82,6 +86,14 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+}
+
+/// `coordinator audit`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// Database to audit (read only; no migrations are run).
+    #[command(flatten)]
+    pub db: DatabaseArgs,
 }
 
 /// `coordinator config …`.
@@ -465,7 +477,9 @@ pub async fn main() -> ExitCode {
     }
     let default = match cli.command {
         // The demo and the benchmark print their own output; logs would drown it.
-        Command::Demo(_) | Command::Bench(_) => "warn",
+        Command::Demo(_) | Command::Bench(_) | Command::Audit(_) => "warn",
+        // Refused and retried worker callbacks are the point of a chaos run.
+        Command::Chaos(_) => "warn,coordinator::worker::simulate=error",
         // Client commands print their own output; a failure is one error line.
         Command::Mission(_) | Command::Agent(_) => "warn",
         _ => "info",
@@ -601,12 +615,40 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Demo(args) => demo::run(args).await,
         Command::Bench(args) => crate::bench::run(args).await.map(|()| ExitCode::SUCCESS),
+        Command::Chaos(args) => crate::chaos::run(args).await,
+        Command::Audit(args) => audit(args).await,
         Command::Mission(args) => Ok(cli_client::mission(args).await),
         Command::Agent(args) => Ok(cli_client::agent(args).await),
         Command::Token { command } => token(command).await,
         // Printed by `main` before logging starts: it needs the parsed sources.
         Command::Config { .. } => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// Audits the database read-only: summary, then the `key=value` line; exit
+/// 1 when an invariant is violated (scripts rely on this contract).
+async fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let (url, embedded) = match &args.db.database_url {
+        Some(url) => (url.clone(), None),
+        None => {
+            let pg = crate::local_postgres::LocalPostgres::start(&args.db.data_dir).await?;
+            (pg.url().to_owned(), Some(pg))
+        }
+    };
+    let pool = crate::db::connect(&url, 2).await?;
+    let report = crate::audit::audit(&pool).await;
+    pool.close().await;
+    if let Some(pg) = embedded {
+        pg.stop().await?;
+    }
+    let report = report?;
+    println!("{}", report.summary());
+    println!("{}", report.figures());
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {

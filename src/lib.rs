@@ -23,15 +23,19 @@
 //! - [`auth`]: bearer tokens and roles; [`retry_after`]: reading `Retry-After`.
 //! - [`telemetry`]: logs, OTLP trace export, `traceparent` propagation.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
+//! - [`chaos`] and [`audit`]: the chaos run (real replicas killed while
+//!   workers misbehave) and the auditor of a database's invariants.
 //! - [`cli`], [`demo`] and [`bench`]: the `coordinator` command ([`config`]: its TOML file); [`cli_client`]:
 //!   its `mission`, `agent` and `token` commands, over [`client`] (the REST/SSE client).
 
 pub mod api;
 pub mod assignment;
+pub mod audit;
 pub mod auth;
 pub mod bdi;
 pub mod bench;
 pub mod board;
+pub mod chaos;
 pub mod cli;
 pub mod cli_client;
 pub mod client;

@@ -122,14 +122,16 @@ fn chain_plan(n: usize) -> Value {
     json!({ "tasks": tasks })
 }
 
-struct Api {
-    http: reqwest::Client,
-    base: String,
-    token: String,
+/// A minimal admin client of one replica (also used by `coordinator chaos`).
+pub(crate) struct Api {
+    pub(crate) http: reqwest::Client,
+    pub(crate) base: String,
+    pub(crate) token: String,
 }
 
 impl Api {
-    async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+    /// POSTs `body`; any non-2xx answer is an error naming the status.
+    pub(crate) async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
         let resp = self
             .http
             .post(format!("{}{path}", self.base))
@@ -218,7 +220,7 @@ async fn wait_completed(pool: &PgPool, runs: &[Uuid], limit: Duration) -> anyhow
 }
 
 /// Creates an empty database on the server at `base`: (name, URL).
-async fn create_database(base: &str) -> anyhow::Result<(String, String)> {
+pub(crate) async fn create_database(base: &str) -> anyhow::Result<(String, String)> {
     let name = format!("coordinator_bench_{}", Uuid::new_v4().simple());
     let mut conn = sqlx::PgConnection::connect(base)
         .await

@@ -1,6 +1,8 @@
 //! The simulated reference worker: a real HTTP server speaking the worker
 //! protocol, doing no real work. Latency and failures are deterministic
-//! functions of the seed and the attempt id, so a run can be reproduced.
+//! functions of the seed and the attempt id (or, with `roll_by_task`, of the
+//! goal, task key and attempt number, which are the same in a rerun), so a
+//! run can be reproduced.
 
 use std::{
     collections::HashMap,
@@ -60,6 +62,11 @@ pub struct SimulationConfig {
     /// Simulated cost reported per task.
     #[arg(long, default_value_t = 0.01)]
     pub cost_per_task: f64,
+    /// Draw each attempt's faults from (goal, task key, attempt number)
+    /// instead of the attempt id, so a rerun with the same seed and goals
+    /// meets the same faults (attempt ids are new in every run).
+    #[arg(long)]
+    pub roll_by_task: bool,
 }
 
 impl Default for SimulationConfig {
@@ -75,6 +82,7 @@ impl Default for SimulationConfig {
             seed: 1,
             inline: false,
             cost_per_task: 0.01,
+            roll_by_task: false,
         }
     }
 }
@@ -96,6 +104,10 @@ pub struct WorkerStats {
     pub hung: u64,
     /// Attempts reported late (fault injection).
     pub late: u64,
+    /// Attempts whose result was posted twice (fault injection).
+    pub duplicated: u64,
+    /// Attempts reported as failed (fault injection).
+    pub failed: u64,
     /// Calls for proposals answered.
     pub cfps: u64,
     /// ACL messages pushed to it (`POST /v1/messages`).
@@ -263,29 +275,40 @@ async fn accept_task(
             shared.stats.duplicate_dispatches += 1;
         }
     }
-    let roll = Roll::new(state.config.seed, req.attempt_id);
-    let report = simulated_report(&state.config, &req, &roll);
+    let identity = if state.config.roll_by_task {
+        task_identity(&req.goal, &req.task.key, req.attempt_number)
+    } else {
+        req.attempt_id.as_u128()
+    };
+    let roll = Roll::new(state.config.seed, Uuid::from_u128(identity));
+    let fate = roll.fate(&state.config);
+    if fate.fails {
+        lock(&state.shared).stats.failed += 1;
+    }
+    let report = simulated_report(&state.config, &req, fate.fails);
     if state.config.inline {
         return (StatusCode::OK, Json(report)).into_response();
     }
     let mut delay = Duration::from_millis(
         state.config.latency_ms + (roll.latency_fraction * state.config.jitter_ms as f64) as u64,
     );
-    // Faults are drawn in a fixed order from disjoint slices of one number,
-    // so the same seed gives the same pattern.
-    let cfg = &state.config;
-    let fault = roll.fault;
-    if fault < cfg.hang_rate {
-        lock(&state.shared).stats.hung += 1;
-        return (StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response();
-    }
-    let twice = fault >= cfg.hang_rate && fault < cfg.hang_rate + cfg.duplicate_rate;
-    let late = fault >= cfg.hang_rate + cfg.duplicate_rate
-        && fault < cfg.hang_rate + cfg.duplicate_rate + cfg.late_rate;
-    if late {
-        delay = Duration::from_millis(cfg.late_ms);
-        lock(&state.shared).stats.late += 1;
-    }
+    let late = match fate.fault {
+        Fault::Hang => {
+            lock(&state.shared).stats.hung += 1;
+            return (StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response();
+        }
+        Fault::Late => {
+            delay = Duration::from_millis(state.config.late_ms);
+            lock(&state.shared).stats.late += 1;
+            true
+        }
+        Fault::Duplicate => {
+            lock(&state.shared).stats.duplicated += 1;
+            false
+        }
+        Fault::None => false,
+    };
+    let twice = fate.fault == Fault::Duplicate;
     let times = if twice { 2 } else { 1 };
     // A late worker stays silent (no heartbeats) so its lease runs out first.
     tokio::spawn(work_then_report(state, req, report, delay, times, !late));
@@ -348,8 +371,8 @@ async fn post_result(state: &WorkerState, req: &DispatchRequest, report: &Worker
     }
 }
 
-fn simulated_report(config: &SimulationConfig, req: &DispatchRequest, roll: &Roll) -> WorkerReport {
-    if roll.failure < config.failure_rate {
+fn simulated_report(config: &SimulationConfig, req: &DispatchRequest, fails: bool) -> WorkerReport {
+    if fails {
         return WorkerReport {
             status: ReportStatus::Failed,
             output: None,
@@ -385,6 +408,51 @@ fn simulated_report(config: &SimulationConfig, req: &DispatchRequest, roll: &Rol
     }
 }
 
+/// A fault injected into one attempt's delivery (besides a failed result).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Answered normally.
+    None,
+    /// Accepted and never reported.
+    Hang,
+    /// Reported twice.
+    Duplicate,
+    /// Reported after `late_ms`, silently.
+    Late,
+}
+
+/// What the simulation does with one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fate {
+    /// The result says `failed`.
+    pub fails: bool,
+    /// How the result is (not) delivered.
+    pub fault: Fault,
+}
+
+/// The fate of the attempt with this identity (an attempt id as `u128`, or
+/// [`task_identity`] with `roll_by_task`): a pure function of the seed and
+/// the rates, so a run's fault pattern can be computed ahead.
+pub fn fate(config: &SimulationConfig, identity: u128) -> Fate {
+    Roll::new(config.seed, Uuid::from_u128(identity)).fate(config)
+}
+
+/// A stable identity of attempt `attempt_number` of the task `key` of the
+/// mission with `goal` (FNV-1a, 128 bits: the same in every run and build).
+pub fn task_identity(goal: &str, key: &str, attempt_number: i32) -> u128 {
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013B;
+    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    let attempt = attempt_number.to_le_bytes();
+    // Separators keep ("ab", "c") and ("a", "bc") apart.
+    for part in [goal.as_bytes(), &[0xff], key.as_bytes(), &[0xff], &attempt] {
+        for b in part {
+            h ^= u128::from(*b);
+            h = h.wrapping_mul(PRIME);
+        }
+    }
+    h
+}
+
 /// Deterministic random draws for one attempt.
 struct Roll {
     failure: f64,
@@ -410,6 +478,25 @@ impl Roll {
             fault: next(),
         }
     }
+
+    /// Faults are drawn in a fixed order from disjoint slices of one number,
+    /// so the same seed gives the same pattern.
+    fn fate(&self, cfg: &SimulationConfig) -> Fate {
+        let f = self.fault;
+        let fault = if f < cfg.hang_rate {
+            Fault::Hang
+        } else if f < cfg.hang_rate + cfg.duplicate_rate {
+            Fault::Duplicate
+        } else if f < cfg.hang_rate + cfg.duplicate_rate + cfg.late_rate {
+            Fault::Late
+        } else {
+            Fault::None
+        };
+        Fate {
+            fails: self.failure < cfg.failure_rate,
+            fault,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -427,5 +514,46 @@ mod tests {
             .filter(|i| Roll::new(1, Uuid::from_u128(*i)).failure < 0.1)
             .count();
         assert!((800..1200).contains(&failures), "{failures}");
+    }
+
+    #[test]
+    fn task_identities_are_stable_and_distinct() {
+        let a = task_identity("goal", "draft", 1);
+        assert_eq!(a, task_identity("goal", "draft", 1));
+        assert_ne!(a, task_identity("goal", "draft", 2));
+        assert_ne!(a, task_identity("goal", "drafts", 1));
+        assert_ne!(task_identity("ab", "c", 1), task_identity("a", "bc", 1));
+        // Pinned (computed independently): a changed hash would silently
+        // change the fault pattern of every seeded run.
+        assert_eq!(
+            task_identity("g", "k", 1),
+            0x8404_0326_0265_9b40_e7f5_6f55_2a91_6304
+        );
+    }
+
+    #[test]
+    fn fates_follow_the_rates_in_a_fixed_order() {
+        let cfg = SimulationConfig {
+            failure_rate: 0.10,
+            hang_rate: 0.05,
+            duplicate_rate: 0.05,
+            late_rate: 0.05,
+            seed: 9,
+            ..SimulationConfig::default()
+        };
+        let mut counts = HashMap::new();
+        for i in 0..20_000u128 {
+            *counts.entry(fate(&cfg, i).fault).or_insert(0) += 1;
+        }
+        for fault in [Fault::Hang, Fault::Duplicate, Fault::Late] {
+            let n = counts.get(&fault).copied().unwrap_or(0);
+            assert!((800..1200).contains(&n), "{fault:?}: {n}");
+        }
+        let none = SimulationConfig::default();
+        assert!((0..1000u128).all(|i| fate(&none, i)
+            == Fate {
+                fails: false,
+                fault: Fault::None
+            }));
     }
 }

@@ -5,6 +5,7 @@ mod attempts;
 mod bdi;
 mod board;
 mod board_page;
+mod chaos;
 mod cli;
 mod config;
 mod contract_net;
