@@ -72,6 +72,9 @@ fn spawn(config: &ReplicaConfig, index: usize, listen: SocketAddr) -> anyhow::Re
             "2000",
         ])
         .args(["--pool-size", "8"])
+        // The feeder polls hundreds of missions through one token: the run
+        // tests the engine's invariants, not the API's rate limit.
+        .args(["--rate-limit-per-sec", "0"])
         .env("DATABASE_URL", &config.database_url)
         .env("COORDINATOR_LOG", "warn")
         // The run's own settings, not whatever the caller's shell has.
