@@ -61,10 +61,11 @@ token="fuzz-admin-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 base="http://127.0.0.1:$port"
 
 serve_args=(serve --listen "127.0.0.1:$port" --bootstrap-token "$token")
+db=""
 if [ -n "${DATABASE_URL:-}" ]; then
   db="fuzz_$(date +%s)_$$"
   psql "$DATABASE_URL" -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $db" >&2
-  db_url="${DATABASE_URL%/*}/$db"
+  db_url=$("$venv/bin/python" -c 'import sys, urllib.parse as u; p = u.urlparse(sys.argv[1]); print(p._replace(path="/" + sys.argv[2]).geturl())' "$DATABASE_URL" "$db")
   serve_args+=(--database-url "$db_url")
 else
   db_url=""
@@ -79,7 +80,12 @@ cleanup() {
     kill -TERM "${pids[$i]}" 2>/dev/null || true
     wait "${pids[$i]}" 2>/dev/null || true
   done
-  if [ "$ok" = 1 ]; then rm -rf "$work"; else echo "fuzz: logs and reports kept in $work" >&2; fi
+  if [ "$ok" = 1 ]; then
+    rm -rf "$work"
+    if [ -n "${db:-}" ]; then psql "$DATABASE_URL" -q -c "DROP DATABASE IF EXISTS $db" >&2 || true; fi
+  else
+    echo "fuzz: logs and reports kept in $work${db:+, database $db kept}" >&2
+  fi
 }
 trap cleanup EXIT
 
