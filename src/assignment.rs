@@ -439,6 +439,49 @@ mod tests {
             }
         }
 
+        /// Deterministic and order-independent under any permutation: the
+        /// same pool in a shuffled order, scored twice, yields the same agent
+        /// with bit-identical scores, and that agent is the oracle's best
+        /// (obliged first, then highest total, then smallest id).
+        #[test]
+        fn choice_is_deterministic_under_any_permutation(
+            (specs, order) in prop::collection::vec((0u8..4, 0i32..3, 0u8..10, 0u8..4), 1..12)
+                .prop_flat_map(|specs| {
+                    let order: Vec<usize> = (0..specs.len()).collect();
+                    (Just(specs), Just(order).prop_shuffle())
+                }),
+            cost in 0u8..5,
+        ) {
+            let mut agents = pool_of(&specs);
+            for (i, a) in agents.iter_mut().enumerate() {
+                a.cost_per_task = f64::from(cost) * (i % 3) as f64 / 10.0;
+                a.history.insert("research".into(), (i as i64 % 4, i as i64 % 3));
+            }
+            let shuffled: Vec<AgentProfile> = order.iter().map(|&i| agents[i].clone()).collect();
+            let skills = vec!["research".to_string()];
+            let w = ScoreWeights::default();
+            let pick = |pool: &[AgentProfile]| {
+                choose(needs(&skills), pool, &w).map(|(i, s)| (pool[i].agent_id.clone(), s.total.to_bits()))
+            };
+            let first = pick(&agents);
+            prop_assert_eq!(&first, &pick(&agents));
+            prop_assert_eq!(&first, &pick(&shuffled));
+            for a in &agents {
+                let once = score(needs(&skills), a, &w).map(|s| s.total.to_bits());
+                prop_assert_eq!(once, score(needs(&skills), a, &w).map(|s| s.total.to_bits()));
+            }
+            // The oracle: sort every eligible agent by the documented order.
+            let mut ranked: Vec<(bool, f64, &str)> = agents
+                .iter()
+                .filter_map(|a| {
+                    score(needs(&skills), a, &w)
+                        .map(|s| (a.deontic == Deontic::Obliged, s.total, a.agent_id.as_str()))
+                })
+                .collect();
+            ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(b.2)));
+            prop_assert_eq!(first.map(|(id, _)| id), ranked.first().map(|r| r.2.to_owned()));
+        }
+
         #[test]
         fn choice_does_not_depend_on_order(
             specs in prop::collection::vec((0u8..4, 0i32..3, 0u8..10, 0u8..4), 1..12),

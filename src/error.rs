@@ -134,6 +134,17 @@ impl From<sqlx::Error> for ApiError {
                 tracing::warn!(error = %e, "database unavailable");
                 ApiError::Unavailable("the database is unavailable; try again shortly".into())
             }
+            // PostgreSQL refuses NUL characters in text (22021) and `\u0000` in
+            // jsonb (22P05); only user input carries them, so it is a bad request.
+            sqlx::Error::Database(db)
+                if matches!(db.code().as_deref(), Some("22021" | "22P05")) =>
+            {
+                ApiError::BadRequest {
+                    code: "invalid_request",
+                    message: "text must not contain NUL characters (\\u0000)".into(),
+                    details: Value::Null,
+                }
+            }
             _ => ApiError::Unexpected(e.into()),
         }
     }

@@ -174,7 +174,7 @@ pub const DOCS_PATH: &str = "/docs";
         schemas(ErrorBody, ErrorDetail),
         responses(BadRequest, Unauthorized, Forbidden, NotFound, Unprocessable)
     ),
-    modifiers(&SecuritySchemes, &OptionalBodies),
+    modifiers(&SecuritySchemes, &OptionalBodies, &MalformedInput),
     tags(
         (name = "missions", description = "Missions: plans, approval, progress, reviews and events."),
         (name = "agents", description = "The agent registry, and each agent's unified status."),
@@ -230,6 +230,36 @@ impl Modify for SecuritySchemes {
                     .build(),
             ),
         );
+    }
+}
+
+/// Every operation that reads a path or query parameter, a header or a body
+/// answers 400 when it cannot parse it (the extractors in `extract`, before
+/// the handler runs), so the document says so even where a handler's own
+/// annotation only lists the errors it returns itself.
+struct MalformedInput;
+
+impl Modify for MalformedInput {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                let reads_input = operation.request_body.is_some()
+                    || operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+                if reads_input && !operation.responses.responses.contains_key("400") {
+                    operation.responses.responses.insert(
+                        "400".to_owned(),
+                        RefOr::Ref(utoipa::openapi::Ref::from_response_name("BadRequest")),
+                    );
+                }
+            }
+        }
     }
 }
 

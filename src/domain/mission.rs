@@ -231,6 +231,87 @@ mod tests {
         );
     }
 
+    const EVENTS: [MissionEvent; 12] = [
+        MissionEvent::PlanReady(Autonomy::Approve),
+        MissionEvent::PlanReady(Autonomy::Autonomous),
+        MissionEvent::Approve,
+        MissionEvent::Replan,
+        MissionEvent::AllTasksDone(Autonomy::Approve),
+        MissionEvent::AllTasksDone(Autonomy::Autonomous),
+        MissionEvent::AcceptResults,
+        MissionEvent::RejectResults,
+        MissionEvent::Fail,
+        MissionEvent::Cancel,
+        MissionEvent::Pause,
+        MissionEvent::Resume,
+    ];
+
+    /// The lifecycle of the module header, pair by pair (independently of `next`'s patterns).
+    const TABLE: [(MissionStatus, MissionEvent, MissionStatus); 20] = {
+        use Autonomy::{Approve as Ap, Autonomous as Au};
+        use MissionEvent as E;
+        use MissionStatus as S;
+        [
+            (S::Planning, E::PlanReady(Ap), S::AwaitingApproval),
+            (S::Planning, E::PlanReady(Au), S::Executing),
+            (S::AwaitingApproval, E::Approve, S::Executing),
+            (S::AwaitingApproval, E::Replan, S::Planning),
+            (S::Executing, E::Replan, S::Planning),
+            (S::Paused, E::Replan, S::Planning),
+            (S::Executing, E::AllTasksDone(Ap), S::AwaitingReview),
+            (S::Executing, E::AllTasksDone(Au), S::Completed),
+            (S::AwaitingReview, E::AcceptResults, S::Completed),
+            (S::AwaitingReview, E::RejectResults, S::Executing),
+            (S::Executing, E::Pause, S::Paused),
+            (S::Paused, E::Resume, S::Executing),
+            (S::Planning, E::Fail, S::Failed),
+            (S::Executing, E::Fail, S::Failed),
+            (S::Paused, E::Fail, S::Failed),
+            (S::Planning, E::Cancel, S::Cancelled),
+            (S::AwaitingApproval, E::Cancel, S::Cancelled),
+            (S::Executing, E::Cancel, S::Cancelled),
+            (S::AwaitingReview, E::Cancel, S::Cancelled),
+            (S::Paused, E::Cancel, S::Cancelled),
+        ]
+    };
+
+    fn documented(from: MissionStatus, event: MissionEvent) -> Option<MissionStatus> {
+        TABLE
+            .iter()
+            .find(|(f, e, _)| *f == from && *e == event)
+            .map(|(_, _, to)| *to)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Random event sequences from any status: accepted exactly when the
+        /// table has the pair, to the status it says; terminal statuses never move.
+        #[test]
+        fn random_event_sequences_follow_the_table(
+            start in 0..MissionStatus::ALL.len(),
+            events in proptest::collection::vec(0..EVENTS.len(), 0..64),
+        ) {
+            let mut s = MissionStatus::ALL[start];
+            for e in events.into_iter().map(|i| EVENTS[i]) {
+                match (s.next(e), documented(s, e)) {
+                    (Ok(next), Some(expected)) => {
+                        proptest::prop_assert!(!s.is_terminal(), "{s} moved on {e:?}");
+                        proptest::prop_assert_eq!(next, expected);
+                        s = next;
+                    }
+                    (Err(err), None) => {
+                        proptest::prop_assert_eq!(err.entity, "mission");
+                        proptest::prop_assert_eq!(err.from, s.as_str());
+                    }
+                    (got, expected) => {
+                        proptest::prop_assert!(false, "{s} on {e:?}: got {got:?}, table says {expected:?}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn text_round_trip_and_unknown_values() {
         for s in MissionStatus::ALL {

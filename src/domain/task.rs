@@ -317,6 +317,96 @@ mod tests {
         assert_eq!(TaskStatus::Cancelled.board_column(), BoardColumn::Failed);
     }
 
+    /// The lifecycle as documented in the module header and `docs/architecture.md`,
+    /// written out pair by pair (independently of `next`'s patterns).
+    const TABLE: [(TaskStatus, TaskEvent, TaskStatus); 28] = {
+        use TaskEvent as E;
+        use TaskStatus as S;
+        [
+            (S::Pending, E::DependenciesMet, S::Queued),
+            (S::Queued, E::Claimed, S::Running),
+            (S::RetryWait, E::Claimed, S::Running),
+            (S::Running, E::Succeeded, S::Succeeded),
+            (S::Running, E::ScheduleRetry, S::RetryWait),
+            (S::Running, E::FailedFinally, S::Failed),
+            (S::AwaitingHuman, E::FailedFinally, S::Failed),
+            (S::Running, E::Supersede, S::Skipped),
+            (S::Succeeded, E::Reopen, S::Pending),
+            (S::Running, E::EscalateToHuman, S::AwaitingHuman),
+            (S::Queued, E::EscalateToHuman, S::AwaitingHuman),
+            (S::RetryWait, E::EscalateToHuman, S::AwaitingHuman),
+            (S::Queued, E::AwaitApproval, S::AwaitingApproval),
+            (S::RetryWait, E::AwaitApproval, S::AwaitingApproval),
+            (S::AwaitingHuman, E::Requeue, S::Queued),
+            (S::AwaitingApproval, E::Requeue, S::Queued),
+            (S::AwaitingHuman, E::CompleteByHuman, S::Succeeded),
+            (S::Pending, E::Skip, S::Skipped),
+            (S::Queued, E::Skip, S::Skipped),
+            (S::RetryWait, E::Skip, S::Skipped),
+            (S::AwaitingHuman, E::Skip, S::Skipped),
+            (S::AwaitingApproval, E::Skip, S::Skipped),
+            (S::Pending, E::Cancel, S::Cancelled),
+            (S::Queued, E::Cancel, S::Cancelled),
+            (S::Running, E::Cancel, S::Cancelled),
+            (S::RetryWait, E::Cancel, S::Cancelled),
+            (S::AwaitingHuman, E::Cancel, S::Cancelled),
+            (S::AwaitingApproval, E::Cancel, S::Cancelled),
+        ]
+    };
+
+    fn documented(from: TaskStatus, event: TaskEvent) -> Option<TaskStatus> {
+        TABLE
+            .iter()
+            .find(|(f, e, _)| *f == from && *e == event)
+            .map(|(_, _, to)| *to)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Random event sequences from any status: every accepted transition
+        /// is in the table (to the documented status), every refused one is not,
+        /// and a refusal names the task lifecycle and the status it was in.
+        #[test]
+        fn random_event_sequences_follow_the_table(
+            start in 0..TaskStatus::ALL.len(),
+            events in proptest::collection::vec(0..EVENTS.len(), 0..64),
+        ) {
+            let mut s = TaskStatus::ALL[start];
+            for e in events.into_iter().map(|i| EVENTS[i]) {
+                match (s.next(e), documented(s, e)) {
+                    (Ok(next), Some(expected)) => {
+                        proptest::prop_assert_eq!(next, expected);
+                        s = next;
+                    }
+                    (Err(err), None) => {
+                        proptest::prop_assert_eq!(err.entity, "task");
+                        proptest::prop_assert_eq!(err.from, s.as_str());
+                    }
+                    (got, expected) => {
+                        proptest::prop_assert!(false, "{s} on {e:?}: got {got:?}, table says {expected:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_status_is_reachable_from_pending_through_the_table() {
+        // Guards the table itself: a typo that orphans a status shows here.
+        let mut seen = vec![TaskStatus::Pending];
+        let mut i = 0;
+        while i < seen.len() {
+            for (f, _, to) in TABLE {
+                if f == seen[i] && !seen.contains(&to) {
+                    seen.push(to);
+                }
+            }
+            i += 1;
+        }
+        assert_eq!(seen.len(), TaskStatus::ALL.len(), "{seen:?}");
+    }
+
     #[test]
     fn dependents_proceed_past_succeeded_and_skipped_only() {
         let ok: Vec<_> = TaskStatus::ALL

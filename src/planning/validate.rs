@@ -1071,6 +1071,58 @@ mod tests {
             }
         }
 
+        /// Any directed graph (self-loops, repeats, edges either way): the
+        /// validator accepts it exactly when an independent oracle (Kahn's
+        /// algorithm) finds it acyclic, and a rejection names exactly the
+        /// graph's defects: one `self_dependency` per self-looping task,
+        /// `cycle` iff a longer cycle exists, `no_root` iff no task is free.
+        #[test]
+        fn validator_accepts_exactly_the_dags(
+            edges in (1usize..24).prop_flat_map(|n| {
+                prop::collection::vec(prop::collection::vec(0..n, 0..4), n)
+            }),
+        ) {
+            let n = edges.len();
+            let self_loops = edges.iter().enumerate().filter(|(i, ds)| ds.contains(i)).count();
+            let proper: Vec<Vec<usize>> = edges
+                .iter()
+                .enumerate()
+                .map(|(i, ds)| ds.iter().copied().filter(|d| *d != i).collect())
+                .collect();
+            // Kahn: repeatedly take tasks whose dependencies are all taken.
+            let mut taken = vec![false; n];
+            let mut progress = true;
+            while progress {
+                progress = false;
+                for (i, ds) in proper.iter().enumerate() {
+                    if !taken[i] && ds.iter().all(|d| taken[*d]) {
+                        taken[i] = true;
+                        progress = true;
+                    }
+                }
+            }
+            let has_cycle = taken.iter().any(|t| !t);
+            let no_root = proper.iter().all(|ds| !ds.is_empty());
+
+            match run_with(dag_tasks(&edges), None, &agents(), &loose_rules()) {
+                Ok(v) => {
+                    prop_assert!(self_loops == 0 && !has_cycle, "accepted a graph with a cycle: {:?}", edges);
+                    prop_assert_eq!(v.topological_order.len(), n);
+                }
+                Err(problems) => {
+                    let codes = codes_of(&problems);
+                    prop_assert!(self_loops > 0 || has_cycle, "rejected a DAG: {:?} {:?}", edges, codes);
+                    prop_assert_eq!(codes.iter().filter(|c| **c == codes::SELF_DEPENDENCY).count(), self_loops);
+                    prop_assert_eq!(codes.contains(&codes::CYCLE), has_cycle);
+                    prop_assert_eq!(codes.contains(&codes::NO_ROOT), no_root);
+                    prop_assert!(
+                        codes.iter().all(|c| [codes::SELF_DEPENDENCY, codes::CYCLE, codes::NO_ROOT].contains(c)),
+                        "{:?}", codes
+                    );
+                }
+            }
+        }
+
         #[test]
         fn back_edge_is_reported_as_cycle(
             edges in dag_strategy(),

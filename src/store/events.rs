@@ -306,7 +306,8 @@ pub async fn list_for_workspace(
            )
            SELECT e.id, e.xid::text AS "xid!", e.seq, e.run_id, e.task_id, e.attempt_id, e.kind,
                   e.actor, e.payload, e.created_at,
-                  ((e.run_id = $5 OR $5::uuid IS NULL)
+                  -- Events without a mission or an agent compare as NULL, not false.
+                  COALESCE((e.run_id = $5 OR $5::uuid IS NULL)
                    AND ($6 OR e.kind = ANY($7) OR EXISTS (SELECT 1 FROM unnest($8::text[]) p WHERE starts_with(e.kind, p)))
                    AND ($9::text IS NULL OR e.payload->>'agent_id' = $9
                         OR EXISTS (SELECT 1 FROM task_attempts a WHERE a.id = e.attempt_id AND a.agent_id = $9))
@@ -315,7 +316,7 @@ pub async fn list_for_workspace(
                         WHERE ag.workspace_id = e.workspace_id AND ag.role = $10
                           AND (ag.agent_id = e.payload->>'agent_id'
                                OR ag.agent_id = (SELECT a.agent_id FROM task_attempts a WHERE a.id = e.attempt_id))))
-                  ) AS "wanted!"
+                  , false) AS "wanted!"
            FROM window_ w JOIN orchestration_events e ON e.id = w.id
            ORDER BY w.xid, w.id"#,
         workspace_id,

@@ -11,6 +11,7 @@ mod config;
 mod contract_net;
 mod deploy;
 mod failures;
+mod fuzz_regressions;
 mod governance;
 mod handoffs;
 mod helpers;
