@@ -197,7 +197,7 @@ fn deployment_files_use_only_what_the_binary_has() {
 }
 
 #[tokio::test]
-async fn probe_paths_answer_200() {
+async fn probe_and_scrape_paths_answer_200() {
     let mut paths = BTreeSet::new();
     for (_, text) in deployment_files() {
         for part in text.split("path: ").skip(1) {
@@ -216,12 +216,16 @@ async fn probe_paths_answer_200() {
     }
     assert_eq!(
         paths,
-        BTreeSet::from(["/healthz".to_owned(), "/readyz".to_owned()]),
-        "probe paths in deploy/"
+        BTreeSet::from([
+            "/healthz".to_owned(),
+            "/metrics".to_owned(),
+            "/readyz".to_owned()
+        ]),
+        "probe and scrape paths in deploy/"
     );
     let app = spawn_app().await;
     for path in &paths {
-        // Probes carry no token.
+        // Probes and scrapers carry no token.
         let r = app
             .http
             .get(format!("{}{path}", app.url))

@@ -412,3 +412,54 @@ async fn shutdown_lets_a_dispatch_finish_within_the_grace() {
     let (status, owner) = task_row(&pool, d.task_id).await;
     assert_eq!((status.as_str(), owner.is_some()), ("running", true));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_gives_back_a_planning_lease_it_cut_short() {
+    use coordinator::planning::llm::{LlmConfig, LlmPlanner, ResponseFormat};
+    use wiremock::{
+        Mock, MockServer, ResponseTemplate,
+        matchers::{method, path},
+    };
+    // A model that takes far longer than the test.
+    let llm = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(300)))
+        .mount(&llm)
+        .await;
+    let mut cfg = LlmConfig::new(format!("{}/v1", llm.uri()), "mock-model");
+    cfg.response_format = ResponseFormat::JsonObject;
+    let mut settings = test_settings();
+    settings.planning.llm = Some(Arc::new(LlmPlanner::new(cfg).expect("planner")));
+    settings.engine.shutdown_grace = Duration::from_millis(500);
+    let db = fresh_database().await;
+    let app = spawn_app_on(&db, settings).await;
+    let m = app
+        .create_mission(json!({"goal": "Zorble the frobnitz quux", "autonomy": "autonomous"}))
+        .await;
+    let id: uuid::Uuid = m["id"].as_str().expect("id").parse().expect("uuid");
+    wait_until("the model to be called", || async {
+        let calls = llm.received_requests().await.unwrap_or_default();
+        (!calls.is_empty()).then_some(())
+    })
+    .await;
+    let pool = app.pool.clone();
+    let lease = || async {
+        let row: (String, Option<String>, i32) = sqlx::query_as(
+            "SELECT status, planning_lease_owner, planning_attempts FROM orchestration_runs WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .expect("mission");
+        row
+    };
+    let (status, owner, attempts) = lease().await;
+    assert_eq!(
+        (status.as_str(), owner.is_some(), attempts),
+        ("planning", true, 1)
+    );
+    app.stop().await;
+    // Free for the next replica now, and the cut-short round not counted.
+    assert_eq!(lease().await, ("planning".to_owned(), None, 0));
+}
