@@ -64,10 +64,15 @@ async fn event_filters_skip_events_without_a_mission_or_an_agent() {
             .is_some_and(|events| events.iter().all(|e| e["mission_id"] == id.as_str()))
     );
 
-    let (status, body) = app.get("/v1/events?agent=planner").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    // The feed shows events once every earlier transaction has committed
+    // (commit order), so the newest may take a moment to appear.
+    let body = wait_until("the planner's events in the feed", || async {
+        let (status, body) = app.get("/v1/events?agent=planner").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        (!kinds(&body).is_empty()).then_some(body)
+    })
+    .await;
     let planner = kinds(&body);
-    assert!(!planner.is_empty(), "{body}");
     assert!(planner.iter().all(|k| !k.starts_with("mission.")), "{body}");
 
     let (status, body) = app
