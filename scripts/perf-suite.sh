@@ -10,9 +10,9 @@
 #   scripts/perf-suite.sh --quick     # 60 s long run, 100 missions, short budgets
 #
 # Options: --quick; --out DIR (raw outputs; default $CARGO_TARGET_DIR/perf-suite/<time>);
-# --no-doc (do not rewrite docs/performance.md); --note TEXT (conditions of the
-# run, quoted in the page, e.g. other load); --database-url URL (bench in a new
-# database on that server instead of a temporary PostgreSQL).
+# --no-doc (do not rewrite docs/performance.md); --skip-planning (engine only);
+# --note TEXT (conditions of the run, quoted in the page, e.g. other load);
+# --database-url URL (a new database on that server, not a temporary PostgreSQL).
 # Environment overrides: PERF_MISSIONS, PERF_LONG_SECS, PERF_REPLICAS, PERF_LIVE_ATTEMPTS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,13 +20,14 @@ cd "$(dirname "$0")/.."
 invocation="scripts/perf-suite.sh"
 for a in "$@"; do invocation+=" $(printf '%q' "$a")"; done
 
-quick=0 out_dir="" write_doc=1 note="" db_url=""
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+quick=0 out_dir="" write_doc=1 note="" db_url="" planning=1
+usage() { sed -n '2,/^set -/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --out) out_dir=${2:?--out needs a directory}; shift ;;
     --no-doc) write_doc=0 ;;
+    --skip-planning) planning=0 ;;
     --note) note=${2:?--note needs a text}; shift ;;
     --database-url) db_url=${2:?--database-url needs a URL}; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -73,16 +74,18 @@ fi
   echo "kernel=$(uname -sr)"
   echo "rustc=$(rustc -V)"
   echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "planning_command=$planning_cmd"
+  [ "$planning" = 1 ] && echo "planning_command=$planning_cmd"
   echo "bench_command=$bench_cmd"
 } >"$out_dir/machine.txt"
 
 echo "perf-suite: building the release binary…" >&2
 cargo build --release --quiet --bin coordinator
 
-echo "perf-suite: planning benchmark…" >&2
-# shellcheck disable=SC2086 # planning_flags is empty or two words on purpose.
-cargo bench --quiet --bench planning $planning_flags | tee "$out_dir/planning.txt"
+if [ "$planning" = 1 ]; then
+  echo "perf-suite: planning benchmark…" >&2
+  # shellcheck disable=SC2086 # planning_flags is empty or two words on purpose.
+  cargo bench --quiet --bench planning $planning_flags | tee "$out_dir/planning.txt"
+fi
 
 echo "perf-suite: engine benchmark (${long_secs} s long run)…" >&2
 "$bin" "${bench_args[@]}" 2> >(tee "$out_dir/bench.log" >&2) | tee "$out_dir/bench.txt"
@@ -90,7 +93,8 @@ echo "perf-suite: engine benchmark (${long_secs} s long run)…" >&2
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out_dir/machine.txt"
 
 report_args=(bench report --command "$invocation" --from-machine "$out_dir/machine.txt"
-  --from-planning "$out_dir/planning.txt" --from-bench "$out_dir/bench.json")
+  --from-bench "$out_dir/bench.json")
+[ "$planning" = 1 ] && report_args+=(--from-planning "$out_dir/planning.txt")
 [ "$quick" = 1 ] && report_args+=(--quick)
 [ -n "$note" ] && report_args+=(--note "$note")
 "$bin" "${report_args[@]}" >"$out_dir/performance.md"
