@@ -30,7 +30,7 @@ use crate::{
 const IDLE_AGENT: &str = "bench-idle";
 
 /// One level's figures, medians in µs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct IdleLevel {
     /// Idle missions present.
     pub missions: usize,
@@ -50,7 +50,7 @@ pub struct IdleLevel {
 }
 
 /// The idle-tick phase's results.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct IdleReport {
     /// One entry per level, in order.
     pub levels: Vec<IdleLevel>,

@@ -30,7 +30,7 @@ use crate::{
 };
 
 /// One window's figures.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Window {
     /// Tasks completed per second in the window.
     pub tasks_per_s: f64,
@@ -49,7 +49,7 @@ pub struct Window {
 }
 
 /// The long run's results.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LongReport {
     /// Full windows, in order.
     pub windows: Vec<Window>,

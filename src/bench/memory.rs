@@ -26,7 +26,7 @@ use crate::{
 };
 
 /// The memory phase's results.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct MemoryReport {
     /// The child's RSS once serving, agents registered, nothing running.
     pub rss_idle_kib: u64,

@@ -14,6 +14,12 @@
 //! The last three run in databases of their own on the same server, so no
 //! phase sees another's rows.
 //!
+//! With several replica counts it also reports replica scaling: throughput
+//! over 1 replica's and per-replica efficiency ([`report::replica_scaling`]).
+//! `--json-out FILE` writes every figure as JSON, from which `coordinator
+//! bench report` renders `docs/performance.md` ([`report`]); the suite that
+//! runs it all is `scripts/perf-suite.sh`.
+//!
 //! A baseline measured in the same run (one committed insert plus one HTTP
 //! round trip to the worker: the least one dispatch step can cost) turns the
 //! figures into ratios, so runs on different machines compare. The last line
@@ -21,6 +27,7 @@
 
 use std::{
     net::SocketAddr,
+    path::PathBuf,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -40,11 +47,15 @@ use crate::{
 pub mod idle;
 pub mod long;
 pub mod memory;
+pub mod report;
 pub mod streams;
 
 /// `coordinator bench` options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
+    /// Instead of benchmarking: render the performance page from saved figures.
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// PostgreSQL server to use (a new database is created on it); without it
     /// a temporary private PostgreSQL with default durability is started.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
@@ -91,6 +102,27 @@ pub struct BenchArgs {
     /// Concurrent SSE clients in the stream phase; 0 skips it.
     #[arg(long, default_value_t = 16)]
     pub stream_clients: usize,
+    /// Also write every figure as JSON to this file (input of `bench report`).
+    #[arg(long)]
+    pub json_out: Option<PathBuf>,
+}
+
+/// `coordinator bench` subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Print `docs/performance.md` rendered from saved figures (see `scripts/perf-suite.sh`).
+    Report(report::ReportArgs),
+}
+
+/// `/proc/loadavg`'s three load averages, if readable (Linux).
+fn loadavg() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(
+        text.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 fn task(id: String, deps: Vec<String>) -> Value {
@@ -255,8 +287,13 @@ where
     result
 }
 
-/// Runs the benchmark and prints its report.
+/// Runs the benchmark and prints its report (or, with `report`, renders the page).
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(BenchCommand::Report(r)) = &args.command {
+        return report::run(r);
+    }
+    let bench_started = Instant::now();
+    let load_start = loadavg();
     anyhow::ensure!((3..=20).contains(&args.tasks), "--tasks must be 3–20");
     anyhow::ensure!((3..=20).contains(&args.chain), "--chain must be 3–20");
     anyhow::ensure!(
@@ -279,6 +316,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     let pool = db::connect(&url, 10).await?;
     db::migrate(&pool).await?;
+    let postgres_version: String = sqlx::query_scalar("SHOW server_version")
+        .fetch_one(&pool)
+        .await?;
     let token = auth::generate_token();
     auth::ensure_bootstrap(&pool, Some(&token)).await?;
 
@@ -522,6 +562,22 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     for (r, tps, secs) in &throughput {
         println!("throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s)");
     }
+    let throughput: Vec<report::Throughput> = throughput
+        .iter()
+        .map(|&(replicas, tasks_per_s, secs)| report::Throughput {
+            replicas,
+            tasks_per_s,
+            secs,
+        })
+        .collect();
+    let scaling = report::replica_scaling(&throughput);
+    let reference = scaling.first().map_or(1, |s| s.reference);
+    for s in scaling.iter().filter(|s| s.replicas != reference) {
+        println!(
+            "replica scaling, {} replicas: {:.2}× the throughput of {reference} ({:.2} per-replica efficiency)",
+            s.replicas, s.speedup, s.efficiency
+        );
+    }
     println!(
         "dispatch latency (parent commit → child at worker), {} edges: p50 {p50:.2} ms ({:.1}× baseline), p95 {p95:.2} ms, p99 {p99:.2} ms",
         latencies.len(),
@@ -535,10 +591,20 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
     let mut line = vec![format!(
         "tasks_per_s={:.0}",
-        throughput.first().map(|t| t.1).unwrap_or(f64::NAN)
+        throughput.first().map_or(f64::NAN, |t| t.tasks_per_s)
     )];
-    for (r, tps, _) in &throughput {
-        line.push(format!("tasks_per_s_{r}r={tps:.0}"));
+    for t in &throughput {
+        line.push(format!("tasks_per_s_{}r={:.0}", t.replicas, t.tasks_per_s));
+    }
+    for s in scaling.iter().filter(|s| s.replicas != reference) {
+        line.push(format!(
+            "tasks_per_s_{}r_x_{reference}r={:.2}",
+            s.replicas, s.speedup
+        ));
+        line.push(format!(
+            "replica_efficiency_{}r={:.2}",
+            s.replicas, s.efficiency
+        ));
     }
     line.extend([
         format!("dispatch_p50_ms={p50:.2}"),
@@ -672,7 +738,51 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             ]);
         }
     }
-    println!("{}", line.join(" "));
+    let last_line = line.join(" ");
+    println!("{last_line}");
+
+    if let Some(path) = &args.json_out {
+        let figures = report::EngineFigures {
+            settings: report::RunSettings {
+                missions: args.missions,
+                tasks: args.tasks,
+                chain: args.chain,
+                agents: args.agents,
+                agent_cap: args.agent_cap,
+                long_secs: args.long_secs,
+                long_inflight: args.long_inflight,
+                idle_secs: args.idle_secs,
+            },
+            postgres_version,
+            temporary_postgres: server.is_some(),
+            loadavg: (load_start, loadavg()),
+            elapsed_secs: bench_started.elapsed().as_secs_f64(),
+            baseline: report::Baseline {
+                commit_ms,
+                http_ms,
+                total_ms: baseline_ms,
+            },
+            throughput,
+            dispatch: report::Dispatch {
+                edges: latencies.len(),
+                p50_ms: p50,
+                p95_ms: p95,
+                p99_ms: p99,
+            },
+            chain: report::Chain {
+                steps: args.chain,
+                step_overhead_ms,
+                dispatch_p50_ms: p(&chain_latencies, 50.0),
+            },
+            streams,
+            idle,
+            memory,
+            long,
+            last_line,
+        };
+        std::fs::write(path, serde_json::to_vec_pretty(&figures)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
 
     drop(worker);
     pool.close().await;
@@ -680,4 +790,79 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         pg.stop().await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::BenchCommand;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn help_lists_the_suite_flags() {
+        let mut cli = Cli::command();
+        let bench = cli.find_subcommand_mut("bench").expect("bench");
+        let help = bench.render_long_help().to_string();
+        assert!(help.contains("--json-out"), "{help}");
+        assert!(help.contains("report"), "{help}");
+        let report = bench
+            .find_subcommand_mut("report")
+            .expect("bench report")
+            .render_long_help()
+            .to_string();
+        for flag in [
+            "--from-bench",
+            "--from-planning",
+            "--from-machine",
+            "--command",
+            "--quick",
+            "--note",
+        ] {
+            assert!(report.contains(flag), "{flag} missing from {report}");
+        }
+    }
+
+    #[test]
+    fn report_is_a_subcommand_and_the_bench_runs_without_it() {
+        let cli = Cli::try_parse_from([
+            "coordinator",
+            "bench",
+            "report",
+            "--command",
+            "scripts/perf-suite.sh --quick",
+            "--from-bench",
+            "bench.json",
+            "--quick",
+        ])
+        .expect("parses");
+        let Command::Bench(args) = cli.command else {
+            panic!("not bench")
+        };
+        let Some(BenchCommand::Report(r)) = args.command else {
+            panic!("not report")
+        };
+        assert!(r.quick);
+        assert_eq!(r.command, "scripts/perf-suite.sh --quick");
+        assert_eq!(r.bench.as_deref(), Some(std::path::Path::new("bench.json")));
+
+        let cli = Cli::try_parse_from([
+            "coordinator",
+            "bench",
+            "--replicas",
+            "1,2,3",
+            "--json-out",
+            "x.json",
+        ])
+        .expect("parses");
+        let Command::Bench(args) = cli.command else {
+            panic!("not bench")
+        };
+        assert!(args.command.is_none());
+        assert_eq!(args.replicas, [1, 2, 3]);
+        assert_eq!(
+            args.json_out.as_deref(),
+            Some(std::path::Path::new("x.json"))
+        );
+    }
 }

@@ -24,7 +24,7 @@ use crate::{
 };
 
 /// The stream phase's results.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StreamReport {
     /// Events in the log.
     pub events: usize,
