@@ -60,7 +60,9 @@ worker_port=$(free_port)
 token="fuzz-admin-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 base="http://127.0.0.1:$port"
 
-serve_args=(serve --listen "127.0.0.1:$port" --bootstrap-token "$token")
+# No rate limit: the run exercises the handlers, not the limiter (a 429 is
+# documented on every /v1 route and tested in tests/it/security.rs).
+serve_args=(serve --listen "127.0.0.1:$port" --bootstrap-token "$token" --rate-limit-per-sec 0)
 db=""
 if [ -n "${DATABASE_URL:-}" ]; then
   db="fuzz_$(date +%s)_$$"

@@ -174,7 +174,7 @@ pub const DOCS_PATH: &str = "/docs";
         schemas(ErrorBody, ErrorDetail),
         responses(BadRequest, Unauthorized, Forbidden, NotFound, Unprocessable)
     ),
-    modifiers(&SecuritySchemes, &OptionalBodies, &MalformedInput),
+    modifiers(&SecuritySchemes, &OptionalBodies, &MalformedInput, &RateLimited),
     tags(
         (name = "missions", description = "Missions: plans, approval, progress, reviews and events."),
         (name = "agents", description = "The agent registry, and each agent's unified status."),
@@ -258,6 +258,57 @@ impl Modify for MalformedInput {
                         RefOr::Ref(utoipa::openapi::Ref::from_response_name("BadRequest")),
                     );
                 }
+            }
+        }
+    }
+}
+
+/// Every `/v1` route but the worker callbacks is rate-limited per token
+/// (per client IP without a valid one; `api::rate_limit`), so any of them
+/// may answer 429 `rate_limited` with `Retry-After`.
+struct RateLimited;
+
+impl Modify for RateLimited {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{
+            Object, Ref, Type, content::Content, header::HeaderBuilder, response::ResponseBuilder,
+        };
+        let response = ResponseBuilder::new()
+            .description("Over the rate limit (`rate_limited`): retry after `Retry-After` seconds.")
+            .header(
+                "Retry-After",
+                HeaderBuilder::new()
+                    .schema(Some(Object::with_type(Type::Integer)))
+                    .description(Some(
+                        "Seconds to wait before the next request (at least 1).",
+                    ))
+                    .build(),
+            )
+            .content(
+                "application/json",
+                Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+            )
+            .build();
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components
+            .responses
+            .insert("TooManyRequests".to_owned(), RefOr::T(response));
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/v1/") || super::rate_limit::is_exempt(path) {
+                continue;
+            }
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                operation.responses.responses.insert(
+                    "429".to_owned(),
+                    RefOr::Ref(Ref::from_response_name("TooManyRequests")),
+                );
             }
         }
     }

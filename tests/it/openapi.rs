@@ -715,3 +715,27 @@ fn route_scanner_reads_chains() {
     let args = balanced(text, at + ".route".len());
     assert!(args.trim_start().starts_with("\"/v1/a/{id}\""));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limited_routes_document_429_with_retry_after() {
+    let app = spawn_app().await;
+    let doc = fetch_document(&app).await;
+    let mut limited = 0;
+    for (method, path, op) in operations(&doc) {
+        let documented = op["responses"].get("429").map(|r| resolve(&doc, r));
+        let exempt = !path.starts_with("/v1/") || coordinator::api::rate_limit::is_exempt(&path);
+        match documented {
+            Some(r) => {
+                assert!(!exempt, "{method} {path} is exempt but documents 429");
+                assert!(
+                    r["headers"]["Retry-After"].is_object(),
+                    "{method} {path}: 429 without Retry-After"
+                );
+                limited += 1;
+            }
+            None => assert!(exempt, "{method} {path} can answer 429 but does not say so"),
+        }
+    }
+    assert!(limited > 50, "{limited}");
+    app.stop().await;
+}
