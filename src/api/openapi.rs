@@ -242,14 +242,7 @@ struct MalformedInput;
 impl Modify for MalformedInput {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.patch,
-                &mut item.delete,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations_mut(item) {
                 let reads_input = operation.request_body.is_some()
                     || operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
                 if reads_input && !operation.responses.responses.contains_key("400") {
@@ -261,6 +254,21 @@ impl Modify for MalformedInput {
             }
         }
     }
+}
+
+/// The operations of a path item (the methods the API uses).
+fn operations_mut(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.post,
+        &mut item.put,
+        &mut item.patch,
+        &mut item.delete,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// Every `/v1` route but the worker callbacks is rate-limited per token
@@ -297,14 +305,7 @@ impl Modify for RateLimited {
             if !path.starts_with("/v1/") || super::rate_limit::is_exempt(path) {
                 continue;
             }
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.patch,
-                &mut item.delete,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations_mut(item) {
                 operation.responses.responses.insert(
                     "429".to_owned(),
                     RefOr::Ref(Ref::from_response_name("TooManyRequests")),
