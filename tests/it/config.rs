@@ -11,7 +11,7 @@ use tokio::{
 };
 
 use crate::{
-    helpers::{fresh_database, spawn_app_on, test_settings},
+    helpers::{announced_url, fresh_database, spawn_app_on, test_settings},
     peers::root,
 };
 
@@ -116,22 +116,13 @@ async fn serve_reads_its_config_file_and_logs_json() {
     );
     let mut child = cmd.spawn().expect("spawn serve");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let line = lines
-                .next_line()
-                .await
-                .expect("read stderr")
-                .expect("serve exited before listening");
-            let log = json_log(&line);
-            let message = log["fields"]["message"].as_str().unwrap_or_default();
-            if let Some(url) = message.strip_prefix("coordinator listening on ") {
-                return url.to_owned();
-            }
-        }
+    let url = announced_url(&mut lines, |line| {
+        json_log(line)["fields"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     })
-    .await
-    .expect("serve started listening in time");
+    .await;
     let (status, body) = {
         let r = reqwest::get(format!("{url}/readyz")).await.expect("readyz");
         (r.status(), r.text().await.unwrap_or_default())

@@ -155,17 +155,7 @@ impl TestApp {
         body: Option<Value>,
         token: Option<&str>,
     ) -> (StatusCode, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.url));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.expect("request");
-        let status = StatusCode::from_u16(resp.status().as_u16()).expect("status");
-        let body = resp.json::<Value>().await.unwrap_or(Value::Null);
-        (status, body)
+        call(&self.http, &self.url, method, path, body, token).await
     }
 
     /// Registers agents covering every skill at `endpoint`, each with `cap` slots.
@@ -506,4 +496,48 @@ pub async fn fail_times(
         fail(http, &d, "no").await;
         *next += 1;
     }
+}
+
+/// Any request to the service at `base`, with an optional bearer token;
+/// returns (status, JSON body or null).
+pub async fn call(
+    http: &reqwest::Client,
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+    token: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut req = http.request(method, format!("{base}{path}"));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.expect("request");
+    let status = StatusCode::from_u16(resp.status().as_u16()).expect("status");
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Reads a `serve` child's stderr until it announces its address (within
+/// 60 s); `message` gives a line's message (the line itself in human logs).
+pub async fn announced_url<R: tokio::io::AsyncBufRead + Unpin>(
+    lines: &mut tokio::io::Lines<R>,
+    message: impl Fn(&str) -> String,
+) -> String {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .expect("read stderr")
+                .expect("serve exited before listening");
+            if let Some(url) = message(&line).strip_prefix("coordinator listening on ") {
+                return url.trim().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("serve started listening in time")
 }

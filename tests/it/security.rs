@@ -111,27 +111,6 @@ async fn raw(
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
-/// Any request to the service at `base`, with an optional bearer token.
-async fn call(
-    http: &reqwest::Client,
-    base: &str,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-    token: Option<&str>,
-) -> (StatusCode, Value) {
-    let mut req = http.request(method, format!("{base}{path}"));
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.expect("request");
-    let status = StatusCode::from_u16(resp.status().as_u16()).expect("status");
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 /// Mints a token of `role` with the admin token `admin`; returns (id, secret).
 async fn mint(app: &TestApp, admin: &str, role: &str, agent: Option<&str>) -> (Uuid, String) {
     mint_at(&app.http, &app.url, admin, role, agent).await

@@ -131,20 +131,7 @@ async fn spans_are_exported_and_trace_context_crosses_the_worker_boundary() {
         .spawn()
         .expect("spawn serve");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let line = lines
-                .next_line()
-                .await
-                .expect("read stderr")
-                .expect("serve exited before listening");
-            if let Some(url) = line.strip_prefix("coordinator listening on ") {
-                return url.trim().to_owned();
-            }
-        }
-    })
-    .await
-    .expect("serve started listening in time");
+    let url = announced_url(&mut lines, str::to_owned).await;
     // Keep draining stderr so the child never blocks on a full pipe.
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
     let log_store = log.clone();
