@@ -16,18 +16,96 @@ use serde_json::json;
 
 use crate::helpers::*;
 
-fn server() -> Option<String> {
-    let url = std::env::var("COORDINATOR_TEST_LLM_URL")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if url.is_none() {
-        eprintln!("skipped: set COORDINATOR_TEST_LLM_URL (scripts/llama-server.sh starts one)");
-    }
-    url
+/// The real server under test: the one `scripts/llama-server.sh` started
+/// (pid and log known) or any OpenAI-compatible server named by
+/// `COORDINATOR_TEST_LLM_URL` and `COORDINATOR_TEST_LLM_MODEL`.
+struct RealServer {
+    url: String,
+    model: String,
+    pid: Option<u32>,
+    log: Option<String>,
 }
 
-fn config(url: &str) -> LlmConfig {
-    let mut cfg = LlmConfig::new(url, "smollm2");
+impl RealServer {
+    /// Whether this is the llama.cpp server of `scripts/llama-server.sh`.
+    fn is_script_llama_cpp(&self) -> bool {
+        self.pid.is_some()
+    }
+
+    /// What became of the server, for a failing test's output.
+    fn post_mortem(&self) -> String {
+        let Some(pid) = self.pid else {
+            return format!("(the LLM server at {} is not ours to inspect)", self.url);
+        };
+        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return format!(
+                "(the LLM server at {} (pid {pid}) is still running)",
+                self.url
+            );
+        }
+        let tail = self
+            .log
+            .as_deref()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .map(|text| {
+                let lines: Vec<&str> = text.lines().collect();
+                lines[lines.len().saturating_sub(15)..].join("\n")
+            })
+            .unwrap_or_default();
+        format!(
+            "THE LLM SERVER DIED during this test: pid {pid} at {} is gone \
+             (the kernel log, `dmesg | tail`, says why if it was a signal). \
+             Last lines of {}:\n{tail}",
+            self.url,
+            self.log.as_deref().unwrap_or("its log")
+        )
+    }
+}
+
+/// Prints, when a test fails, whether the server died under it.
+struct DeathWatch<'a>(&'a RealServer);
+
+impl Drop for DeathWatch<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("{}", self.0.post_mortem());
+        }
+    }
+}
+
+fn server() -> Option<RealServer> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let Some(url) = env("COORDINATOR_TEST_LLM_URL") else {
+        // scripts/test.sh starts a server and sets COORDINATOR_REQUIRE_PEERS:
+        // there a missing server is a failure, not a skip.
+        assert!(
+            std::env::var_os("COORDINATOR_REQUIRE_PEERS").is_none(),
+            "COORDINATOR_TEST_LLM_URL is not set (scripts/test.sh starts llama.cpp and sets it)"
+        );
+        eprintln!("skipped: set COORDINATOR_TEST_LLM_URL (scripts/llama-server.sh starts one)");
+        return None;
+    };
+    let server = RealServer {
+        url,
+        model: env("COORDINATOR_TEST_LLM_MODEL").unwrap_or_else(|| "smollm2".into()),
+        pid: env("COORDINATOR_TEST_LLM_PID").and_then(|p| p.parse().ok()),
+        log: env("COORDINATOR_TEST_LLM_LOG"),
+    };
+    eprintln!(
+        "real LLM server: {} model {} ({})",
+        server.url,
+        server.model,
+        match server.pid {
+            Some(pid) => format!("llama.cpp from scripts/llama-server.sh, pid {pid}"),
+            None => "named by COORDINATOR_TEST_LLM_URL".into(),
+        }
+    );
+    Some(server)
+}
+
+fn config(server: &RealServer) -> LlmConfig {
+    let mut cfg = LlmConfig::new(&server.url, &server.model);
+    cfg.api_key = std::env::var("COORDINATOR_TEST_LLM_API_KEY").ok();
     cfg.response_format = ResponseFormat::Auto;
     cfg.timeout = Duration::from_secs(120);
     cfg.max_repairs = 1;
@@ -38,8 +116,9 @@ fn config(url: &str) -> LlmConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_llm_planner_speaks_to_a_real_llama_cpp_server() {
-    let Some(url) = server() else { return };
-    let planner = LlmPlanner::new(config(&url)).unwrap();
+    let Some(server) = server() else { return };
+    let _watch = DeathWatch(&server);
+    let planner = LlmPlanner::new(config(&server)).unwrap();
     let skills: Vec<String> = ["research", "writing", "review"]
         .iter()
         .map(|s| s.to_string())
@@ -68,17 +147,22 @@ async fn the_llm_planner_speaks_to_a_real_llama_cpp_server() {
             assert_eq!(attempts, 2);
             assert!(!problems.is_empty());
         }
-        Err(other) => panic!("protocol-level failure against llama.cpp: {other}"),
+        Err(other) => panic!("protocol-level failure against {}: {other}", server.url),
     }
-    // llama.cpp rejects OpenAI's json_schema form; Auto must have fallen back.
-    assert_eq!(planner.current_response_format(), "json_object");
+    if server.is_script_llama_cpp() {
+        // llama.cpp rejects OpenAI's json_schema form; Auto must have fallen back.
+        assert_eq!(planner.current_response_format(), "json_object");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mission_planned_by_a_tiny_real_model_never_gets_stuck() {
-    let Some(url) = server() else { return };
+    let Some(server) = server() else { return };
+    let _watch = DeathWatch(&server);
     let mut settings = test_settings();
-    settings.planning.llm = Some(std::sync::Arc::new(LlmPlanner::new(config(&url)).unwrap()));
+    settings.planning.llm = Some(std::sync::Arc::new(
+        LlmPlanner::new(config(&server)).unwrap(),
+    ));
     settings.planning.max_planning_attempts = 1;
     let app = spawn_app_on(&fresh_database().await, settings).await;
     let worker = spawn_worker(5).await;
@@ -110,9 +194,11 @@ async fn a_mission_planned_by_a_tiny_real_model_never_gets_stuck() {
 async fn the_llm_worker_runs_a_mission_on_a_real_llama_cpp_server() {
     use coordinator::worker::llm::{LlmWorker, LlmWorkerConfig};
 
-    let Some(url) = server() else { return };
-    let mut cfg = LlmWorkerConfig::new(url);
-    cfg.model = "smollm2".into();
+    let Some(server) = server() else { return };
+    let _watch = DeathWatch(&server);
+    let mut cfg = LlmWorkerConfig::new(server.url.clone());
+    cfg.model = server.model.clone();
+    cfg.api_key = std::env::var("COORDINATOR_TEST_LLM_API_KEY").ok();
     cfg.max_tokens = 120;
     cfg.heartbeat_secs = 1;
     let worker = LlmWorker::spawn(std::net::SocketAddr::from(([127, 0, 0, 1], 0)), cfg)
