@@ -16,6 +16,6 @@ for f in migrations/*.sql; do
 done
 rm -rf .sqlx && mkdir -p .sqlx
 # Touch the crate roots so every macro expands again and writes its data.
-touch src/lib.rs src/main.rs tests/it/main.rs
-DATABASE_URL="$url" SQLX_OFFLINE=false SQLX_OFFLINE_DIR="$PWD/.sqlx" cargo check --all-targets --quiet
+touch src/lib.rs src/main.rs crates/*/src/lib.rs tests/it/main.rs
+DATABASE_URL="$url" SQLX_OFFLINE=false SQLX_OFFLINE_DIR="$PWD/.sqlx" cargo check --workspace --all-targets --quiet
 echo "wrote $(ls .sqlx | wc -l) query files to .sqlx/"

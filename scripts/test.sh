@@ -33,4 +33,4 @@ else
   echo "== real-model tests against $COORDINATOR_TEST_LLM_URL" >&2
 fi
 export COORDINATOR_REQUIRE_PEERS=1
-cargo test "$@"
+cargo test --workspace "$@"

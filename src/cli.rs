@@ -15,6 +15,7 @@ use crate::{
     cli_client::{self, AgentArgs, ClientArgs, MissionArgs},
     db::{Database, DatabaseArgs},
     demo::{self, DemoArgs},
+    telemetry::LogFormat,
     worker::simulate::{SimulatedWorker, SimulationConfig},
 };
 
@@ -37,16 +38,6 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// How log lines are written to stderr.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// Readable lines.
-    #[default]
-    Human,
-    /// One JSON object per line (timestamp, level, target, fields, current span).
-    Json,
 }
 
 /// Subcommands.
@@ -749,5 +740,81 @@ pub async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
+    }
+}
+
+/// The `bench` subcommand as the command line parses it.
+#[cfg(test)]
+mod bench_command_tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command};
+    use crate::bench::BenchCommand;
+
+    #[test]
+    fn help_lists_the_suite_flags() {
+        let mut cli = Cli::command();
+        let bench = cli.find_subcommand_mut("bench").expect("bench");
+        let help = bench.render_long_help().to_string();
+        assert!(help.contains("--json-out"), "{help}");
+        assert!(help.contains("report"), "{help}");
+        let report = bench
+            .find_subcommand_mut("report")
+            .expect("bench report")
+            .render_long_help()
+            .to_string();
+        for flag in [
+            "--from-bench",
+            "--from-planning",
+            "--from-machine",
+            "--command",
+            "--quick",
+            "--note",
+        ] {
+            assert!(report.contains(flag), "{flag} missing from {report}");
+        }
+    }
+
+    #[test]
+    fn report_is_a_subcommand_and_the_bench_runs_without_it() {
+        let cli = Cli::try_parse_from([
+            "coordinator",
+            "bench",
+            "report",
+            "--command",
+            "scripts/perf-suite.sh --quick",
+            "--from-bench",
+            "bench.json",
+            "--quick",
+        ])
+        .expect("parses");
+        let Command::Bench(args) = cli.command else {
+            panic!("not bench")
+        };
+        let Some(BenchCommand::Report(r)) = args.command else {
+            panic!("not report")
+        };
+        assert!(r.quick);
+        assert_eq!(r.command, "scripts/perf-suite.sh --quick");
+        assert_eq!(r.bench.as_deref(), Some(std::path::Path::new("bench.json")));
+
+        let cli = Cli::try_parse_from([
+            "coordinator",
+            "bench",
+            "--replicas",
+            "1,2,3",
+            "--json-out",
+            "x.json",
+        ])
+        .expect("parses");
+        let Command::Bench(args) = cli.command else {
+            panic!("not bench")
+        };
+        assert!(args.command.is_none());
+        assert_eq!(args.replicas, [1, 2, 3]);
+        assert_eq!(
+            args.json_out.as_deref(),
+            Some(std::path::Path::new("x.json"))
+        );
     }
 }

@@ -15,6 +15,7 @@ mod fuzz_regressions;
 mod governance;
 mod handoffs;
 mod helpers;
+mod layers;
 mod messaging;
 mod metrics;
 mod missions;

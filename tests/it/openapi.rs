@@ -18,7 +18,7 @@ const METHODS: &[&str] = &[
 
 /// Source folders whose routers are not the coordinator's: the reference
 /// workers serve their own protocol (`/v1/tasks`…) in their own processes.
-const OTHER_SERVICES: &[&str] = &["src/worker"];
+const OTHER_SERVICES: &[&str] = &["crates/service/src/worker"];
 
 /// Stands in for every path parameter when probing.
 const ANY_ID: &str = "00000000-0000-4000-8000-000000000000";
@@ -248,11 +248,12 @@ fn chain_methods(chain: &str) -> Vec<String> {
 }
 
 /// Every `(METHOD, path)` the service's routers register, read from the
-/// source: `.route("/literal", get(a).post(b))`, across lines too.
+/// source of every crate in the workspace: `.route("/literal", get(a).post(b))`, across lines too.
 fn source_routes() -> BTreeSet<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("crates"), &mut files);
     let mut routes = BTreeSet::new();
     for file in files {
         let rel = file

@@ -28,6 +28,7 @@ pub struct IllegalTransition {
 
 /// Generates `as_str`, `FromStr`, `Display`, serde and an OpenAPI schema for a status enum whose
 /// variants are stored as snake_case text in PostgreSQL.
+#[macro_export]
 macro_rules! text_enum {
     ($name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         impl $name {
@@ -41,11 +42,11 @@ macro_rules! text_enum {
         }
 
         impl std::str::FromStr for $name {
-            type Err = crate::domain::UnknownValue;
+            type Err = $crate::domain::UnknownValue;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s {
                     $($text => Ok($name::$variant),)+
-                    _ => Err(crate::domain::UnknownValue {
+                    _ => Err($crate::domain::UnknownValue {
                         kind: stringify!($name),
                         value: s.to_owned(),
                         expected: &[$($text),+],
@@ -86,7 +87,7 @@ macro_rules! text_enum {
         impl utoipa::ToSchema for $name {}
     };
 }
-pub(crate) use text_enum;
+pub use crate::text_enum;
 
 /// A text value that is not one of an enum's values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,6 +13,7 @@
 //! See `docs/bdi.md` for the formulas, endpoints and examples.
 
 pub mod missions;
-pub mod rules;
+/// The pure rules live in the core crate.
+pub use coordinator_core::bdi as rules;
 pub mod runtime;
 pub mod state;

@@ -180,7 +180,7 @@ pub struct DeliveryView {
     /// Its kind.
     pub event_kind: String,
     /// `pending`, `delivered` or `failed`.
-    #[schema(value_type = crate::api::openapi::DeliveryStatus)]
+    #[schema(value_type = DeliveryStatus)]
     pub status: String,
     /// Tries so far.
     pub attempts: i32,
@@ -372,4 +372,16 @@ pub async fn prune_deliveries(
     .execute(conn)
     .await?;
     Ok(done.rows_affected())
+}
+
+/// Where a webhook delivery stands (the OpenAPI schema of `status`).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    /// Not accepted yet; tried again at `next_attempt_at`.
+    Pending,
+    /// The receiver accepted it (2xx).
+    Delivered,
+    /// Given up on (retries exhausted, or the webhook was deleted).
+    Failed,
 }

@@ -1,9 +1,9 @@
 //! Planning core: plan types, an HTN method library with lexical goal matching,
-//! decomposition, DAG validation, and the LLM planner client.
+//! decomposition and DAG validation.
 //!
-//! Everything but [`llm`] is pure (no I/O, no async, no database), so it can be
-//! tested in isolation; [`llm`] talks to an OpenAI-compatible chat-completions
-//! API and takes the validator as a callback.
+//! All of it is pure (no I/O, no async, no database), so it can be tested in
+//! isolation; the LLM planner client that uses it lives in the service
+//! (`coordinator_service::planning::llm`) and takes the validator as a callback.
 //!
 //! - [`spec`]: [`PlanSpec`], [`TaskSpec`], [`Criterion`], the plan wire format.
 //! - [`htn`]: [`Method`]s as data and [`htn::decompose`], which expands compound tasks
@@ -16,8 +16,6 @@
 //! - [`cases`]: the plan library (case-based reasoning): similarity of a goal and
 //!   context to finished missions, plan structure signatures, lessons, and the
 //!   choice of a case to reuse and of negative cases to avoid.
-//! - [`llm`]: plans from a model, with JSON-schema (or llama.cpp's json_object)
-//!   output, repair rounds fed by the validator, timeouts and retries.
 //!
 //! Entry points: [`plan_for_goal`] (match, then decompose; respects constraints),
 //! [`match_only`] (so the caller can try an LLM planner before the generic method),
@@ -25,7 +23,6 @@
 
 pub mod cases;
 pub mod htn;
-pub mod llm;
 pub mod matching;
 pub mod spec;
 pub mod templates;

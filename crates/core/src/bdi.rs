@@ -1,7 +1,7 @@
 //! The pure rules of BDI state, each from the seed specification
 //! (`seeds/000_4103374d422914e8.txt`, §5–§7 and §16.4). No I/O here: the
-//! use cases in [`super::state`] and the job in [`super::runtime`] persist
-//! what these functions decide.
+//! service's use cases (`bdi::state`) and its maintenance job (`bdi::runtime`)
+//! persist what these functions decide.
 
 use std::collections::{HashMap, HashSet};
 

@@ -560,18 +560,6 @@ pub struct DeliveryList {
     pub deliveries: Vec<DeliveryView>,
 }
 
-/// Where a webhook delivery stands.
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-pub enum DeliveryStatus {
-    /// Not accepted yet; tried again at `next_attempt_at`.
-    Pending,
-    /// The receiver accepted it (2xx).
-    Delivered,
-    /// Given up on (retries exhausted, or the webhook was deleted).
-    Failed,
-}
-
 /// `GET /v1/tools` answer.
 #[derive(ToSchema)]
 pub struct ToolList {

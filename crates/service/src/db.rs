@@ -9,7 +9,7 @@ use sqlx::{PgPool, postgres::PgPoolOptions};
 use crate::local_postgres::LocalPostgres;
 
 /// The schema migrations, embedded in the binary.
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
 /// Where the database is: `DATABASE_URL`, or a private cluster in a data directory.
 #[derive(Debug, Clone, clap::Args)]

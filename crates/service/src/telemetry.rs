@@ -26,7 +26,15 @@ use opentelemetry_sdk::{Resource, propagation::TraceContextPropagator, trace::Sd
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::{EnvFilter, Layer, layer::SubscriberExt, util::SubscriberInitExt};
 
-use crate::cli::LogFormat;
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Readable lines.
+    #[default]
+    Human,
+    /// One JSON object per line (timestamp, level, target, fields, current span).
+    Json,
+}
 
 /// The installed telemetry; [`Telemetry::shutdown`] flushes pending spans.
 #[derive(Debug, Default)]

@@ -1,0 +1,18 @@
+//! The coordinator's pure domain: no I/O, no async, no database.
+//!
+//! Nothing in this crate's dependency tree may be sqlx, axum, reqwest, tokio
+//! or hyper (`tests/it/layers.rs` checks it), so every rule here is tested
+//! without a server and cannot grow one by accident.
+//!
+//! - [`domain`]: mission, task and attempt lifecycles (`next(event)`), report
+//!   decisions, retry backoff, escalation, budgets.
+//! - [`planning`]: plan types, the HTN method library and TF-IDF matching,
+//!   decomposition, DAG validation, the plan library's case similarity.
+//! - [`verification`]: the checks a task's output must pass and their verdicts.
+//! - [`bdi`]: the BDI formulas: belief revision, desire priority and
+//!   conflicts, goal tiers, intention lifecycles, commitment strategies.
+
+pub mod bdi;
+pub mod domain;
+pub mod planning;
+pub mod verification;

@@ -1,0 +1,17 @@
+//! Tools around the service, kept out of its library:
+//! - [`bench`]: `coordinator bench`, the engine benchmark and the suite's report.
+//! - [`chaos`]: `coordinator chaos`, real replicas killed while workers misbehave.
+//! - [`audit`]: `coordinator audit`, the read-only check of a database's invariants.
+//! - [`demo`]: `coordinator demo`, the embedded one-mission demo.
+
+// The service's modules, so that paths read `crate::api::…` as they did
+// when the tooling lived inside the service.
+use coordinator_client::client;
+#[cfg(test)]
+use coordinator_service::planning;
+use coordinator_service::{api, auth, db, engine, local_postgres, missions, timeline, worker};
+
+pub mod audit;
+pub mod bench;
+pub mod chaos;
+pub mod demo;

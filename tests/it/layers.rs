@@ -1,0 +1,242 @@
+//! The layer rule of `docs/architecture.md`, checked over `cargo metadata`
+//! (crates) and the service's source (modules): a crate may depend only on
+//! the crates below it, the pure core has no I/O crate anywhere in its tree,
+//! and inside the service the store and the engine never import the API.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Each workspace crate and the workspace crates it may depend on.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("coordinator-core", &[]),
+    ("coordinator-client", &[]),
+    ("coordinator-service", &["coordinator-core"]),
+    (
+        "coordinator-tooling",
+        &[
+            "coordinator-core",
+            "coordinator-service",
+            "coordinator-client",
+        ],
+    ),
+    (
+        "coordinator",
+        &[
+            "coordinator-core",
+            "coordinator-service",
+            "coordinator-client",
+            "coordinator-tooling",
+        ],
+    ),
+];
+
+/// Crates that do I/O: none may appear in the pure core's tree.
+const NOT_IN_CORE: &[&str] = &["sqlx", "axum", "reqwest", "tokio", "hyper", "tower"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn metadata() -> Value {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(root())
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("cargo metadata JSON")
+}
+
+/// Package id → name, and the resolve graph's normal (non-dev, non-build)
+/// dependencies of each package id.
+fn graph(meta: &Value) -> (BTreeMap<String, String>, BTreeMap<String, Vec<String>>) {
+    let names = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().expect("id").to_owned(),
+                p["name"].as_str().expect("name").to_owned(),
+            )
+        })
+        .collect();
+    let deps = meta["resolve"]["nodes"]
+        .as_array()
+        .expect("resolve nodes")
+        .iter()
+        .map(|n| {
+            let normal = n["deps"]
+                .as_array()
+                .expect("deps")
+                .iter()
+                .filter(|d| {
+                    d["dep_kinds"]
+                        .as_array()
+                        .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].is_null()))
+                })
+                .map(|d| d["pkg"].as_str().expect("pkg").to_owned())
+                .collect();
+            (n["id"].as_str().expect("id").to_owned(), normal)
+        })
+        .collect();
+    (names, deps)
+}
+
+#[test]
+fn each_crate_depends_only_on_the_layers_below_it() {
+    let meta = metadata();
+    let (names, deps) = graph(&meta);
+    let members: BTreeSet<&str> = meta["workspace_members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| m.as_str().expect("member id"))
+        .collect();
+    let member_names: BTreeSet<&str> = members.iter().map(|id| names[*id].as_str()).collect();
+    let listed: BTreeSet<&str> = ALLOWED.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        member_names, listed,
+        "every workspace crate needs a line in ALLOWED (and docs/architecture.md)"
+    );
+    for id in &members {
+        let name = names[*id].as_str();
+        let allowed = ALLOWED.iter().find(|(n, _)| *n == name).expect("listed").1;
+        for dep in &deps[*id] {
+            let dep_name = names[dep].as_str();
+            if members.contains(dep.as_str()) {
+                assert!(
+                    allowed.contains(&dep_name),
+                    "{name} depends on {dep_name}, which is not below it (docs/architecture.md)"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_core_has_no_io_crate_in_its_tree() {
+    let meta = metadata();
+    let (names, deps) = graph(&meta);
+    let core = names
+        .iter()
+        .find(|(_, n)| n.as_str() == "coordinator-core")
+        .map(|(id, _)| id.clone())
+        .expect("coordinator-core");
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![core];
+    while let Some(id) = stack.pop() {
+        if seen.insert(id.clone()) {
+            stack.extend(deps[&id].iter().cloned());
+        }
+    }
+    let tree: BTreeSet<&str> = seen.iter().map(|id| names[id].as_str()).collect();
+    // The walk must see the core's own dependencies, or it proves nothing.
+    assert!(
+        tree.contains("serde") && tree.contains("petgraph"),
+        "{tree:?}"
+    );
+    for banned in NOT_IN_CORE {
+        assert!(
+            !tree.contains(banned),
+            "{banned} is in coordinator-core's dependency tree: {tree:?}"
+        );
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every path a file names from its crate root (`crate::a::b`, and each
+/// branch of `crate::{a::b, c}`), with whitespace removed.
+fn crate_paths(text: &str) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<String>()
+        .split_whitespace()
+        .collect();
+    let mut paths = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The branches at the group's top level.
+            let (mut depth, mut start) = (0usize, 0usize);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        paths.push(group[start..i].to_owned());
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        paths.push(group[start..i].to_owned());
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            paths.push(rest[..end].to_owned());
+        }
+    }
+    paths.retain(|p| !p.is_empty());
+    paths
+}
+
+#[test]
+fn crate_paths_reads_plain_and_grouped_imports() {
+    let text =
+        "use crate::api::x;\nuse crate::{\n  store::y,\n  engine::{a, b},\n};\n// crate::api\n";
+    assert_eq!(crate_paths(text), ["api::x", "store::y", "engine::{a,b}"]);
+}
+
+/// Files under `crates/service/src/<from>` that name one of `to`'s modules.
+fn imports(from: &str, to: &[&str]) -> Vec<String> {
+    let dir = root().join("crates/service/src").join(from);
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    assert!(!files.is_empty(), "no source under {}", dir.display());
+    files
+        .into_iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("read source");
+            crate_paths(&text).iter().any(|p| {
+                to.iter()
+                    .any(|m| p == m || p.starts_with(&format!("{m}::")))
+            })
+        })
+        .map(|f| {
+            f.strip_prefix(root())
+                .expect("under root")
+                .display()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_store_and_the_engine_never_import_the_api() {
+    assert_eq!(imports("store", &["api"]), Vec::<String>::new());
+    assert_eq!(imports("engine", &["api"]), Vec::<String>::new());
+}
