@@ -9,10 +9,18 @@
 //! - [`planning`]: plan types, the HTN method library and TF-IDF matching,
 //!   decomposition, DAG validation, the plan library's case similarity.
 //! - [`verification`]: the checks a task's output must pass and their verdicts.
+//! - [`assignment`]: the deterministic agent scorer.
+//! - [`organisation`]: MOISE+ organisation specs: validation, deontic
+//!   verdicts, cardinality, the context a worker is sent.
+//! - [`tool_policy`]: a task's tool-use policy, the verdict on one call, and
+//!   the approval lifecycle.
 //! - [`bdi`]: the BDI formulas: belief revision, desire priority and
 //!   conflicts, goal tiers, intention lifecycles, commitment strategies.
 
+pub mod assignment;
 pub mod bdi;
 pub mod domain;
+pub mod organisation;
 pub mod planning;
+pub mod tool_policy;
 pub mod verification;

@@ -13,7 +13,20 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::planning::Criterion;
+/// A success criterion for a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Criterion {
+    /// What must be true of the result.
+    pub description: String,
+    /// Whether failing this criterion fails the task (otherwise it is advisory).
+    #[serde(default)]
+    pub must_pass: bool,
+    /// A deterministic check of the output; without one a `must_pass`
+    /// criterion is judged by a verifier agent, if the workspace has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Check>,
+}
 
 /// A deterministic check on a task's output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

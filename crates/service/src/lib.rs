@@ -9,9 +9,9 @@
 //! source of truth, so any number of replicas can run side by side.
 //!
 //! Where things live:
-//! - [`domain`], [`planning`], [`verification`]: the pure core; [`planning::llm`]
-//!   adds the LLM planner client.
-//! - [`assignment`]: the pure, deterministic agent scorer.
+//! - [`domain`], [`planning`], [`verification`], [`assignment`] (the
+//!   deterministic agent scorer): the pure core; [`planning::llm`] adds the
+//!   LLM planner client.
 //! - [`store`]: SQL, one module per aggregate (missions, tasks, attempts, agents, events).
 //! - [`missions`]: mission use cases (create, approve, cancel, review, view).
 //! - [`coordination`]: messages, reservations, contract net, governance,
@@ -27,7 +27,7 @@
 //! - [`telemetry`]: logs, OTLP trace export, `traceparent` propagation.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
 
-pub use coordinator_core::{domain, verification};
+pub use coordinator_core::{assignment, domain, verification};
 
 /// Plans: the pure core's planning, plus the LLM planner client.
 pub mod planning {
@@ -36,7 +36,6 @@ pub mod planning {
 }
 
 pub mod api;
-pub mod assignment;
 pub mod auth;
 pub mod bdi;
 pub mod board;

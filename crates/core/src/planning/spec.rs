@@ -5,6 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A task's success criterion: defined with the checks that judge it.
+pub use crate::verification::Criterion;
+
 /// A plan: the tasks of a mission and their dependencies, as submitted or produced by a planner.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,21 +50,6 @@ pub struct TaskSpec {
     /// Free-form task inputs; must be a JSON object.
     #[serde(default = "empty_object")]
     pub inputs: serde_json::Value,
-}
-
-/// A success criterion for a task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Criterion {
-    /// What must be true of the result.
-    pub description: String,
-    /// Whether failing this criterion fails the task (otherwise it is advisory).
-    #[serde(default)]
-    pub must_pass: bool,
-    /// A deterministic check of the output; without one a `must_pass`
-    /// criterion is judged by a verifier agent, if the workspace has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check: Option<crate::verification::Check>,
 }
 
 /// Default for `TaskSpec::inputs`: an empty object, so omitted inputs are still valid.

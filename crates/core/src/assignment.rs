@@ -13,7 +13,7 @@
 //! ```
 //!
 //! A workspace's organisation spec adds two rules, decided per task by the
-//! caller ([`crate::coordination::organisation`]) and carried in
+//! caller (the service's organisation use cases) and carried in
 //! [`AgentProfile::deontic`]: a prohibited agent is filtered out like an
 //! incapable one, and when any eligible agent is obliged, only obliged agents
 //! compete (an obligation outranks any score difference).
@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::coordination::organisation::Deontic;
+use crate::organisation::Deontic;
 
 /// What the scorer needs to know about an agent.
 #[derive(Debug, Clone, PartialEq)]
