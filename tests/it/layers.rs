@@ -12,8 +12,9 @@ use serde_json::Value;
 /// Each workspace crate and the workspace crates it may depend on.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("coordinator-core", &[]),
+    ("coordinator-llm", &[]),
     ("coordinator-client", &[]),
-    ("coordinator-service", &["coordinator-core"]),
+    ("coordinator-service", &["coordinator-core", "coordinator-llm"]),
     (
         "coordinator-tooling",
         &[

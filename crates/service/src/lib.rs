@@ -28,6 +28,8 @@
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.
 
 pub use coordinator_core::{assignment, domain, verification};
+/// `Retry-After`, read one way everywhere (`coordinator-llm` holds it).
+pub use coordinator_llm::retry_after;
 
 /// Plans: the pure core's planning, plus the LLM planner client.
 pub mod planning {
@@ -47,7 +49,6 @@ pub mod local_postgres;
 pub mod metrics;
 pub mod missions;
 pub mod retention;
-pub mod retry_after;
 pub mod store;
 pub mod telemetry;
 pub mod timeline;
