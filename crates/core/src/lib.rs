@@ -14,13 +14,17 @@
 //!   verdicts, cardinality, the context a worker is sent.
 //! - [`tool_policy`]: a task's tool-use policy, the verdict on one call, and
 //!   the approval lifecycle.
+//! - [`messages`]: the agent message envelope and the inbox lifecycle.
+//! - [`reservations`]: scope reservations: states and overlap.
 //! - [`bdi`]: the BDI formulas: belief revision, desire priority and
 //!   conflicts, goal tiers, intention lifecycles, commitment strategies.
 
 pub mod assignment;
 pub mod bdi;
 pub mod domain;
+pub mod messages;
 pub mod organisation;
 pub mod planning;
+pub mod reservations;
 pub mod tool_policy;
 pub mod verification;

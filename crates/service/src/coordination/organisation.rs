@@ -29,7 +29,6 @@ pub mod kind {
     pub const SPEC_REMOVED: &str = "org_spec.removed";
 }
 
-
 /// The stored spec and how the workspace's agents staff it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct SpecView {
@@ -39,8 +38,6 @@ pub struct SpecView {
     /// Every role's staffing, in spec order.
     pub staffing: Vec<Staffing>,
 }
-
-
 
 /// The 422 for a spec with problems.
 pub fn invalid_spec(problems: Vec<SpecProblem>) -> ApiError {

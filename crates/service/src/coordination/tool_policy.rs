@@ -31,7 +31,6 @@ pub mod kind {
     pub const CALLED: &str = "tool.called";
 }
 
-
 /// `POST /v1/attempts/{id}/tool-approvals` body.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

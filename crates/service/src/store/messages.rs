@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::coordination::messages::{Outgoing, Recipient};
+use coordinator_core::messages::{Outgoing, Recipient};
 
 /// A message as the API shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]

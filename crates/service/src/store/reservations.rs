@@ -5,7 +5,7 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::coordination::reservations::Reserve;
+use coordinator_core::reservations::Reserve;
 
 /// A reservation as stored and shown.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
