@@ -14,6 +14,8 @@
 //!   verdicts, cardinality, the context a worker is sent.
 //! - [`tool_policy`]: a task's tool-use policy, the verdict on one call, and
 //!   the approval lifecycle.
+//! - [`governance`]: decision styles, risk modifiers, thresholds, the check
+//!   of an action and the decision lifecycle.
 //! - [`messages`]: the agent message envelope and the inbox lifecycle.
 //! - [`reservations`]: scope reservations: states and overlap.
 //! - [`bdi`]: the BDI formulas: belief revision, desire priority and
@@ -22,9 +24,11 @@
 pub mod assignment;
 pub mod bdi;
 pub mod domain;
+pub mod governance;
 pub mod messages;
 pub mod organisation;
 pub mod planning;
 pub mod reservations;
+pub mod team_decisions;
 pub mod tool_policy;
 pub mod verification;

@@ -11,7 +11,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{assignment::AgentProfile, coordination::organisation::Deontic};
+use coordinator_core::{assignment::AgentProfile, organisation::Deontic};
 
 /// An agent as stored and shown.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

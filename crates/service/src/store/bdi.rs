@@ -423,7 +423,7 @@ pub struct NewDesire<'a> {
     /// Kind.
     pub kind: &'a str,
     /// Formula components.
-    pub inputs: crate::bdi::rules::PriorityInputs,
+    pub inputs: coordinator_core::bdi::PriorityInputs,
     /// The formula's value.
     pub priority: f64,
     /// Served desires.
@@ -897,7 +897,7 @@ pub async fn conflict_candidates(
         w,
         a,
         s,
-        crate::bdi::rules::CONFLICT_CERTAINTY,
+        coordinator_core::bdi::CONFLICT_CERTAINTY,
         limit
     )
     .fetch_all(conn)
@@ -921,7 +921,7 @@ pub async fn group_beliefs(
         key.0,
         key.1,
         key.2,
-        crate::bdi::rules::CONFLICT_CERTAINTY
+        coordinator_core::bdi::CONFLICT_CERTAINTY
     )
     .fetch_all(conn)
     .await

@@ -8,7 +8,9 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{coordination::governance::TaskFacts, store::tasks::TaskRow};
+use coordinator_core::governance::TaskFacts;
+
+use crate::store::tasks::TaskRow;
 
 /// A stakeholder profile row.
 #[derive(Debug, Clone)]

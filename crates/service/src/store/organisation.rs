@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::coordination::organisation::OrgSpec;
+use coordinator_core::organisation::OrgSpec;
 
 /// A stored spec.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -7,6 +7,9 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+/// A vote as stored; pure, so the ADR rendering in the core can read it.
+pub use coordinator_core::team_decisions::VoteRow;
+
 /// A team decision row.
 #[derive(Debug, Clone)]
 pub struct TeamDecisionRow {
@@ -52,19 +55,6 @@ pub struct TeamDecisionRow {
     pub version: i64,
     /// Proposed.
     pub created_at: OffsetDateTime,
-}
-
-/// A vote row.
-#[derive(Debug, Clone)]
-pub struct VoteRow {
-    /// Voter.
-    pub agent_id: String,
-    /// Option label.
-    pub option: String,
-    /// Why.
-    pub rationale: Option<String>,
-    /// When (last change).
-    pub cast_at: OffsetDateTime,
 }
 
 /// What [`insert`] writes.
