@@ -1,373 +1,6 @@
-//! Governance use cases: the workspace's profile, checks of an action
-//! against it, decisions and their resolution, and the dispatcher's gate.
-//! The rules (styles, risk modifiers, thresholds, the check and the decision
-//! lifecycle) are pure and live in the core (`coordinator_core::governance`,
-//! re-exported here).
+//! Decisions: request, list, read, resolve, and what a resolution does to its task and mission.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use sqlx::{PgConnection, PgPool};
-use time::OffsetDateTime;
-use uuid::Uuid;
-
-use super::messages::{self, Category, Outgoing, Performative, Recipient};
-use crate::{
-    auth::{Principal, Role},
-    domain::{TaskEvent, TaskStatus},
-    error::ApiError,
-    store::{
-        events::{self, WorkspaceEvent, kind as core_kind},
-        governance::{self as store, DecisionRow, NewDecision, ProfileRow},
-        missions::{self, MissionRow},
-        tasks::{self, Change, TaskRow},
-    },
-};
-
-pub use coordinator_core::governance::*;
-
-/// Event kinds written by governance.
-pub mod kind {
-    /// The stakeholder profile was created or changed.
-    pub const PROFILE_UPDATED: &str = "governance.profile_updated";
-    /// A decision entered the queue.
-    pub const DECISION_REQUESTED: &str = "decision.requested";
-    /// A stakeholder (or a re-check) resolved a decision.
-    pub const DECISION_RESOLVED: &str = "decision.resolved";
-    /// A deferred decision was checked again and is pending once more.
-    pub const DECISION_RECHECKED: &str = "decision.rechecked";
-    /// A task waits for a governance decision before dispatch.
-    pub const TASK_AWAITING_APPROVAL: &str = "task.awaiting_approval";
-    /// A governance decision let a task go (approved or modified).
-    pub const TASK_APPROVED: &str = "task.approved";
-    /// A rejected task asks for the remaining work to be planned around it.
-    pub const REPLAN_TRIGGERED: &str = "mission.replan_triggered";
-}
-
-/// `PUT /v1/governance/profile` body.
-#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileRequest {
-    /// Who the stakeholder is (default: the caller).
-    #[serde(default)]
-    pub stakeholder_id: Option<String>,
-    /// `hands-on`, `strategic-only` or `exception-based`.
-    pub decision_style: DecisionStyle,
-    /// `conservative` (×0.7), `moderate` (×1.0) or `aggressive` (×1.5).
-    pub risk_tolerance: RiskTolerance,
-    /// Thresholds; omitted ones set no rule.
-    #[serde(default)]
-    pub approval_thresholds: ThresholdsRequest,
-    /// Categories that need no review (numeric thresholds still apply).
-    #[serde(default)]
-    pub auto_approve_categories: Vec<String>,
-    /// Free-form (frequency, channels…), kept for clients.
-    #[serde(default)]
-    pub communication_preferences: Option<Value>,
-    /// The profile version being replaced (409 `version_conflict` if stale).
-    #[serde(default)]
-    pub version: Option<i64>,
-}
-
-/// Approval thresholds of a profile.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ThresholdsRequest {
-    /// Budget per action.
-    #[serde(default)]
-    pub budget: Option<BudgetThreshold>,
-    /// Headcount per action.
-    #[serde(default)]
-    pub hiring: Option<HiringThreshold>,
-    /// `always` (default) or `never`.
-    #[serde(default)]
-    pub strategy: Option<StrategyRule>,
-}
-
-/// A budget threshold.
-#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BudgetThreshold {
-    /// Amount, non-negative.
-    pub amount: f64,
-    /// Currency (default `USD`).
-    #[serde(default)]
-    pub currency: Option<String>,
-}
-
-/// A hiring threshold.
-#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HiringThreshold {
-    /// Headcount, non-negative.
-    pub headcount: i32,
-}
-
-/// The stakeholder profile as the API shows it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProfileView {
-    /// Who the stakeholder is.
-    pub stakeholder_id: String,
-    /// Review style.
-    pub decision_style: DecisionStyle,
-    /// Risk tolerance.
-    pub risk_tolerance: RiskTolerance,
-    /// Its threshold modifier.
-    pub risk_modifier: f64,
-    /// Thresholds (before the modifier).
-    pub approval_thresholds: Value,
-    /// Auto-approved categories.
-    pub auto_approve_categories: Vec<String>,
-    /// Communication preferences.
-    pub communication_preferences: Value,
-    /// Write guard.
-    pub version: i64,
-    /// Last changed by.
-    pub updated_by: String,
-    /// Last changed.
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
-}
-
-impl ProfileRow {
-    /// The pure rules of the profile.
-    pub fn rules(&self) -> Rules {
-        Rules {
-            decision_style: self
-                .decision_style
-                .parse()
-                .unwrap_or(DecisionStyle::HandsOn),
-            risk_tolerance: self
-                .risk_tolerance
-                .parse()
-                .unwrap_or(RiskTolerance::Conservative),
-            budget_threshold: self.budget_threshold,
-            hiring_threshold: self.hiring_threshold,
-            strategy: self.strategy_rule.parse().unwrap_or(StrategyRule::Always),
-            auto_approve_categories: self.auto_approve_categories.clone(),
-        }
-    }
-
-    /// The API view.
-    pub fn view(&self) -> ProfileView {
-        let rules = self.rules();
-        ProfileView {
-            stakeholder_id: self.stakeholder_id.clone(),
-            decision_style: rules.decision_style,
-            risk_tolerance: rules.risk_tolerance,
-            risk_modifier: rules.risk_tolerance.modifier(),
-            approval_thresholds: json!({
-                "budget": self.budget_threshold.map(|a| json!({"amount": a, "currency": self.budget_currency})),
-                "hiring": self.hiring_threshold.map(|h| json!({"headcount": h})),
-                "strategy": rules.strategy,
-            }),
-            auto_approve_categories: self.auto_approve_categories.clone(),
-            communication_preferences: self.communication_preferences.clone(),
-            version: self.version,
-            updated_by: self.updated_by.clone(),
-            updated_at: self.updated_at,
-        }
-    }
-}
-
-fn check_len(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
-    if s.trim().is_empty() || s.chars().count() > max {
-        return Err(ApiError::invalid(
-            field,
-            format!("{field} must be 1–{max} characters"),
-        ));
-    }
-    Ok(())
-}
-
-fn check_amount(field: &str, v: f64) -> Result<(), ApiError> {
-    if !v.is_finite() || v < 0.0 {
-        return Err(ApiError::invalid(
-            field,
-            format!("{field} must be a non-negative number"),
-        ));
-    }
-    Ok(())
-}
-
-/// The workspace's profile; 404 when none is set.
-pub async fn get_profile(pool: &PgPool, who: &Principal) -> Result<ProfileView, ApiError> {
-    let mut conn = pool.acquire().await?;
-    store::profile(&mut conn, who.workspace_id)
-        .await?
-        .map(|p| p.view())
-        .ok_or_else(|| ApiError::NotFound("no stakeholder profile is set".into()))
-}
-
-/// Creates or replaces the workspace's stakeholder profile.
-pub async fn put_profile(
-    pool: &PgPool,
-    who: &Principal,
-    req: ProfileRequest,
-) -> Result<ProfileView, ApiError> {
-    who.require(&[Role::Admin, Role::Stakeholder])?;
-    let stakeholder = req.stakeholder_id.clone().unwrap_or_else(|| who.actor());
-    check_len("stakeholder_id", &stakeholder, 128)?;
-    let budget = req.approval_thresholds.budget.as_ref();
-    if let Some(b) = budget {
-        check_amount("approval_thresholds.budget.amount", b.amount)?;
-        if let Some(c) = &b.currency {
-            check_len("approval_thresholds.budget.currency", c, 8)?;
-        }
-    }
-    if let Some(h) = &req.approval_thresholds.hiring
-        && h.headcount < 0
-    {
-        return Err(ApiError::invalid(
-            "approval_thresholds.hiring.headcount",
-            "headcount must be non-negative",
-        ));
-    }
-    if req.auto_approve_categories.len() > 50 {
-        return Err(ApiError::invalid(
-            "auto_approve_categories",
-            "at most 50 categories",
-        ));
-    }
-    for c in &req.auto_approve_categories {
-        check_len("auto_approve_categories", c, 64)?;
-    }
-    let prefs = req.communication_preferences.clone().unwrap_or(json!({}));
-    if !prefs.is_object() {
-        return Err(ApiError::invalid(
-            "communication_preferences",
-            "communication_preferences must be a JSON object",
-        ));
-    }
-    let categories: Vec<String> = req
-        .auto_approve_categories
-        .iter()
-        .map(|c| normalize_category(c))
-        .collect();
-    let actor = who.actor();
-    let mut tx = pool.begin().await?;
-    let current = store::lock_profile(&mut tx, who.workspace_id).await?;
-    if let Some(v) = req.version
-        && current.as_ref().map_or(0, |c| c.version) != v
-    {
-        return Err(version_conflict(
-            "profile",
-            current.as_ref().map(|c| c.version),
-        ));
-    }
-    let row = store::upsert_profile(
-        &mut tx,
-        store::NewProfile {
-            workspace_id: who.workspace_id,
-            stakeholder_id: &stakeholder,
-            decision_style: req.decision_style.as_str(),
-            risk_tolerance: req.risk_tolerance.as_str(),
-            budget_threshold: budget.map(|b| b.amount),
-            budget_currency: budget.and_then(|b| b.currency.as_deref()).unwrap_or("USD"),
-            hiring_threshold: req.approval_thresholds.hiring.as_ref().map(|h| h.headcount),
-            strategy_rule: req
-                .approval_thresholds
-                .strategy
-                .unwrap_or(StrategyRule::Always)
-                .as_str(),
-            auto_approve_categories: &categories,
-            communication_preferences: &prefs,
-            updated_by: &actor,
-        },
-    )
-    .await?;
-    let view = row.view();
-    events::record(
-        &mut tx,
-        who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: kind::PROFILE_UPDATED,
-            actor: &actor,
-            payload: json!({ "profile": view }),
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(view)
-}
-
-fn version_conflict(what: &str, current: Option<i64>) -> ApiError {
-    ApiError::Conflict {
-        code: "version_conflict",
-        message: format!("the {what} changed meanwhile; reload it and try again"),
-        details: json!({ "current_version": current }),
-    }
-}
-
-/// `POST /v1/governance/check` body.
-#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CheckRequest {
-    /// The action's category: `budget`, `hiring`, `strategy`, `operational` or a custom one.
-    pub action_type: String,
-    /// Free-form details of the action (kept for the decision, not judged).
-    #[serde(default)]
-    pub action_details: Option<Value>,
-    /// What the action would cost or hire.
-    #[serde(default)]
-    pub estimated_impact: Option<Impact>,
-    /// The agent flags the action as exceptional.
-    #[serde(default)]
-    pub exceptional: bool,
-}
-
-/// The measurable impact of an action.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Impact {
-    /// Cost, non-negative.
-    #[serde(default)]
-    pub estimated_cost: Option<f64>,
-    /// People hired, non-negative.
-    #[serde(default)]
-    pub headcount: Option<i64>,
-}
-
-fn action_of(
-    action_type: &str,
-    impact: Option<&Impact>,
-    exceptional: bool,
-) -> Result<Action, ApiError> {
-    check_len("action_type", action_type, 64)?;
-    let impact = impact.cloned().unwrap_or_default();
-    if let Some(c) = impact.estimated_cost {
-        check_amount("estimated_impact.estimated_cost", c)?;
-    }
-    if impact.headcount.is_some_and(|h| h < 0) {
-        return Err(ApiError::invalid(
-            "estimated_impact.headcount",
-            "headcount must be non-negative",
-        ));
-    }
-    Ok(Action {
-        category: action_type.to_owned(),
-        estimated_cost: impact.estimated_cost,
-        headcount: impact.headcount,
-        exceptional,
-    })
-}
-
-/// Runs the governance check against the workspace's profile (writes nothing).
-pub async fn check_action(
-    pool: &PgPool,
-    who: &Principal,
-    req: CheckRequest,
-) -> Result<CheckResult, ApiError> {
-    let action = action_of(
-        &req.action_type,
-        req.estimated_impact.as_ref(),
-        req.exceptional,
-    )?;
-    let mut conn = pool.acquire().await?;
-    let profile = store::profile(&mut conn, who.workspace_id).await?;
-    Ok(check(profile.map(|p| p.rules()).as_ref(), &action))
-}
+use super::*;
 
 /// One option of a decision.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
@@ -518,7 +151,7 @@ pub struct DecisionReview {
     pub governance: Value,
 }
 
-fn review(d: &DecisionRow, profile: Option<&ProfileRow>) -> DecisionReview {
+pub(crate) fn review(d: &DecisionRow, profile: Option<&ProfileRow>) -> DecisionReview {
     let rules = profile.map(|p| p.rules());
     let now = check(rules.as_ref(), &stored_action(d));
     let recommended = match (&d.recommended_option, now.requires_approval) {
@@ -542,7 +175,7 @@ fn review(d: &DecisionRow, profile: Option<&ProfileRow>) -> DecisionReview {
     }
 }
 
-fn stored_action(d: &DecisionRow) -> Action {
+pub(crate) fn stored_action(d: &DecisionRow) -> Action {
     Action {
         category: d.category.clone(),
         estimated_cost: d.estimated_cost,
@@ -669,7 +302,7 @@ pub async fn request_decision(
     Ok(row.view())
 }
 
-async fn decision_event(
+pub(crate) async fn decision_event(
     conn: &mut PgConnection,
     d: &DecisionRow,
     kind: &str,
@@ -753,15 +386,15 @@ pub struct ResolveRequest {
 }
 
 /// What a resolution sets.
-struct Settlement<'a> {
-    outcome: Outcome,
-    rationale: Option<&'a str>,
-    conditions: Value,
-    modifications: Value,
-    recheck_at: Option<OffsetDateTime>,
+pub(crate) struct Settlement<'a> {
+    pub(crate) outcome: Outcome,
+    pub(crate) rationale: Option<&'a str>,
+    pub(crate) conditions: Value,
+    pub(crate) modifications: Value,
+    pub(crate) recheck_at: Option<OffsetDateTime>,
 }
 
-const DEFAULT_RECHECK_MS: i64 = 3_600_000;
+pub(crate) const DEFAULT_RECHECK_MS: i64 = 3_600_000;
 
 /// Resolves a decision (stakeholder tokens only); for a gated mission task
 /// also moves the task; the requesting agent gets an INFORM. Resolving again
@@ -873,7 +506,7 @@ pub async fn resolve(
 
 /// Writes a resolution: the decision row (version guarded), its event, the
 /// gated task's move, and the INFORM to the requesting agent.
-async fn settle(
+pub(crate) async fn settle(
     conn: &mut PgConnection,
     run: Option<&mut MissionRow>,
     d: &DecisionRow,
@@ -937,7 +570,7 @@ async fn settle(
 /// Moves the task a decision gates: approved/modified → queued (modified
 /// with the modifications merged into its inputs), rejected → skipped and a
 /// replan trigger, deferred → stays waiting.
-async fn apply_to_task(
+pub(crate) async fn apply_to_task(
     conn: &mut PgConnection,
     run: &mut MissionRow,
     d: &DecisionRow,
@@ -1022,7 +655,7 @@ async fn apply_to_task(
 /// plan). The trigger is always recorded; with an LLM planner the remaining
 /// work is planned again around the rejected task, otherwise dependents go
 /// on without it and the mission finishes as usual.
-async fn replan_trigger(
+pub(crate) async fn replan_trigger(
     conn: &mut PgConnection,
     run: &mut MissionRow,
     t: &TaskRow,
@@ -1077,143 +710,4 @@ async fn replan_trigger(
         .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
     missions::notify_wake(conn).await?;
     Ok(())
-}
-
-// ------------------------------------------------------------ engine hooks
-
-/// The governance gate before dispatch: a task the profile requires approval
-/// for moves to `awaiting_approval`, out of the queue, with a decision in the
-/// queue. Returns true when it was held. Runs in the claim's transaction,
-/// which holds the task's queue row and its mission.
-pub async fn gate_task(
-    conn: &mut PgConnection,
-    profile: &ProfileRow,
-    facts: &TaskFacts,
-    task: &TaskRow,
-    actor: &str,
-) -> anyhow::Result<bool> {
-    if facts.approved_by_decision.is_some() {
-        return Ok(false);
-    }
-    let action = Action {
-        category: facts
-            .action_category
-            .clone()
-            .unwrap_or_else(|| OPERATIONAL.into()),
-        estimated_cost: Some(task.estimated_cost),
-        headcount: facts.headcount,
-        exceptional: facts.exceptional,
-    };
-    let result = check(Some(&profile.rules()), &action);
-    if !result.requires_approval {
-        return Ok(false);
-    }
-    let next = task.status().next(TaskEvent::AwaitApproval)?;
-    let mut checked = serde_json::to_value(&result).unwrap_or_default();
-    checked["exceptional"] = json!(action.exceptional);
-    let decision = store::insert_decision(
-        conn,
-        NewDecision {
-            id: Uuid::new_v4(),
-            workspace_id: task.workspace_id,
-            requester: actor,
-            requester_agent_id: None,
-            mission_id: Some(task.run_id),
-            task_id: Some(task.id),
-            category: &result.category,
-            description: &format!(
-                "Dispatch task '{}' ({}): {}",
-                task.task_key, task.title, result.reason
-            ),
-            impact_analysis: &json!({ "financial": format!("estimated cost {}", task.estimated_cost) }),
-            options: &json!([
-                {"label": "Approve", "description": "Dispatch the task as planned"},
-                {"label": "Reject", "description": "Skip the task and replan around it"},
-            ]),
-            recommended_option: None,
-            estimated_cost: Some(task.estimated_cost),
-            headcount: facts
-                .headcount
-                .map(|h| i32::try_from(h).unwrap_or(i32::MAX)),
-            governance_check: &checked,
-        },
-    )
-    .await?;
-    let Some(decision) = decision else {
-        // Another claim gated it already (unique open decision per task).
-        return Ok(true);
-    };
-    anyhow::ensure!(
-        store::hold_task(conn, task).await?,
-        "task {} changed while claimed",
-        task.id
-    );
-    tasks::record(
-        conn,
-        Change::of(
-            task,
-            next,
-            kind::TASK_AWAITING_APPROVAL,
-            actor,
-            None,
-            json!({ "key": task.task_key, "decision_id": decision.id, "reason": result.reason, "relevant_threshold": result.relevant_threshold }),
-        ),
-    )
-    .await?;
-    decision_event(conn, &decision, kind::DECISION_REQUESTED, actor).await?;
-    Ok(true)
-}
-
-/// Re-checks deferred decisions that are due, oldest first: each goes back
-/// to `pending` with a fresh check, or is approved when the current profile
-/// no longer requires approval. Returns how many were re-checked.
-pub async fn recheck_deferred(pool: &PgPool, actor: &str) -> anyhow::Result<usize> {
-    let due = store::due_rechecks(pool, 32).await?;
-    let mut done = 0;
-    for (workspace_id, id, mission_id) in due {
-        let mut tx = pool.begin().await?;
-        let mut run = match mission_id {
-            Some(m) => missions::lock(&mut tx, workspace_id, m).await?,
-            None => None,
-        };
-        let Some(d) = store::lock_due_decision(&mut tx, workspace_id, id).await? else {
-            continue;
-        };
-        let profile = store::profile(&mut tx, workspace_id).await?;
-        let result = check(profile.map(|p| p.rules()).as_ref(), &stored_action(&d));
-        if result.requires_approval {
-            let next = d.status().recheck()?;
-            let mut checked = serde_json::to_value(&result).unwrap_or_default();
-            checked["exceptional"] = d
-                .governance_check
-                .get("exceptional")
-                .cloned()
-                .unwrap_or(json!(false));
-            let row = store::reopen_decision(&mut tx, &d, next.as_str(), &checked)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("decision {id} changed while locked"))?;
-            decision_event(&mut tx, &row, kind::DECISION_RECHECKED, actor).await?;
-        } else {
-            let reason = format!("re-checked: {}", result.reason);
-            settle(
-                &mut tx,
-                run.as_mut(),
-                &d,
-                Settlement {
-                    outcome: Outcome::Approved,
-                    rationale: Some(&reason),
-                    conditions: json!([]),
-                    modifications: json!({}),
-                    recheck_at: None,
-                },
-                actor,
-                false,
-            )
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        }
-        tx.commit().await?;
-        done += 1;
-    }
-    Ok(done)
 }

@@ -1,0 +1,260 @@
+//! The stakeholder profile: read it, and replace it under optimistic locking.
+
+use super::*;
+
+/// `PUT /v1/governance/profile` body.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileRequest {
+    /// Who the stakeholder is (default: the caller).
+    #[serde(default)]
+    pub stakeholder_id: Option<String>,
+    /// `hands-on`, `strategic-only` or `exception-based`.
+    pub decision_style: DecisionStyle,
+    /// `conservative` (×0.7), `moderate` (×1.0) or `aggressive` (×1.5).
+    pub risk_tolerance: RiskTolerance,
+    /// Thresholds; omitted ones set no rule.
+    #[serde(default)]
+    pub approval_thresholds: ThresholdsRequest,
+    /// Categories that need no review (numeric thresholds still apply).
+    #[serde(default)]
+    pub auto_approve_categories: Vec<String>,
+    /// Free-form (frequency, channels…), kept for clients.
+    #[serde(default)]
+    pub communication_preferences: Option<Value>,
+    /// The profile version being replaced (409 `version_conflict` if stale).
+    #[serde(default)]
+    pub version: Option<i64>,
+}
+
+/// Approval thresholds of a profile.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdsRequest {
+    /// Budget per action.
+    #[serde(default)]
+    pub budget: Option<BudgetThreshold>,
+    /// Headcount per action.
+    #[serde(default)]
+    pub hiring: Option<HiringThreshold>,
+    /// `always` (default) or `never`.
+    #[serde(default)]
+    pub strategy: Option<StrategyRule>,
+}
+
+/// A budget threshold.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetThreshold {
+    /// Amount, non-negative.
+    pub amount: f64,
+    /// Currency (default `USD`).
+    #[serde(default)]
+    pub currency: Option<String>,
+}
+
+/// A hiring threshold.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HiringThreshold {
+    /// Headcount, non-negative.
+    pub headcount: i32,
+}
+
+/// The stakeholder profile as the API shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ProfileView {
+    /// Who the stakeholder is.
+    pub stakeholder_id: String,
+    /// Review style.
+    pub decision_style: DecisionStyle,
+    /// Risk tolerance.
+    pub risk_tolerance: RiskTolerance,
+    /// Its threshold modifier.
+    pub risk_modifier: f64,
+    /// Thresholds (before the modifier).
+    pub approval_thresholds: Value,
+    /// Auto-approved categories.
+    pub auto_approve_categories: Vec<String>,
+    /// Communication preferences.
+    pub communication_preferences: Value,
+    /// Write guard.
+    pub version: i64,
+    /// Last changed by.
+    pub updated_by: String,
+    /// Last changed.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl ProfileRow {
+    /// The pure rules of the profile.
+    pub fn rules(&self) -> Rules {
+        Rules {
+            decision_style: self
+                .decision_style
+                .parse()
+                .unwrap_or(DecisionStyle::HandsOn),
+            risk_tolerance: self
+                .risk_tolerance
+                .parse()
+                .unwrap_or(RiskTolerance::Conservative),
+            budget_threshold: self.budget_threshold,
+            hiring_threshold: self.hiring_threshold,
+            strategy: self.strategy_rule.parse().unwrap_or(StrategyRule::Always),
+            auto_approve_categories: self.auto_approve_categories.clone(),
+        }
+    }
+
+    /// The API view.
+    pub fn view(&self) -> ProfileView {
+        let rules = self.rules();
+        ProfileView {
+            stakeholder_id: self.stakeholder_id.clone(),
+            decision_style: rules.decision_style,
+            risk_tolerance: rules.risk_tolerance,
+            risk_modifier: rules.risk_tolerance.modifier(),
+            approval_thresholds: json!({
+                "budget": self.budget_threshold.map(|a| json!({"amount": a, "currency": self.budget_currency})),
+                "hiring": self.hiring_threshold.map(|h| json!({"headcount": h})),
+                "strategy": rules.strategy,
+            }),
+            auto_approve_categories: self.auto_approve_categories.clone(),
+            communication_preferences: self.communication_preferences.clone(),
+            version: self.version,
+            updated_by: self.updated_by.clone(),
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+pub(crate) fn check_len(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
+    if s.trim().is_empty() || s.chars().count() > max {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} must be 1–{max} characters"),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_amount(field: &str, v: f64) -> Result<(), ApiError> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field} must be a non-negative number"),
+        ));
+    }
+    Ok(())
+}
+
+/// The workspace's profile; 404 when none is set.
+pub async fn get_profile(pool: &PgPool, who: &Principal) -> Result<ProfileView, ApiError> {
+    let mut conn = pool.acquire().await?;
+    store::profile(&mut conn, who.workspace_id)
+        .await?
+        .map(|p| p.view())
+        .ok_or_else(|| ApiError::NotFound("no stakeholder profile is set".into()))
+}
+
+/// Creates or replaces the workspace's stakeholder profile.
+pub async fn put_profile(
+    pool: &PgPool,
+    who: &Principal,
+    req: ProfileRequest,
+) -> Result<ProfileView, ApiError> {
+    who.require(&[Role::Admin, Role::Stakeholder])?;
+    let stakeholder = req.stakeholder_id.clone().unwrap_or_else(|| who.actor());
+    check_len("stakeholder_id", &stakeholder, 128)?;
+    let budget = req.approval_thresholds.budget.as_ref();
+    if let Some(b) = budget {
+        check_amount("approval_thresholds.budget.amount", b.amount)?;
+        if let Some(c) = &b.currency {
+            check_len("approval_thresholds.budget.currency", c, 8)?;
+        }
+    }
+    if let Some(h) = &req.approval_thresholds.hiring
+        && h.headcount < 0
+    {
+        return Err(ApiError::invalid(
+            "approval_thresholds.hiring.headcount",
+            "headcount must be non-negative",
+        ));
+    }
+    if req.auto_approve_categories.len() > 50 {
+        return Err(ApiError::invalid(
+            "auto_approve_categories",
+            "at most 50 categories",
+        ));
+    }
+    for c in &req.auto_approve_categories {
+        check_len("auto_approve_categories", c, 64)?;
+    }
+    let prefs = req.communication_preferences.clone().unwrap_or(json!({}));
+    if !prefs.is_object() {
+        return Err(ApiError::invalid(
+            "communication_preferences",
+            "communication_preferences must be a JSON object",
+        ));
+    }
+    let categories: Vec<String> = req
+        .auto_approve_categories
+        .iter()
+        .map(|c| normalize_category(c))
+        .collect();
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let current = store::lock_profile(&mut tx, who.workspace_id).await?;
+    if let Some(v) = req.version
+        && current.as_ref().map_or(0, |c| c.version) != v
+    {
+        return Err(version_conflict(
+            "profile",
+            current.as_ref().map(|c| c.version),
+        ));
+    }
+    let row = store::upsert_profile(
+        &mut tx,
+        store::NewProfile {
+            workspace_id: who.workspace_id,
+            stakeholder_id: &stakeholder,
+            decision_style: req.decision_style.as_str(),
+            risk_tolerance: req.risk_tolerance.as_str(),
+            budget_threshold: budget.map(|b| b.amount),
+            budget_currency: budget.and_then(|b| b.currency.as_deref()).unwrap_or("USD"),
+            hiring_threshold: req.approval_thresholds.hiring.as_ref().map(|h| h.headcount),
+            strategy_rule: req
+                .approval_thresholds
+                .strategy
+                .unwrap_or(StrategyRule::Always)
+                .as_str(),
+            auto_approve_categories: &categories,
+            communication_preferences: &prefs,
+            updated_by: &actor,
+        },
+    )
+    .await?;
+    let view = row.view();
+    events::record(
+        &mut tx,
+        who.workspace_id,
+        WorkspaceEvent {
+            mission_id: None,
+            task_id: None,
+            kind: kind::PROFILE_UPDATED,
+            actor: &actor,
+            payload: json!({ "profile": view }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(view)
+}
+
+pub(crate) fn version_conflict(what: &str, current: Option<i64>) -> ApiError {
+    ApiError::Conflict {
+        code: "version_conflict",
+        message: format!("the {what} changed meanwhile; reload it and try again"),
+        details: json!({ "current_version": current }),
+    }
+}
