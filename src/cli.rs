@@ -470,7 +470,7 @@ pub async fn main() -> ExitCode {
         // The demo and the benchmark print their own output; logs would drown it.
         Command::Demo(_) | Command::Bench(_) | Command::Audit(_) => "warn",
         // Refused and retried worker callbacks are the point of a chaos run.
-        Command::Chaos(_) => "warn,coordinator::worker::simulate=error",
+        Command::Chaos(_) => "warn,coordinator_workers=error",
         // Client commands print their own output; a failure is one error line.
         Command::Mission(_) | Command::Agent(_) => "warn",
         _ => "info",

@@ -6,8 +6,13 @@
 //! rule of which may import which):
 //! - `coordinator-core`: the pure domain ([`domain`], [`planning`] without its
 //!   LLM client, [`verification`], the BDI rules).
-//! - `coordinator-service`: store, engine, API, coordination use cases and the
-//!   reference workers — everything a replica runs.
+//! - `coordinator-protocol`: the worker protocol's wire types
+//!   ([`worker::protocol`]); `coordinator-llm`: the one chat-completions
+//!   client of the planner and the LLM worker.
+//! - `coordinator-service`: store, engine, API and coordination use cases —
+//!   everything a replica runs.
+//! - `coordinator-workers`: the reference workers ([`worker::simulate`],
+//!   [`worker::llm`]) on one protocol harness.
 //! - `coordinator-client`: [`client`] (REST/SSE).
 //! - `coordinator-tooling`: [`bench`], [`chaos`], [`audit`] and [`demo`].
 //! - this crate: [`cli`] (the command line), [`cli_client`] (its `mission`,
@@ -15,6 +20,13 @@
 
 pub use coordinator_client::client;
 pub use coordinator_service::*;
+
+/// Workers: the protocol (the service's [`protocol`](worker::protocol)) and
+/// the reference workers from `coordinator-workers`, under their old paths.
+pub mod worker {
+    pub use coordinator_service::worker::*;
+    pub use coordinator_workers::{harness, llm, simulate};
+}
 pub use coordinator_tooling::{audit, bench, chaos, demo};
 
 pub mod cli;

@@ -18,7 +18,7 @@ const METHODS: &[&str] = &[
 
 /// Source folders whose routers are not the coordinator's: the reference
 /// workers serve their own protocol (`/v1/tasks`…) in their own processes.
-const OTHER_SERVICES: &[&str] = &["crates/service/src/worker"];
+const OTHER_SERVICES: &[&str] = &["crates/workers/src"];
 
 /// Stands in for every path parameter when probing.
 const ANY_ID: &str = "00000000-0000-4000-8000-000000000000";

@@ -22,7 +22,8 @@
 //! - [`api`]: HTTP handlers (thin), extractors, [`api::Application`].
 //! - [`timeline`]: the mission timeline and snapshots, pure projections of its event log.
 //! - [`tools`]: the chat tools, served as function-calling schemas and over MCP.
-//! - [`worker`]: the worker protocol and the reference workers (simulated and LLM).
+//! - [`worker`]: the worker protocol (`coordinator-protocol`); the reference
+//!   workers (simulated and LLM) are in `coordinator-workers`.
 //! - [`auth`]: bearer tokens and roles; [`retry_after`]: reading `Retry-After`.
 //! - [`telemetry`]: logs, OTLP trace export, `traceparent` propagation.
 //! - [`db`] and [`local_postgres`]: connecting, migrations, the private PostgreSQL.

@@ -4,12 +4,14 @@
 //! - [`audit`]: `coordinator audit`, the read-only check of a database's invariants.
 //! - [`demo`]: `coordinator demo`, the embedded one-mission demo.
 
-// The service's modules, so that paths read `crate::api::…` as they did
-// when the tooling lived inside the service.
+// The service's modules (and the workers), so that paths read
+// `crate::api::…` and `crate::worker::simulate::…` as they did when the
+// tooling lived inside the service.
 use coordinator_client::client;
 #[cfg(test)]
 use coordinator_service::planning;
-use coordinator_service::{api, auth, db, engine, local_postgres, missions, timeline, worker};
+use coordinator_service::{api, auth, db, engine, local_postgres, missions, timeline};
+use coordinator_workers as worker;
 
 pub mod audit;
 pub mod bench;

@@ -200,54 +200,8 @@ pub fn skill_coverage(required: &[String], skills: &[String]) -> f64 {
 
 // -------------------------------------------------------- worker protocol
 
-/// What an agent's worker receives at `POST {endpoint}/v1/cfp`.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct CallForProposals {
-    /// The tender.
-    pub tender_id: Uuid,
-    /// The agent asked.
-    pub agent_id: String,
-    /// The mission.
-    pub mission_id: Uuid,
-    /// The task.
-    pub task_id: Uuid,
-    /// What the work is.
-    pub task: Value,
-    /// Proposals after this are refused.
-    #[serde(with = "time::serde::rfc3339")]
-    pub deadline: OffsetDateTime,
-    /// The award weights.
-    pub criteria: Value,
-}
-
-/// A proposal: the API body, and what a worker answers to a CFP (`200`;
-/// `204` declines).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProposalBody {
-    /// The proposing agent (agent tokens: implied; others must name it).
-    #[serde(default)]
-    pub agent_id: Option<String>,
-    /// Claimed match in [0, 1] (default: the coverage of the required
-    /// skills by the agent's registered skills, which also caps it).
-    #[serde(default)]
-    pub capability_match: Option<f64>,
-    /// Required skills it has.
-    #[serde(default)]
-    pub matched_skills: Vec<String>,
-    /// Skills beyond those required.
-    #[serde(default)]
-    pub additional_skills: Vec<String>,
-    /// Duration estimate (hours), non-negative.
-    pub estimated_effort: f64,
-    /// Cost estimate, non-negative.
-    pub estimated_cost: f64,
-    /// Confidence in [0, 1].
-    pub confidence: f64,
-    /// Conditions attached (at most 20, each 1–500 characters).
-    #[serde(default)]
-    pub conditions: Vec<String>,
-}
+/// The tender's wire types: workers answer them, so they live in the protocol crate.
+pub use coordinator_protocol::{CallForProposals, ProposalBody};
 
 // ---------------------------------------------------------------- use cases
 

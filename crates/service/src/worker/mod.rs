@@ -1,8 +1,8 @@
-//! Workers: the protocol the coordinator speaks with them, and the reference
-//! workers shipped with the service: `coordinator worker --simulate` (no real
-//! work, deterministic latency and faults) and `coordinator worker --llm-url …`
-//! (each task becomes a call to an OpenAI-compatible chat-completions API).
+//! Workers, as the service sees them: the protocol it speaks with them.
+//!
+//! The wire types live in `coordinator-protocol` (re-exported here as
+//! [`protocol`], so `crate::worker::protocol::…` paths keep working); the
+//! reference workers (`coordinator worker --simulate` and `--llm-url …`) live
+//! in `coordinator-workers`, which does not depend on the service.
 
-pub mod llm;
-pub mod protocol;
-pub mod simulate;
+pub use coordinator_protocol as protocol;

@@ -1,17 +1,21 @@
 //! The worker protocol: what the coordinator sends to a worker and what the
-//! worker reports back (DESIGN.md, "Worker protocol").
+//! worker reports back (DESIGN.md, "Worker protocol"). Wire types only: the
+//! service and the workers both speak them, neither owns them.
 //!
 //! - `POST {endpoint}/v1/tasks` with a [`DispatchRequest`]; the worker answers
 //!   `202` (it will call back) or `200` with a [`WorkerReport`] at once.
 //! - `POST {callback.heartbeat_url}` while working, `POST {callback.result_url}`
-//!   with a [`WorkerReport`] when done, both with `Authorization: Bearer {callback.token}`.
+//!   with a [`WorkerReport`] when done, both with `Authorization: Bearer {callback.token}`
+//!   (and the callback's `traceparent`, when it has one).
+//! - `POST {endpoint}/v1/cfp` with a [`CallForProposals`] in a contract-net
+//!   tender; the worker answers `200` with a [`ProposalBody`] or `204`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::domain::{FailureKind, ReportStatus};
+use coordinator_core::domain::{FailureKind, ReportStatus};
 
 /// One dispatch of one task to one agent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,7 +39,7 @@ pub struct DispatchRequest {
     /// The workspace's organisation spec as it bears on this agent and task
     /// (absent when the workspace has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub organisation: Option<crate::coordination::organisation::OrgContext>,
+    pub organisation: Option<coordinator_core::organisation::OrgContext>,
     /// Why the previous attempt was not accepted, if it was not.
     pub feedback: Option<String>,
     /// When the coordinator stops waiting without a heartbeat.
@@ -68,7 +72,7 @@ pub struct TaskPayload {
     /// tool, auto-approved). Before a guarded call, ask
     /// [`Callback::tool_approvals_url`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_policy: Option<crate::coordination::tool_policy::ToolPolicy>,
+    pub tool_policy: Option<coordinator_core::tool_policy::ToolPolicy>,
 }
 
 /// The result of a finished upstream task.
@@ -102,18 +106,6 @@ pub struct Callback {
     /// `traceparent` header of callbacks so they join the attempt's trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
-}
-
-impl Callback {
-    /// `builder` with the attempt's token and, when there is one, its
-    /// `traceparent`: how a callback request should start.
-    pub fn authorize(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let builder = builder.bearer_auth(&self.token);
-        match &self.traceparent {
-            Some(tp) => builder.header("traceparent", tp),
-            None => builder,
-        }
-    }
 }
 
 /// What a worker reports about an attempt.
@@ -153,4 +145,53 @@ pub struct Heartbeat {
     /// A short note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+/// What an agent's worker receives at `POST {endpoint}/v1/cfp`.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CallForProposals {
+    /// The tender.
+    pub tender_id: Uuid,
+    /// The agent asked.
+    pub agent_id: String,
+    /// The mission.
+    pub mission_id: Uuid,
+    /// The task.
+    pub task_id: Uuid,
+    /// What the work is.
+    pub task: Value,
+    /// Proposals after this are refused.
+    #[serde(with = "time::serde::rfc3339")]
+    pub deadline: OffsetDateTime,
+    /// The award weights.
+    pub criteria: Value,
+}
+
+/// A proposal: the API body, and what a worker answers to a CFP (`200`;
+/// `204` declines).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposalBody {
+    /// The proposing agent (agent tokens: implied; others must name it).
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    /// Claimed match in [0, 1] (default: the coverage of the required
+    /// skills by the agent's registered skills, which also caps it).
+    #[serde(default)]
+    pub capability_match: Option<f64>,
+    /// Required skills it has.
+    #[serde(default)]
+    pub matched_skills: Vec<String>,
+    /// Skills beyond those required.
+    #[serde(default)]
+    pub additional_skills: Vec<String>,
+    /// Duration estimate (hours), non-negative.
+    pub estimated_effort: f64,
+    /// Cost estimate, non-negative.
+    pub estimated_cost: f64,
+    /// Confidence in [0, 1].
+    pub confidence: f64,
+    /// Conditions attached (at most 20, each 1–500 characters).
+    #[serde(default)]
+    pub conditions: Vec<String>,
 }
