@@ -6,6 +6,7 @@
 //! `NOTIFY` when a task finishes or a mission starts. A full batch is followed
 //! by another claim at once. Replicas share nothing but the database.
 
+pub mod claim;
 pub mod dispatch;
 pub mod escalation;
 pub mod planning;
