@@ -312,6 +312,47 @@ async fn json_schema_rejection_falls_back_and_is_remembered() {
 }
 
 #[tokio::test]
+async fn a_fallback_after_a_retry_keeps_only_the_retries_left() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(COMPLETIONS))
+        .and(body_partial_json(
+            json!({ "response_format": { "type": "json_schema" } }),
+        ))
+        .respond_with(Sequence::new(vec![
+            ResponseTemplate::new(503),
+            ResponseTemplate::new(400).set_body_string("response_format json_schema not supported"),
+        ]))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(COMPLETIONS))
+        .and(body_partial_json(
+            json!({ "response_format": { "type": "json_object" } }),
+        ))
+        .respond_with(ResponseTemplate::new(500).set_body_string("boom"))
+        .mount(&server)
+        .await;
+    let planner = LlmPlanner::new(config(&server)).unwrap();
+    let err = planner
+        .plan(&PlanRequest::new("goal"), &|_| Ok(()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Http { status: 500, .. }), "{err:?}");
+    // The 503 counts against max_retries = 2, the refused request does not:
+    // json_object gets the one retry left.
+    let bodies = bodies(&server).await;
+    let formats: Vec<&str> = bodies
+        .iter()
+        .map(|b| b["response_format"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        formats,
+        ["json_schema", "json_schema", "json_object", "json_object"]
+    );
+}
+
+#[tokio::test]
 async fn rate_limit_honours_retry_after() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
