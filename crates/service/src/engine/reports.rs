@@ -127,45 +127,16 @@ pub async fn apply_report(
     origin: Origin<'_>,
 ) -> Result<Applied, ReportError> {
     let mut tx = pool.begin().await?;
-    // The mission's lock first (global lock order), found through the attempt.
-    let Some(mut run) = missions::lock_for_attempt(&mut tx, attempt_id).await? else {
-        return Err(ReportError::NotFound(attempt_id));
+    let Some(Locked {
+        mut run,
+        attempt,
+        verifier,
+        task,
+        report_json,
+    }) = lock_and_decide(&mut tx, cfg, attempt_id, report, origin).await?
+    else {
+        return Ok(Applied::Duplicate);
     };
-    // Read under the mission lock: this is the state we decide on.
-    let (attempt, verifier) = attempts::get_for_report(&mut tx, attempt_id, &cfg.verifier_skill)
-        .await?
-        .ok_or(ReportError::NotFound(attempt_id))?;
-    if let Origin::Worker { token } = origin
-        && hash_token(token) != attempt.token_hash
-    {
-        return Err(ReportError::BadToken(attempt_id));
-    }
-    let task = tasks::get(&mut tx, attempt.task_id).await?;
-    let span = tracing::Span::current();
-    span.record("mission_id", tracing::field::display(task.run_id));
-    span.record("task_id", tracing::field::display(task.id));
-    span.record("attempt", attempt.attempt_number);
-    span.record("agent_id", attempt.agent_id.as_str());
-    let report_json = serde_json::to_value(report).unwrap_or_default();
-    let is_current =
-        task.current_attempt_id == Some(attempt.id) && task.status() == TaskStatus::Running;
-    match decide_report(
-        attempt.status(),
-        is_current,
-        attempt.report.as_ref(),
-        &report_json,
-    ) {
-        ReportDecision::Duplicate => return Ok(Applied::Duplicate),
-        ReportDecision::Stale => {
-            return Err(ReportError::Stale {
-                attempt: attempt.id,
-                attempt_status: attempt.status,
-                task_status: task.status,
-            });
-        }
-        ReportDecision::Apply => {}
-    }
-
     let actor = match origin {
         Origin::Worker { .. } | Origin::Inline => format!("agent:{}", attempt.agent_id),
         Origin::DispatchFailed
@@ -182,204 +153,20 @@ pub async fn apply_report(
     };
     let verifying = attempt.purpose == "verify";
     let next = judge(&task, verifying, verifier, report, origin, cfg);
-    let (attempt_status, failure_kind, attempt_error) = match &next {
-        Next::Deferred { .. } => (AttemptStatus::Cancelled, None, report.error.clone()),
-        Next::Succeed { .. } | Next::Verify { .. } => (AttemptStatus::Succeeded, None, None),
-        Next::Continue => (AttemptStatus::Continued, None, None),
-        Next::Failure { kind, error, .. } => (
-            if matches!(origin, Origin::LeaseExpired | Origin::AgentOffline) {
-                AttemptStatus::Expired
-            } else {
-                AttemptStatus::Failed
-            },
-            Some(*kind),
-            Some(error.clone()),
-        ),
+    let ended = Ended {
+        attempt: &attempt,
+        task: &task,
+        report,
+        report_json: &report_json,
+        origin,
+        verifying,
+        cost,
     };
-    // Past success counts work attempts only, not verifiers' verdicts.
-    let outcome = match &next {
-        _ if verifying => None,
-        Next::Succeed { .. } | Next::Verify { .. } => Some(true),
-        Next::Failure { .. } => Some(false),
-        _ => None,
-    };
-    let settled = attempts::settle(
-        &mut tx,
-        attempts::Finish {
-            status: attempt_status,
-            failure_kind,
-            report: Some(&report_json),
-            error: attempt_error.as_deref(),
-            cost,
-            tokens: report.tokens.max(0),
-        },
-        attempts::Settle {
-            attempt_id: attempt.id,
-            workspace_id: attempt.workspace_id,
-            agent_id: &attempt.agent_id,
-            run_id: run.id,
-            task_type: &task.task_type,
-            outcome,
-        },
-    )
-    .await?;
-    if !settled {
-        return Err(ReportError::Race("attempt"));
-    }
+    let failure_kind = settle_attempt(&mut tx, &run, &ended, &next).await?;
     let spent_before = run.budget_spent;
     run.budget_spent += cost;
-
-    // Missions are intentions: a verifier finding the task's design wrong is
-    // an explicit replanning trigger, consulted (and logged) only when the
-    // mission could replan at all; otherwise it is an ordinary failure.
-    let next = match next {
-        Next::Failure {
-            kind,
-            error,
-            feedback,
-            verdict,
-            redesign: true,
-        } => {
-            let redesign = escalation::may_replan(cfg, &run)
-                && crate::bdi::missions::consult(
-                    &mut tx,
-                    &run,
-                    crate::bdi::rules::MissionTrigger::VerifierRejectedDesign,
-                    &actor,
-                )
-                .await?;
-            Next::Failure {
-                kind,
-                error,
-                feedback,
-                verdict,
-                redesign,
-            }
-        }
-        other => other,
-    };
-    let new_status = match next {
-        Next::Deferred { retry_after } => {
-            let due = OffsetDateTime::now_utc() + retry_after;
-            let r = Retry::new(RetryKind::Deferred, due, cost, report.error.clone());
-            retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
-            TaskStatus::RetryWait
-        }
-        Next::Succeed {
-            output,
-            verification,
-        } => {
-            succeed(
-                &mut tx,
-                &task,
-                attempt.id,
-                output,
-                verification,
-                report.tokens,
-                cost,
-                &actor,
-            )
-            .await?;
-            tasks::promote_ready(
-                &mut tx,
-                run.workspace_id,
-                run.id,
-                Some(task.id),
-                run.priority,
-                &actor,
-            )
-            .await?;
-            TaskStatus::Succeeded
-        }
-        Next::Verify { output, unchecked } => {
-            let due = OffsetDateTime::now_utc();
-            let mut r = Retry::new(RetryKind::Verify, due, cost, None);
-            r.candidate = Some(output);
-            r.detail = json!({ "unchecked": unchecked });
-            retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
-            TaskStatus::RetryWait
-        }
-        Next::Continue => {
-            let due = OffsetDateTime::now_utc() + cfg.continuation_delay;
-            let mut r = Retry::new(RetryKind::Continuation, due, cost, None);
-            r.continue_agent = Some(attempt.agent_id.clone());
-            retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
-            TaskStatus::RetryWait
-        }
-        Next::Failure {
-            kind,
-            error,
-            feedback,
-            verdict,
-            redesign: true,
-        } => {
-            if let Some(v) = &verdict {
-                record_verification_failure(&mut tx, &task, attempt.id, v, &actor).await?;
-            }
-            let why = feedback.clone().unwrap_or_else(|| error.clone());
-            let text = format!(
-                "The verifier found the design of task '{}' ({}) wrong: {why}. \
-                 Replan the remaining work around it: do not depend on '{}'; if its purpose is still needed, \
-                 reach it with differently designed tasks.",
-                task.task_key, task.title, task.task_key
-            );
-            let failed = escalation::Failed {
-                attempt_id: attempt.id,
-                kind,
-                error,
-                feedback,
-                cost,
-            };
-            escalation::replan_around_task(&mut tx, &mut run, &task, failed, &text, &actor).await?
-        }
-        // Only failures count against max_attempts: continuations and
-        // deferrals by a busy worker do not.
-        Next::Failure {
-            kind,
-            error,
-            feedback,
-            verdict,
-            ..
-        } if task.failure_count + 1 < task.max_attempts => {
-            if let Some(v) = &verdict {
-                record_verification_failure(&mut tx, &task, attempt.id, v, &actor).await?;
-            }
-            let failures = (task.failure_count + 1) as u32;
-            let jitter = (attempt.id.as_u128() % 1000) as f64 / 1000.0;
-            // A provider's Retry-After (relayed by the worker) is a floor,
-            // capped at an hour so a bad header cannot park a task for good.
-            let floor = report
-                .retry_after_secs
-                .map(|s| Duration::from_secs(s.min(3600)))
-                .unwrap_or_default();
-            let delay = retry_delay(failures, cfg.retry_base, cfg.retry_cap, jitter).max(floor);
-            let due = OffsetDateTime::now_utc() + delay;
-            let mut r = Retry::new(RetryKind::Failure, due, cost, Some(error));
-            r.failure_kind = Some(kind);
-            r.feedback = feedback;
-            retry(&mut tx, &task, &run, attempt.id, r, &actor).await?;
-            TaskStatus::RetryWait
-        }
-        Next::Failure {
-            kind,
-            error,
-            feedback,
-            verdict,
-            ..
-        } => {
-            if let Some(v) = &verdict {
-                record_verification_failure(&mut tx, &task, attempt.id, v, &actor).await?;
-            }
-            let failed = escalation::Failed {
-                attempt_id: attempt.id,
-                kind,
-                error,
-                feedback,
-                cost,
-            };
-            escalation::escalate_task(&mut tx, cfg, &mut run, &task, failed, &actor).await?
-        }
-    };
+    let next = consult_on_redesign(&mut tx, cfg, &run, next, &actor).await?;
+    let new_status = advance_task(&mut tx, cfg, &mut run, &ended, next, &actor).await?;
     if budget::crosses_warning(run.budget_limit, spent_before, run.budget_spent)
         && !run.budget_warned
     {
@@ -396,6 +183,306 @@ pub async fn apply_report(
         .report_applied(report.tokens, cost, failure_kind, new_status);
     super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
     Ok(Applied::Applied(new_status))
+}
+
+/// What a report is applied to, read under the mission's lock.
+struct Locked {
+    run: MissionRow,
+    attempt: attempts::AttemptRow,
+    /// Whether the attempt's agent is a verifier.
+    verifier: bool,
+    task: tasks::TaskRow,
+    report_json: Value,
+}
+
+/// The attempt that ended, its task and its report, as the later phases
+/// of [`apply_report`] need them.
+struct Ended<'a> {
+    attempt: &'a attempts::AttemptRow,
+    task: &'a tasks::TaskRow,
+    report: &'a WorkerReport,
+    report_json: &'a Value,
+    origin: Origin<'a>,
+    verifying: bool,
+    cost: f64,
+}
+
+/// Locks the mission (global lock order, found through the attempt), reads
+/// the attempt and its task under that lock, checks the token, and decides
+/// whether the report applies: `None` for a duplicate of the report already
+/// applied, an error for a stale or unknown one.
+async fn lock_and_decide(
+    tx: &mut PgConnection,
+    cfg: &EngineConfig,
+    attempt_id: Uuid,
+    report: &WorkerReport,
+    origin: Origin<'_>,
+) -> Result<Option<Locked>, ReportError> {
+    let Some(run) = missions::lock_for_attempt(&mut *tx, attempt_id).await? else {
+        return Err(ReportError::NotFound(attempt_id));
+    };
+    // Read under the mission lock: this is the state we decide on.
+    let (attempt, verifier) = attempts::get_for_report(&mut *tx, attempt_id, &cfg.verifier_skill)
+        .await?
+        .ok_or(ReportError::NotFound(attempt_id))?;
+    if let Origin::Worker { token } = origin
+        && hash_token(token) != attempt.token_hash
+    {
+        return Err(ReportError::BadToken(attempt_id));
+    }
+    let task = tasks::get(&mut *tx, attempt.task_id).await?;
+    let span = tracing::Span::current();
+    span.record("mission_id", tracing::field::display(task.run_id));
+    span.record("task_id", tracing::field::display(task.id));
+    span.record("attempt", attempt.attempt_number);
+    span.record("agent_id", attempt.agent_id.as_str());
+    let report_json = serde_json::to_value(report).unwrap_or_default();
+    let is_current =
+        task.current_attempt_id == Some(attempt.id) && task.status() == TaskStatus::Running;
+    match decide_report(
+        attempt.status(),
+        is_current,
+        attempt.report.as_ref(),
+        &report_json,
+    ) {
+        ReportDecision::Duplicate => Ok(None),
+        ReportDecision::Stale => Err(ReportError::Stale {
+            attempt: attempt.id,
+            attempt_status: attempt.status,
+            task_status: task.status,
+        }),
+        ReportDecision::Apply => Ok(Some(Locked {
+            run,
+            attempt,
+            verifier,
+            task,
+            report_json,
+        })),
+    }
+}
+
+/// Ends the attempt as the judgement says (its status, failure kind, cost
+/// and tokens), releases the agent's slot and counts its past success.
+/// Returns the failure kind recorded, for the metrics.
+async fn settle_attempt(
+    tx: &mut PgConnection,
+    run: &MissionRow,
+    e: &Ended<'_>,
+    next: &Next,
+) -> Result<Option<FailureKind>, ReportError> {
+    let (attempt_status, failure_kind, attempt_error) = match next {
+        Next::Deferred { .. } => (AttemptStatus::Cancelled, None, e.report.error.clone()),
+        Next::Succeed { .. } | Next::Verify { .. } => (AttemptStatus::Succeeded, None, None),
+        Next::Continue => (AttemptStatus::Continued, None, None),
+        Next::Failure { kind, error, .. } => (
+            if matches!(e.origin, Origin::LeaseExpired | Origin::AgentOffline) {
+                AttemptStatus::Expired
+            } else {
+                AttemptStatus::Failed
+            },
+            Some(*kind),
+            Some(error.clone()),
+        ),
+    };
+    // Past success counts work attempts only, not verifiers' verdicts.
+    let outcome = match next {
+        _ if e.verifying => None,
+        Next::Succeed { .. } | Next::Verify { .. } => Some(true),
+        Next::Failure { .. } => Some(false),
+        _ => None,
+    };
+    let settled = attempts::settle(
+        &mut *tx,
+        attempts::Finish {
+            status: attempt_status,
+            failure_kind,
+            report: Some(e.report_json),
+            error: attempt_error.as_deref(),
+            cost: e.cost,
+            tokens: e.report.tokens.max(0),
+        },
+        attempts::Settle {
+            attempt_id: e.attempt.id,
+            workspace_id: e.attempt.workspace_id,
+            agent_id: &e.attempt.agent_id,
+            run_id: run.id,
+            task_type: &e.task.task_type,
+            outcome,
+        },
+    )
+    .await?;
+    if !settled {
+        return Err(ReportError::Race("attempt"));
+    }
+    Ok(failure_kind)
+}
+
+/// Missions are intentions: a verifier finding the task's design wrong is
+/// an explicit replanning trigger, consulted (and logged) only when the
+/// mission could replan at all; otherwise it is an ordinary failure.
+async fn consult_on_redesign(
+    tx: &mut PgConnection,
+    cfg: &EngineConfig,
+    run: &MissionRow,
+    next: Next,
+    actor: &str,
+) -> Result<Next, ReportError> {
+    Ok(match next {
+        Next::Failure {
+            kind,
+            error,
+            feedback,
+            verdict,
+            redesign: true,
+        } => {
+            let redesign = escalation::may_replan(cfg, run)
+                && crate::bdi::missions::consult(
+                    &mut *tx,
+                    run,
+                    crate::bdi::rules::MissionTrigger::VerifierRejectedDesign,
+                    actor,
+                )
+                .await?;
+            Next::Failure {
+                kind,
+                error,
+                feedback,
+                verdict,
+                redesign,
+            }
+        }
+        other => other,
+    })
+}
+
+/// Moves the task on as the judgement says: retry later (deferred, to be
+/// verified, continued), succeed (and promote its dependents), or fail
+/// ([`fail_task`]). Returns the task's new status.
+async fn advance_task(
+    tx: &mut PgConnection,
+    cfg: &EngineConfig,
+    run: &mut MissionRow,
+    e: &Ended<'_>,
+    next: Next,
+    actor: &str,
+) -> Result<TaskStatus, ReportError> {
+    let (task, attempt, cost) = (e.task, e.attempt, e.cost);
+    Ok(match next {
+        Next::Deferred { retry_after } => {
+            let due = OffsetDateTime::now_utc() + retry_after;
+            let r = Retry::new(RetryKind::Deferred, due, cost, e.report.error.clone());
+            retry(&mut *tx, task, run, attempt.id, r, actor).await?;
+            TaskStatus::RetryWait
+        }
+        Next::Succeed {
+            output,
+            verification,
+        } => {
+            succeed(
+                &mut *tx,
+                task,
+                attempt.id,
+                output,
+                verification,
+                e.report.tokens,
+                cost,
+                actor,
+            )
+            .await?;
+            tasks::promote_ready(
+                &mut *tx,
+                run.workspace_id,
+                run.id,
+                Some(task.id),
+                run.priority,
+                actor,
+            )
+            .await?;
+            TaskStatus::Succeeded
+        }
+        Next::Verify { output, unchecked } => {
+            let due = OffsetDateTime::now_utc();
+            let mut r = Retry::new(RetryKind::Verify, due, cost, None);
+            r.candidate = Some(output);
+            r.detail = json!({ "unchecked": unchecked });
+            retry(&mut *tx, task, run, attempt.id, r, actor).await?;
+            TaskStatus::RetryWait
+        }
+        Next::Continue => {
+            let due = OffsetDateTime::now_utc() + cfg.continuation_delay;
+            let mut r = Retry::new(RetryKind::Continuation, due, cost, None);
+            r.continue_agent = Some(attempt.agent_id.clone());
+            retry(&mut *tx, task, run, attempt.id, r, actor).await?;
+            TaskStatus::RetryWait
+        }
+        Next::Failure {
+            kind,
+            error,
+            feedback,
+            verdict,
+            redesign,
+        } => {
+            if let Some(v) = &verdict {
+                record_verification_failure(&mut *tx, task, attempt.id, v, actor).await?;
+            }
+            let failed = escalation::Failed {
+                attempt_id: attempt.id,
+                kind,
+                error,
+                feedback,
+                cost,
+            };
+            fail_task(&mut *tx, cfg, run, e, failed, redesign, actor).await?
+        }
+    })
+}
+
+/// A failed attempt: replan around a task whose design the verifier
+/// rejected; retry with backoff while attempts remain (only failures count
+/// against `max_attempts`: continuations and deferrals by a busy worker do
+/// not); otherwise climb the escalation ladder.
+async fn fail_task(
+    tx: &mut PgConnection,
+    cfg: &EngineConfig,
+    run: &mut MissionRow,
+    e: &Ended<'_>,
+    failed: escalation::Failed,
+    redesign: bool,
+    actor: &str,
+) -> Result<TaskStatus, ReportError> {
+    let task = e.task;
+    if redesign {
+        let why = failed
+            .feedback
+            .clone()
+            .unwrap_or_else(|| failed.error.clone());
+        let text = format!(
+            "The verifier found the design of task '{}' ({}) wrong: {why}. \
+             Replan the remaining work around it: do not depend on '{}'; if its purpose is still needed, \
+             reach it with differently designed tasks.",
+            task.task_key, task.title, task.task_key
+        );
+        return escalation::replan_around_task(&mut *tx, run, task, failed, &text, actor).await;
+    }
+    if task.failure_count + 1 < task.max_attempts {
+        let failures = (task.failure_count + 1) as u32;
+        let jitter = (e.attempt.id.as_u128() % 1000) as f64 / 1000.0;
+        // A provider's Retry-After (relayed by the worker) is a floor,
+        // capped at an hour so a bad header cannot park a task for good.
+        let floor = e
+            .report
+            .retry_after_secs
+            .map(|s| Duration::from_secs(s.min(3600)))
+            .unwrap_or_default();
+        let delay = retry_delay(failures, cfg.retry_base, cfg.retry_cap, jitter).max(floor);
+        let due = OffsetDateTime::now_utc() + delay;
+        let mut r = Retry::new(RetryKind::Failure, due, e.cost, Some(failed.error));
+        r.failure_kind = Some(failed.kind);
+        r.feedback = failed.feedback;
+        retry(&mut *tx, task, run, e.attempt.id, r, actor).await?;
+        return Ok(TaskStatus::RetryWait);
+    }
+    escalation::escalate_task(&mut *tx, cfg, run, task, failed, actor).await
 }
 
 /// What a report means for its task.
