@@ -212,9 +212,7 @@ struct Shared<W> {
 
 impl<W> Shared<W> {
     fn book(&self) -> MutexGuard<'_, Book> {
-        // A panic while holding this lock cannot leave the counters inconsistent
-        // in a way that matters; keep serving.
-        self.book.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.book)
     }
 }
 
@@ -292,6 +290,13 @@ pub enum ServerError {
     /// The callbacks' HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Client(reqwest::Error),
+}
+
+/// Locks a worker's counters, poisoned or not: a panic while holding the
+/// lock cannot leave counters inconsistent in a way that matters, so the
+/// worker keeps serving.
+pub fn lock<T>(counters: &Mutex<T>) -> MutexGuard<'_, T> {
+    counters.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// `builder` with the attempt's token and, when there is one, its

@@ -198,9 +198,7 @@ struct ModelWorker {
 
 impl ModelWorker {
     fn own(&self) -> MutexGuard<'_, LlmWorkerStats> {
-        // A panic while holding this lock cannot leave the counters inconsistent
-        // in a way that matters; keep serving.
-        self.own.lock().unwrap_or_else(|p| p.into_inner())
+        harness::lock(&self.own)
     }
 
     /// Sends the task to the model and reads the answer, all within the per-call timeout.
