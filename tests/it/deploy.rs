@@ -306,45 +306,46 @@ async fn every_table_has_workspace_id() {
 /// The modules whose SQL runs per task or per tick: claims, reports, task
 /// transitions, attempts, events, agents' slots and the engine's sweeps.
 const HOT_MODULES: &[&str] = &[
-    "src/engine/dispatch.rs",
-    "src/engine/reports.rs",
-    "src/engine/reconcile.rs",
-    "src/store/tasks.rs",
-    "src/store/attempts.rs",
-    "src/store/events.rs",
-    "src/store/agents.rs",
+    "crates/service/src/engine/claim.rs",
+    "crates/service/src/engine/dispatch.rs",
+    "crates/service/src/engine/reports.rs",
+    "crates/service/src/engine/reconcile.rs",
+    "crates/service/src/store/tasks.rs",
+    "crates/service/src/store/attempts.rs",
+    "crates/service/src/store/events.rs",
+    "crates/service/src/store/agents.rs",
 ];
 
 /// Hot statements that are cross-workspace by design, by (file, function),
 /// each with why; docs/scaling.md says how each changes on a sharded database.
 const GLOBAL_BY_DESIGN: &[(&str, &str, &str)] = &[
     (
-        "src/engine/dispatch.rs",
-        "claim_batch",
+        "crates/service/src/engine/claim.rs",
+        "lock_ready",
         "the claim: one dispatcher serves every workspace's ready queue",
     ),
     (
-        "src/engine/reconcile.rs",
+        "crates/service/src/engine/reconcile.rs",
         "reclaim_expired_leases",
         "expired leases of any workspace are reclaimed by whichever replica looks",
     ),
     (
-        "src/engine/reconcile.rs",
+        "crates/service/src/engine/reconcile.rs",
         "sweep",
         "the sweep walks executing missions of all workspaces by id window",
     ),
     (
-        "src/engine/reconcile.rs",
+        "crates/service/src/engine/reconcile.rs",
         "progress_checks",
         "silent running attempts of any workspace",
     ),
     (
-        "src/store/events.rs",
+        "crates/service/src/store/events.rs",
         "prune_older_than",
         "retention deletes by age across workspaces",
     ),
     (
-        "src/store/agents.rs",
+        "crates/service/src/store/agents.rs",
         "mark_silent_offline",
         "heartbeat timeouts of any workspace's agents",
     ),
