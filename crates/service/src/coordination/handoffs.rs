@@ -334,7 +334,7 @@ pub async fn create(
     .await?;
     crate::store::missions::notify_wake(&mut tx).await?;
     tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    crate::worker::notify_cancelled(http, cancelled);
     Ok(view)
 }
 

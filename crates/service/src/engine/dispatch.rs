@@ -1,7 +1,6 @@
 //! Sending, the second half of phase A: each claimed attempt's request goes
 //! to its worker concurrently, outside the claim's transaction ([`super::claim`]
-//! creates them); a failed send fails the attempt as `infrastructure`. Also
-//! the cancel notices sent to workers when their attempts are cancelled.
+//! creates them); a failed send fails the attempt as `infrastructure`.
 
 pub use super::claim::claim_batch;
 
@@ -14,7 +13,6 @@ use super::{
 };
 use crate::{
     domain::{FailureKind, ReportStatus},
-    store::attempts,
     worker::protocol::{DispatchRequest, WorkerReport},
 };
 
@@ -141,28 +139,5 @@ fn transport_failure(error: String) -> WorkerReport {
         cost: 0.0,
         tokens: 0,
         retry_after_secs: None,
-    }
-}
-
-/// Tells the workers of cancelled attempts to stop (`POST {endpoint}/v1/tasks/{attempt}/cancel`),
-/// in the background and best effort: their later reports are refused as stale anyway.
-pub fn notify_cancelled(http: &reqwest::Client, cancelled: Vec<attempts::Cancelled>) {
-    for a in cancelled {
-        let http = http.clone();
-        tokio::spawn(async move {
-            let url = format!(
-                "{}/v1/tasks/{}/cancel",
-                a.worker_url.trim_end_matches('/'),
-                a.id
-            );
-            if let Err(e) = http
-                .post(&url)
-                .timeout(std::time::Duration::from_secs(5))
-                .send()
-                .await
-            {
-                tracing::debug!(attempt = %a.id, error = %e, "cancel notification failed");
-            }
-        });
     }
 }

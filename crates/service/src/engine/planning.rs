@@ -230,7 +230,7 @@ pub async fn plan_one(
         }
     }
     tx.commit().await?;
-    super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
+    crate::worker::notify_cancelled(&cfg.worker_http, cancelled);
     Ok(true)
 }
 

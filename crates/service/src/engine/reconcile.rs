@@ -181,7 +181,7 @@ pub async fn sweep(
             missions::notify_wake(&mut tx).await?;
         }
         tx.commit().await?;
-        super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
+        crate::worker::notify_cancelled(&cfg.worker_http, cancelled);
         touched += 1;
     }
     Ok(touched)

@@ -181,7 +181,7 @@ pub async fn apply_report(
     tx.commit().await?;
     cfg.metrics
         .report_applied(report.tokens, cost, failure_kind, new_status);
-    super::dispatch::notify_cancelled(&cfg.worker_http, cancelled);
+    crate::worker::notify_cancelled(&cfg.worker_http, cancelled);
     Ok(Applied::Applied(new_status))
 }
 

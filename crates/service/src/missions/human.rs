@@ -125,7 +125,7 @@ pub async fn resolve(
     .await?;
     missions::notify_wake(&mut tx).await?;
     tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    crate::worker::notify_cancelled(http, cancelled);
     view(pool, who.workspace_id, id).await
 }
 
@@ -516,7 +516,7 @@ pub async fn cancel_task(
         .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
     missions::notify_wake(&mut tx).await?;
     tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, live.into_iter().chain(cancelled).collect());
+    crate::worker::notify_cancelled(http, live.into_iter().chain(cancelled).collect());
     view(pool, who.workspace_id, id).await
 }
 

@@ -434,7 +434,7 @@ pub async fn cancel(
         agents::release_slot(&mut tx, who.workspace_id, &a.agent_id).await?;
     }
     tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    crate::worker::notify_cancelled(http, cancelled);
     view(pool, who.workspace_id, id).await
 }
 
@@ -469,7 +469,7 @@ pub async fn resume(
         .await
         .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
     tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    crate::worker::notify_cancelled(http, cancelled);
     view(pool, who.workspace_id, id).await
 }
 

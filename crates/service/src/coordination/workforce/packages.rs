@@ -155,7 +155,7 @@ pub async fn create_package(
             apply_transition(&mut tx, who, None, p, Move::to(PackageStatus::Open), &actor).await?;
     }
     tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    crate::worker::notify_cancelled(http, cancelled);
     Ok(p)
 }
 
@@ -220,7 +220,7 @@ pub async fn delegate_task(
     }
     mission_store::notify_wake(&mut tx).await?;
     tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    crate::worker::notify_cancelled(http, cancelled);
     Ok(p)
 }
 
@@ -398,7 +398,7 @@ pub async fn transition(
     };
     let (p, cancelled) = apply_transition(&mut tx, who, run, p, mv, &actor).await?;
     tx.commit().await?;
-    crate::engine::dispatch::notify_cancelled(http, cancelled);
+    crate::worker::notify_cancelled(http, cancelled);
     Ok(p)
 }
 
