@@ -14,6 +14,7 @@
 //!   verdicts, cardinality, the context a worker is sent.
 //! - [`tool_policy`]: a task's tool-use policy, the verdict on one call, and
 //!   the approval lifecycle.
+//! - [`contract_net`]: tender states and the award formula.
 //! - [`governance`]: decision styles, risk modifiers, thresholds, the check
 //!   of an action and the decision lifecycle.
 //! - [`messages`]: the agent message envelope and the inbox lifecycle.
@@ -23,6 +24,7 @@
 
 pub mod assignment;
 pub mod bdi;
+pub mod contract_net;
 pub mod domain;
 pub mod governance;
 pub mod messages;
