@@ -1,8 +1,9 @@
 //! The layer rule of `docs/architecture.md`, checked over `cargo metadata`
 //! (crates) and the service's source (modules): a crate may depend only on
 //! the crates below it, the pure core has no I/O crate anywhere in its tree,
-//! and inside the service the store imports nothing above it and the engine
-//! never imports the API.
+//! and inside the service the store imports nothing above it, the use cases
+//! (missions, coordination, BDI) never import the engine or the API, and the
+//! engine never imports the API.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -277,4 +278,15 @@ const ABOVE_THE_STORE: &[&str] = &[
 fn the_store_imports_nothing_above_it_and_the_engine_never_the_api() {
     assert_eq!(imports("store", ABOVE_THE_STORE), Vec::<String>::new());
     assert_eq!(imports("engine", &["api"]), Vec::<String>::new());
+}
+
+#[test]
+fn the_use_cases_never_import_the_engine_or_the_api() {
+    for use_cases in ["missions", "coordination", "bdi"] {
+        assert_eq!(
+            imports(use_cases, &["engine", "api"]),
+            Vec::<String>::new(),
+            "{use_cases}"
+        );
+    }
 }

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::{
     domain::{FailureKind, ReportStatus},
+    missions::finish::{FinishError, finish_mission_if_done},
     store::{agents, events, missions, tasks},
     worker::protocol::WorkerReport,
 };
@@ -169,9 +170,9 @@ pub async fn sweep(
         };
         let promoted =
             tasks::promote_ready(&mut tx, workspace_id, run_id, None, run.priority, &actor).await?;
-        let cancelled = match reports::finish_mission_if_done(&mut tx, &mut run, &actor).await {
+        let cancelled = match finish_mission_if_done(&mut tx, &mut run, &actor).await {
             Ok(cancelled) => cancelled,
-            Err(ReportError::Db(e)) => return Err(e.into()),
+            Err(FinishError::Db(e)) => return Err(e.into()),
             Err(e) => {
                 tracing::warn!(mission = %run_id, error = %e, "sweep could not finish mission");
                 Vec::new()

@@ -18,11 +18,12 @@ use super::{EngineConfig, escalation};
 use crate::{
     auth::hash_token,
     domain::{
-        AttemptStatus, FailureKind, MissionEvent, MissionStatus, ReportDecision, ReportStatus,
-        TaskEvent, TaskStatus, attempt::retry_delay, budget, decide_report,
+        AttemptStatus, FailureKind, ReportDecision, ReportStatus, TaskEvent, TaskStatus,
+        attempt::retry_delay, budget, decide_report,
     },
+    missions::finish::{FinishError, finish_mission_if_done},
     store::{
-        agents, attempts,
+        attempts,
         events::{self, kind},
         missions::{self, MissionRow},
         tasks::{self, Change},
@@ -919,45 +920,16 @@ pub(crate) async fn fail(
     Ok(())
 }
 
-/// Moves an executing mission on once none of its tasks is open: a failed
-/// required task fails it (cancelling what is left), otherwise it completes
-/// (or waits for review in approve mode). Caller holds the mission lock.
-/// Returns the live attempts it cancelled: tell their workers after commit.
-pub async fn finish_mission_if_done(
-    conn: &mut PgConnection,
-    run: &mut MissionRow,
-    actor: &str,
-) -> Result<Vec<attempts::Cancelled>, ReportError> {
-    if run.status() != MissionStatus::Executing {
-        return Ok(Vec::new());
-    }
-    let (open, failed) = tasks::open_and_failed(conn, run.id).await?;
-    if failed > 0 {
-        // Every rung of the escalation ladder was tried: the mission fails
-        // and what is left is cancelled.
-        tasks::cancel_all_open(conn, run.workspace_id, run.id, actor, "mission failed").await?;
-        let live = attempts::cancel_live(conn, run.id, None).await?;
-        for a in &live {
-            agents::release_slot(conn, run.workspace_id, &a.agent_id).await?;
-        }
-        let reason = format!("{failed} task(s) failed after every allowed attempt");
-        missions::transition(conn, run, MissionEvent::Fail, actor, Some(&reason))
-            .await
-            .map_err(|_| ReportError::Race("mission"))?;
-        return Ok(live);
-    } else if open == 0 {
-        missions::transition(
-            conn,
-            run,
-            MissionEvent::AllTasksDone(run.autonomy()),
-            actor,
-            None,
-        )
-        .await
-        .map_err(|_| ReportError::Race("mission"))?;
-    }
-    Ok(Vec::new())
-}
-
 /// The continuation delay default.
 pub const DEFAULT_CONTINUATION_DELAY: Duration = Duration::from_secs(1);
+
+/// A mission that could not be finished, as a report error: the database
+/// failed, or the guarded mission write lost a race.
+impl From<FinishError> for ReportError {
+    fn from(e: FinishError) -> Self {
+        match e {
+            FinishError::Db(e) => ReportError::Db(e),
+            FinishError::Race => ReportError::Race("mission"),
+        }
+    }
+}

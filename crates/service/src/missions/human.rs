@@ -12,8 +12,8 @@ use super::{MissionView, locked, replan::MAX_FEEDBACK_CHARS, transition_error, v
 use crate::{
     auth::Principal,
     domain::{MissionEvent, MissionStatus, TaskEvent, TaskStatus},
-    engine::reports::finish_mission_if_done,
     error::ApiError,
+    missions::finish::finish_mission_if_done,
     store::{
         agents,
         attempts::{self, Cancelled},

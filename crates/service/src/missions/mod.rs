@@ -2,6 +2,7 @@
 //! review, replan, and the mission view. HTTP handlers call these and only
 //! translate.
 
+pub mod finish;
 pub mod human;
 pub mod planner;
 pub mod replan;
@@ -465,7 +466,7 @@ pub async fn resume(
         .await
         .map_err(transition_error)?;
     start_execution(&mut tx, &run, &actor).await?;
-    let cancelled = crate::engine::reports::finish_mission_if_done(&mut tx, &mut run, &actor)
+    let cancelled = finish::finish_mission_if_done(&mut tx, &mut run, &actor)
         .await
         .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
     tx.commit().await?;

@@ -705,7 +705,7 @@ pub(crate) async fn replan_trigger(
         actor,
     )
     .await?;
-    crate::engine::reports::finish_mission_if_done(conn, run, actor)
+    crate::missions::finish::finish_mission_if_done(conn, run, actor)
         .await
         .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
     missions::notify_wake(conn).await?;
