@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::{
     EngineConfig,
-    reports::{self, ReportError, Retry, RetryKind},
+    task_outcome::{self, ReportError, Retry, RetryKind},
 };
 use crate::{
     assignment::{TaskNeeds, capable},
@@ -102,7 +102,7 @@ pub async fn escalate_task(
                 "key": task.task_key, "rung": rung, "excluded_agents": excluded,
                 "min_model_tier": min_tier, "error": f.error, "failure_kind": f.kind,
             });
-            reports::retry(conn, task, run, f.attempt_id, r, actor).await?;
+            task_outcome::retry(conn, task, run, f.attempt_id, r, actor).await?;
             // A fresh set of attempts on the new rung; a pin to the agent
             // that failed would defeat it.
             sqlx::query!(
@@ -159,7 +159,7 @@ pub async fn escalate_task(
             Ok(TaskStatus::AwaitingHuman)
         }
         Escalation::Fail => {
-            reports::fail(
+            task_outcome::fail(
                 conn,
                 task,
                 Some(f.attempt_id),

@@ -12,6 +12,7 @@ pub mod escalation;
 pub mod planning;
 pub mod reconcile;
 pub mod reports;
+pub mod task_outcome;
 
 use std::{
     collections::HashMap,
