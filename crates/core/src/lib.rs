@@ -19,6 +19,7 @@
 //!   of an action and the decision lifecycle.
 //! - [`messages`]: the agent message envelope and the inbox lifecycle.
 //! - [`reservations`]: scope reservations: states and overlap.
+//! - [`invalid`]: the field error every use case's error enum shares.
 //! - [`bdi`]: the BDI formulas: belief revision, desire priority and
 //!   conflicts, goal tiers, intention lifecycles, commitment strategies.
 
@@ -27,6 +28,7 @@ pub mod bdi;
 pub mod contract_net;
 pub mod domain;
 pub mod governance;
+pub mod invalid;
 pub mod messages;
 pub mod organisation;
 pub mod planning;

@@ -160,6 +160,16 @@ impl From<IllegalTransition> for ApiError {
     }
 }
 
+impl From<coordinator_core::invalid::Invalid> for ApiError {
+    fn from(e: coordinator_core::invalid::Invalid) -> Self {
+        ApiError::BadRequest {
+            code: "invalid_request",
+            message: e.message,
+            details: json!({ "field": e.field }),
+        }
+    }
+}
+
 impl From<UnknownValue> for ApiError {
     fn from(e: UnknownValue) -> Self {
         ApiError::BadRequest {
