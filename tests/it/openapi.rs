@@ -1,5 +1,5 @@
-//! The OpenAPI document: well-formed, in step with the routes in both
-//! directions, true to what the running service answers, and its docs page.
+//! The OpenAPI document: well-formed, in step with the routes (each slice
+//! registers route and operation together), true to what the running service answers, and its docs page.
 
 use std::{
     collections::BTreeSet,
@@ -247,29 +247,44 @@ fn chain_methods(chain: &str) -> Vec<String> {
     methods
 }
 
-/// Every `(METHOD, path)` the service's routers register, read from the
-/// source of every crate in the workspace: `.route("/literal", get(a).post(b))`, across lines too.
-fn source_routes() -> BTreeSet<(String, String)> {
+/// The service's source files (every crate but the reference workers'),
+/// without comment lines, with their paths relative to the repository.
+fn service_sources() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     rust_files(&root.join("crates"), &mut files);
+    files
+        .into_iter()
+        .filter_map(|file| {
+            let rel = file
+                .strip_prefix(root)
+                .expect("under the crate")
+                .to_string_lossy()
+                .replace('\\', "/");
+            if OTHER_SERVICES.iter().any(|d| rel.starts_with(d)) {
+                return None;
+            }
+            let text = std::fs::read_to_string(&file)
+                .expect("read source")
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            Some((rel, text))
+        })
+        .collect()
+}
+
+/// Every `(METHOD, path)` registered with a plain axum `.route("/literal",
+/// get(a).post(b))` (across lines too). Documented operations are registered
+/// by the slices' `routes!(...)` instead, which takes the path and method
+/// from the handler's `#[utoipa::path]`; what is left here is meant to be
+/// outside the document (probes for Prometheus, MCP, the web board, the
+/// document itself).
+fn plain_routes() -> BTreeSet<(String, String)> {
     let mut routes = BTreeSet::new();
-    for file in files {
-        let rel = file
-            .strip_prefix(root)
-            .expect("under the crate")
-            .to_string_lossy()
-            .replace('\\', "/");
-        if OTHER_SERVICES.iter().any(|d| rel.starts_with(d)) {
-            continue;
-        }
-        let text: String = std::fs::read_to_string(&file)
-            .expect("read source")
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
+    for (rel, text) in service_sources() {
         assert!(
             !text.contains(".nest("),
             "{rel} nests a router; this test reads full route paths only, so register routes with their full path"
@@ -292,6 +307,94 @@ fn source_routes() -> BTreeSet<(String, String)> {
         }
     }
     routes
+}
+
+/// How many handlers carry `#[utoipa::path(...)]` in the service's source.
+fn annotated_handlers() -> usize {
+    service_sources()
+        .iter()
+        .map(|(_, text)| text.matches("#[utoipa::path(").count())
+        .sum()
+}
+
+/// Every OpenAPI schema name the source defines, with the file defining it:
+/// derived `ToSchema` types (renamed by `#[schema(as = …)]`) and
+/// `text_enum!` types (renamed by `text_enum!(T as "…", …)`).
+fn schema_names() -> Vec<(String, String)> {
+    let mut names = Vec::new();
+    for (rel, text) in service_sources() {
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("ToSchema") {
+            let after = &rest[at..];
+            // Only derives: `#[derive(…ToSchema…)]` followed by the item.
+            let in_derive = rest[..at]
+                .rfind("#[derive(")
+                .is_some_and(|d| !rest[d..at].contains(']'));
+            rest = &after["ToSchema".len()..];
+            if !in_derive {
+                continue;
+            }
+            let Some(item) = ["pub struct ", "pub enum ", "struct ", "enum "]
+                .iter()
+                .filter_map(|k| rest.find(k).map(|i| (i, k.len())))
+                .min()
+            else {
+                continue;
+            };
+            let attrs = &rest[..item.0];
+            let ident: String = rest[item.0 + item.1..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let name = attrs
+                .split("#[schema(as = ")
+                .nth(1)
+                .and_then(|a| a.split(')').next())
+                .map_or(ident, |a| a.rsplit("::").next().unwrap_or(a).to_owned());
+            names.push((name, rel.clone()));
+        }
+        for (at, _) in text.match_indices("text_enum!(") {
+            let head: String = text[at + "text_enum!(".len()..]
+                .chars()
+                .take_while(|c| *c != '{')
+                .collect();
+            let name = match head.split_once(" as ") {
+                Some((_, renamed)) => renamed
+                    .trim()
+                    .trim_end_matches(',')
+                    .trim_matches('"')
+                    .to_owned(),
+                None => head.trim().to_owned(),
+            };
+            if !name.is_empty() && !name.starts_with('$') {
+                names.push((name, rel.clone()));
+            }
+        }
+    }
+    names
+}
+
+/// Two types with one schema name would share one entry in the document:
+/// the last one merged wins and the other's operations describe the wrong body.
+#[test]
+fn schema_names_are_unique() {
+    let names = schema_names();
+    assert!(
+        names.iter().any(|(n, _)| n == "MissionStatus")
+            && names.iter().any(|(n, _)| n == "ErrorBody"),
+        "the schema scanner finds nothing: {names:?}"
+    );
+    let mut seen = std::collections::BTreeMap::new();
+    let mut clashes = Vec::new();
+    for (name, file) in &names {
+        if let Some(first) = seen.insert(name.clone(), file.clone()) {
+            clashes.push(format!("{name}: {first} and {file}"));
+        }
+    }
+    assert!(
+        clashes.is_empty(),
+        "schema names defined twice (rename one with #[schema(as = …)] or text_enum!(T as \"…\", …)): {clashes:?}"
+    );
 }
 
 #[tokio::test]
@@ -405,26 +508,39 @@ async fn document_matches_the_routes() {
         .into_iter()
         .map(|(m, p, _)| (m, p))
         .collect();
-    let routed = source_routes();
     assert!(
-        routed.contains(&("GET".into(), "/v1/missions".into()))
-            && routed.contains(&("POST".into(), "/v1/attempts/{id}/result".into())),
-        "the route scanner finds nothing: {routed:?}"
+        documented.contains(&("GET".into(), "/v1/missions".into()))
+            && documented.contains(&("POST".into(), "/v1/attempts/{id}/result".into())),
+        "the document lacks core operations: {documented:?}"
     );
 
-    let undocumented: Vec<_> = routed
+    // Every annotated handler is registered by some slice's `routes!`: a
+    // handler documented but never routed would be missing here.
+    assert_eq!(
+        documented.len(),
+        annotated_handlers(),
+        "operations in the document against #[utoipa::path] handlers in the source: \
+         register each annotated handler with `routes!(...)` in its slice's router()"
+    );
+
+    // Routes registered outside the document are not API routes.
+    let plain = plain_routes();
+    assert!(
+        plain.contains(&("GET".into(), "/metrics".into()))
+            && plain.contains(&("POST".into(), "/mcp".into())),
+        "the route scanner finds nothing: {plain:?}"
+    );
+    let undocumented: Vec<_> = plain
         .iter()
-        .filter(|(_, p)| p.starts_with("/v1/"))
+        .filter(|(_, p)| {
+            p.starts_with("/v1/") || p.starts_with("/healthz") || p.starts_with("/readyz")
+        })
         .filter(|r| !documented.contains(*r))
         .collect();
     assert!(
         undocumented.is_empty(),
-        "routes missing from the OpenAPI document (add #[utoipa::path] and list the handler in ApiDoc): {undocumented:?}"
-    );
-    let unrouted: Vec<_> = documented.iter().filter(|r| !routed.contains(*r)).collect();
-    assert!(
-        unrouted.is_empty(),
-        "documented operations with no route: {unrouted:?}"
+        "API routes registered with a plain .route() and missing from the OpenAPI document \
+         (add #[utoipa::path] and register the handler with routes!(...) in its slice): {undocumented:?}"
     );
 
     // The running service agrees: each operation reaches a handler (not the

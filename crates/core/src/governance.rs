@@ -332,7 +332,7 @@ pub enum Outcome {
     Modified,
 }
 
-text_enum!(Outcome {
+text_enum!(Outcome as "DecisionOutcome", {
     Approved => "approved",
     Rejected => "rejected",
     Deferred => "deferred",

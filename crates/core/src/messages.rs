@@ -52,7 +52,7 @@ pub enum Category {
     Info,
 }
 
-text_enum!(Category {
+text_enum!(Category as "MessageCategory", {
     Handoff => "HANDOFF",
     Blocked => "BLOCKED",
     Decision => "DECISION",

@@ -297,7 +297,7 @@ pub enum Outcome {
     Denied,
 }
 
-text_enum!(Outcome {
+text_enum!(Outcome as "ToolApprovalOutcome", {
     Approved => "approved",
     Denied => "denied",
 });

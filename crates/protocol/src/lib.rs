@@ -138,6 +138,7 @@ pub struct WorkerReport {
 /// A heartbeat: optional progress for people watching.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AttemptHeartbeat)]
 pub struct Heartbeat {
     /// Fraction done, 0–1.
     #[serde(default, skip_serializing_if = "Option::is_none")]

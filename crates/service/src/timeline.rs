@@ -23,6 +23,7 @@ use crate::store::events::EventView;
 /// What kind of timeline entry an event is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = TimelineCategory)]
 pub enum Category {
     /// A plan was created or replaced.
     Plan,

@@ -28,9 +28,15 @@ pub struct IllegalTransition {
 
 /// Generates `as_str`, `FromStr`, `Display`, serde and an OpenAPI schema for a status enum whose
 /// variants are stored as snake_case text in PostgreSQL.
+///
+/// The schema is named after the type; `text_enum!(Outcome as "DecisionOutcome", { … })`
+/// names it otherwise, for types whose short names collide in the one OpenAPI document.
 #[macro_export]
 macro_rules! text_enum {
     ($name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $crate::text_enum!($name as stringify!($name), { $($variant => $text),+ });
+    };
+    ($name:ident as $schema:expr, { $($variant:ident => $text:literal),+ $(,)? }) => {
         impl $name {
             /// Every value, in declaration order.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
@@ -84,7 +90,11 @@ macro_rules! text_enum {
             }
         }
 
-        impl utoipa::ToSchema for $name {}
+        impl utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed($schema)
+            }
+        }
     };
 }
 pub use crate::text_enum;

@@ -1,18 +1,13 @@
 //! `/v1/agents`: the agent registry.
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -25,12 +20,12 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/agents", get(list).post(register))
-        .route("/v1/agents/{agent_id}", get(show))
-        .route("/v1/agents/{agent_id}/heartbeat", post(heartbeat))
-        .route("/v1/agents/{agent_id}/status", get(status))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, register))
+        .routes(routes!(show))
+        .routes(routes!(heartbeat))
+        .routes(routes!(status))
 }
 
 /// Everything an agent holds and owes, in one view (RFC-001's unified status).
@@ -301,7 +296,7 @@ async fn register(
     tag = "agents",
     operation_id = "list_agents",
     responses(
-        (status = 200, description = "Every agent", body = doc::AgentList),
+        (status = 200, description = "Every agent", body = AgentList),
         (status = 401, response = doc::Unauthorized)
     ),
     security(("api_token" = []))
@@ -341,6 +336,7 @@ async fn show(
 /// `POST /v1/agents/{agent_id}/heartbeat` body (optional).
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AgentHeartbeat)]
 struct Heartbeat {
     /// The state the agent reports: `idle`, `working`, `blocked` or `done` (RFC-001). Informational: dispatch only skips `offline` agents, and the engine sets `working`/`idle` as attempts start and end.
     #[serde(default)]
@@ -404,6 +400,13 @@ async fn heartbeat(
     } else {
         Err(ApiError::NotFound(format!("no agent '{agent_id}'")))
     }
+}
+
+/// `GET /v1/agents` answer.
+#[derive(utoipa::ToSchema)]
+pub struct AgentList {
+    /// Every agent of the workspace.
+    pub agents: Vec<AgentRow>,
 }
 
 #[cfg(test)]

@@ -1,14 +1,14 @@
 //! `/v1/attempts/{id}/…`: worker callbacks, authenticated by the attempt's
 //! own bearer token (not an API token).
 
-use axum::{Router, extract::State, http::request::Parts, routing::post};
+use axum::{extract::State, http::request::Parts};
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, bearer},
-    openapi as doc,
 };
 use crate::{
     auth::hash_token,
@@ -19,10 +19,10 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/attempts/{id}/heartbeat", post(heartbeat))
-        .route("/v1/attempts/{id}/result", post(result))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(heartbeat))
+        .routes(routes!(result))
 }
 
 /// The raw bearer token of the request.
@@ -65,7 +65,7 @@ impl From<ReportError> for ApiError {
     params(("id" = Uuid, Path, description = "Attempt id")),
     request_body = WorkerReport,
     responses(
-        (status = 200, description = "Recorded (or a duplicate of a recorded report)", body = doc::ReportAccepted),
+        (status = 200, description = "Recorded (or a duplicate of a recorded report)", body = ReportAccepted),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 404, response = doc::NotFound),
@@ -113,7 +113,7 @@ async fn result(
     params(("id" = Uuid, Path, description = "Attempt id")),
     request_body(content = Option<Heartbeat>, description = "Optional progress; the body may be empty"),
     responses(
-        (status = 200, description = "Lease extended", body = doc::HeartbeatAck),
+        (status = 200, description = "Lease extended", body = HeartbeatAck),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 404, response = doc::NotFound),
@@ -151,4 +151,24 @@ async fn heartbeat(
     Ok(Json(
         json!({ "ok": true, "lease_seconds": state.engine.lease.as_secs() }),
     ))
+}
+
+/// `POST /v1/attempts/{id}/result` answer.
+#[derive(utoipa::ToSchema)]
+pub struct ReportAccepted {
+    /// Always true: the report is recorded.
+    pub accepted: bool,
+    /// True when the same report was applied before (nothing changed).
+    pub duplicate: bool,
+    /// The task's status after the report (absent for duplicates).
+    pub task_status: Option<crate::domain::TaskStatus>,
+}
+
+/// `POST /v1/attempts/{id}/heartbeat` answer.
+#[derive(utoipa::ToSchema)]
+pub struct HeartbeatAck {
+    /// Always true.
+    pub ok: bool,
+    /// The lease the heartbeat extended, in seconds: beat again well before it ends.
+    pub lease_seconds: u64,
 }

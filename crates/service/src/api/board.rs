@@ -1,18 +1,14 @@
 //! `/v1/board`: the kanban bridge — columns of cards, and card moves.
 
-use axum::{
-    Router,
-    extract::State,
-    routing::{get, post},
-};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -22,11 +18,11 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/board", get(show))
-        .route("/v1/board/cards/{id}", get(card))
-        .route("/v1/board/cards/{id}/move", post(move_card))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(show))
+        .routes(routes!(card))
+        .routes(routes!(move_card))
 }
 
 /// Columns in board order.
@@ -60,7 +56,7 @@ struct BoardParams {
     operation_id = "get_board",
     params(BoardParams),
     responses(
-        (status = 200, description = "The board", body = doc::Board),
+        (status = 200, description = "The board", body = Board),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized)
     ),
@@ -147,4 +143,27 @@ async fn move_card(
     Ok(Json(
         board::move_card(&state.pool, &state.http, &who, id, req).await?,
     ))
+}
+
+/// `GET /v1/board` answer.
+#[derive(utoipa::ToSchema)]
+pub struct Board {
+    /// The mission asked for, or null for the whole workspace.
+    pub mission_id: Option<Uuid>,
+    /// Every column, in board order, even when empty.
+    pub columns: Vec<BoardColumnCards>,
+    /// True when there were more than 2000 cards and some are left out.
+    pub truncated: bool,
+}
+
+/// One column of the board.
+#[derive(utoipa::ToSchema)]
+pub struct BoardColumnCards {
+    /// The column.
+    pub name: crate::domain::BoardColumn,
+    /// Cards shown in it.
+    #[schema(minimum = 0)]
+    pub count: u64,
+    /// Its cards, in plan order.
+    pub cards: Vec<CardView>,
 }

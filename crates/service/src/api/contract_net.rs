@@ -1,19 +1,14 @@
 //! `/v1` routes of the contract net: tenders (CFPs), proposals, awards, and
 //! a mission's allocation setting (see [`crate::coordination::contract_net`]).
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post, put},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::Principal,
@@ -25,13 +20,13 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/tenders", get(list).post(open))
-        .route("/v1/tenders/{id}", get(show))
-        .route("/v1/tenders/{id}/proposals", post(propose))
-        .route("/v1/tenders/{id}/award", post(award))
-        .route("/v1/missions/{id}/allocation", put(set_allocation))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, open))
+        .routes(routes!(show))
+        .routes(routes!(propose))
+        .routes(routes!(award))
+        .routes(routes!(set_allocation))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

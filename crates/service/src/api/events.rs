@@ -2,20 +2,19 @@
 //! stream, filterable by mission, kind, agent and agent role.
 
 use axum::{
-    Router,
     extract::State,
     http::HeaderMap,
     response::{IntoResponse, Response},
-    routing::get,
 };
 use serde::Deserialize;
 use serde_json::json;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Query},
-    openapi as doc, stream,
+    stream,
 };
 use crate::{
     auth::Principal,
@@ -24,8 +23,8 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/events", get(list))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list))
 }
 
 /// Events examined per JSON page (a page may return fewer when filtered).
@@ -106,7 +105,7 @@ impl Params {
     params(Params, ("Last-Event-ID" = Option<i64>, Header, description = "Streams only: resume after this event id (takes precedence over `after`)")),
     responses(
         (status = 200, description = "A page of events (JSON), or with `Accept: text/event-stream` a stream that never ends on its own: each event's `id` is its event `id` (not `seq`), `event` its `kind`, `data` the event as in a page (`EventView`); comments keep the connection alive every 15 s.", content(
-            (doc::WorkspaceEventPage = "application/json"),
+            (WorkspaceEventPage = "application/json"),
             (String = "text/event-stream", example = "id: 42\nevent: task.succeeded\ndata: {\"id\":42,\"seq\":7,\"kind\":\"task.succeeded\",...}\n\n")
         )),
         (status = 400, response = doc::BadRequest),
@@ -180,4 +179,13 @@ async fn resolve(state: &AppState, who: &Principal, id: i64) -> ApiResult<LogPos
         // Pruned (or never ours): carry on from the oldest event still kept after it.
         None => Ok(events::position_after_pruned(&state.pool, who.workspace_id, id).await?),
     }
+}
+
+/// `GET /v1/events` answer (JSON): one page, in commit order.
+#[derive(utoipa::ToSchema)]
+pub struct WorkspaceEventPage {
+    /// Matching events after `after`.
+    pub events: Vec<crate::store::events::EventView>,
+    /// Pass as `after` for the next page: an event `id` (it moves past filtered-out events too).
+    pub next_after: i64,
 }

@@ -1,19 +1,14 @@
 //! `/v1` routes of governance: the stakeholder profile, the governance
 //! check, and the decision queue (see [`crate::coordination::governance`]).
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::Principal,
@@ -25,13 +20,13 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/governance/profile", get(show_profile).put(put_profile))
-        .route("/v1/governance/check", post(check))
-        .route("/v1/decisions", get(list).post(request))
-        .route("/v1/decisions/{id}", get(show))
-        .route("/v1/decisions/{id}/resolve", post(resolve))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(show_profile, put_profile))
+        .routes(routes!(check))
+        .routes(routes!(list, request))
+        .routes(routes!(show))
+        .routes(routes!(resolve))
 }
 
 /// Shows the workspace's stakeholder profile.

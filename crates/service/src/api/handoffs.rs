@@ -1,14 +1,14 @@
 //! `/v1` routes of handoffs: context handed between an agent and a person
 //! with the task that changes hands.
 
-use axum::{Router, extract::State, http::StatusCode, routing::get};
+use axum::{extract::State, http::StatusCode};
 use serde::{Deserialize, Serialize};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::Principal,
@@ -18,10 +18,10 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/handoffs", get(list).post(create))
-        .route("/v1/handoffs/{id}", get(show))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show))
 }
 
 /// Most handoffs one listing answers.

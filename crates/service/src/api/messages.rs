@@ -1,20 +1,15 @@
 //! `/v1/messages`, agent inboxes and conversations: FIPA-style ACL messages
 //! between agents (and from the coordinator or people to agents).
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -26,14 +21,14 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/messages", post(send))
-        .route("/v1/messages/{id}", get(show))
-        .route("/v1/conversations/{id}", get(conversation))
-        .route("/v1/agents/{agent_id}/inbox", get(inbox))
-        .route("/v1/agents/{agent_id}/inbox/{message_id}/read", post(read))
-        .route("/v1/agents/{agent_id}/inbox/{message_id}/ack", post(ack))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(send))
+        .routes(routes!(show))
+        .routes(routes!(conversation))
+        .routes(routes!(inbox))
+        .routes(routes!(read))
+        .routes(routes!(ack))
 }
 
 /// Most entries one inbox page holds.

@@ -1,19 +1,14 @@
 //! `/v1/missions`: create, list, show, approve, review, cancel, events.
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -28,22 +23,22 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/missions", get(list).post(create))
-        .route("/v1/missions/{id}", get(show))
-        .route("/v1/missions/{id}/approve", post(approve))
-        .route("/v1/missions/{id}/reject-plan", post(reject_plan))
-        .route("/v1/missions/{id}/instructions", post(instructions))
-        .route("/v1/missions/{id}/plan", get(plan))
-        .route("/v1/missions/{id}/save-as-routine", post(save_as_routine))
-        .route("/v1/missions/{id}/review", post(review))
-        .route("/v1/missions/{id}/cancel", post(cancel))
-        .route("/v1/missions/{id}/pause", post(pause))
-        .route("/v1/missions/{id}/resume", post(resume))
-        .route("/v1/missions/{id}/events", get(list_events))
-        .route("/v1/missions/{id}/tasks/{task}/resolve", post(resolve_task))
-        .route("/v1/missions/{id}/tasks/{task}/cancel", post(cancel_task))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show))
+        .routes(routes!(approve))
+        .routes(routes!(reject_plan))
+        .routes(routes!(instructions))
+        .routes(routes!(plan))
+        .routes(routes!(save_as_routine))
+        .routes(routes!(review))
+        .routes(routes!(cancel))
+        .routes(routes!(pause))
+        .routes(routes!(resume))
+        .routes(routes!(list_events))
+        .routes(routes!(resolve_task))
+        .routes(routes!(cancel_task))
 }
 
 /// Roles that may change missions.
@@ -103,7 +98,7 @@ struct ListParams {
     operation_id = "list_missions",
     params(ListParams),
     responses(
-        (status = 200, description = "One page", body = doc::MissionList),
+        (status = 200, description = "One page", body = MissionList),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized)
     ),
@@ -320,7 +315,7 @@ async fn plan(
     params(("id" = Uuid, Path, description = "Mission id")),
     request_body(content = Option<SaveRoutineRequest>, description = "Optional; an empty body derives the name from the goal"),
     responses(
-        (status = 201, description = "Saved", body = doc::RoutineSaved),
+        (status = 201, description = "Saved", body = RoutineSaved),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden),
@@ -547,7 +542,7 @@ struct EventParams {
     params(("id" = Uuid, Path, description = "Mission id"), EventParams, ("Last-Event-ID" = Option<i64>, Header, description = "Streams only: resume after this `seq` (takes precedence over `after`)")),
     responses(
         (status = 200, description = "A page of events (JSON), or with `Accept: text/event-stream` a stream that never ends on its own: each event's `id` is its `seq`, `event` its `kind`, `data` the event as in a page (`EventView`); comments keep the connection alive every 15 s.", content(
-            (doc::EventPage = "application/json"),
+            (EventPage = "application/json"),
             (String = "text/event-stream", example = "id: 1\nevent: mission.created\ndata: {\"id\":1,\"seq\":1,\"kind\":\"mission.created\",...}\n\n")
         )),
         (status = 400, response = doc::BadRequest),
@@ -610,4 +605,29 @@ async fn list_event_page(
     let events = events::list_for_mission(&state.pool, who.workspace_id, id, after, limit).await?;
     let next_after = events.last().and_then(|e| e.seq).unwrap_or(after);
     Ok(Json(json!({ "events": events, "next_after": next_after })))
+}
+
+/// `GET /v1/missions` answer: one page, newest first.
+#[derive(utoipa::ToSchema)]
+pub struct MissionList {
+    /// The missions of this page.
+    pub missions: Vec<MissionSummary>,
+    /// Pass as `cursor` for the next page; null when this page is the last.
+    pub next_cursor: Option<Uuid>,
+}
+
+/// `GET /v1/missions/{id}/events` answer (JSON): one page, oldest first.
+#[derive(utoipa::ToSchema)]
+pub struct EventPage {
+    /// Events with `seq` greater than `after`.
+    pub events: Vec<crate::store::events::EventView>,
+    /// Pass as `after` for the next page (the last `seq` seen).
+    pub next_after: i64,
+}
+
+/// `POST /v1/missions/{id}/save-as-routine` answer.
+#[derive(utoipa::ToSchema)]
+pub struct RoutineSaved {
+    /// The stored routine; new missions whose goal matches it are planned from it.
+    pub routine: crate::planning::PlanTemplate,
 }

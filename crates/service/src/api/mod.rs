@@ -7,6 +7,7 @@ pub mod attempts;
 pub mod bdi;
 pub mod board;
 pub mod contract_net;
+pub mod doc;
 pub mod events;
 pub mod extract;
 pub mod governance;
@@ -37,12 +38,13 @@ use axum::{
     extract::{DefaultBodyLimit, State},
     http::StatusCode,
     response::{IntoResponse, Response},
-    routing::get,
 };
 use serde_json::json;
 use sqlx::PgPool;
 use tokio::{net::TcpListener, sync::watch};
 use tower_http::{catch_panic::CatchPanicLayer, trace::TraceLayer};
+use utoipa::OpenApi;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     engine::{Engine, EngineConfig},
@@ -82,10 +84,28 @@ pub struct AppState {
 /// The router with every route and layer.
 pub fn router(state: AppState) -> Router {
     let limiter = axum::middleware::from_fn_with_state(state.clone(), rate_limit::limit_anonymous);
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .merge(metrics::router())
+    let (api, mut doc) = slices().split_for_parts();
+    openapi::finish(&mut doc);
+    api.merge(metrics::router())
+        .merge(mcp::router())
+        .merge(openapi::router(&doc))
+        // Only `/` and `/assets/…`: unknown paths still get the JSON 404 below.
+        .merge(web::router())
+        .fallback(extract::not_found)
+        .method_not_allowed_fallback(extract::method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(limiter)
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .with_state(state)
+}
+
+/// Every documented operation: each slice brings its routes and their
+/// OpenAPI paths together.
+fn slices() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
         .merge(agents::router())
         .merge(missions::router())
         .merge(attempts::router())
@@ -106,17 +126,13 @@ pub fn router(state: AppState) -> Router {
         .merge(plan_library::router())
         .merge(tokens::router())
         .merge(tools::router())
-        .merge(mcp::router())
-        .merge(openapi::router())
-        // Only `/` and `/assets/…`: unknown paths still get the JSON 404 below.
-        .merge(web::router())
-        .fallback(extract::not_found)
-        .method_not_allowed_fallback(extract::method_not_allowed)
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(limiter)
-        .layer(CatchPanicLayer::custom(panic_response))
-        .layer(TraceLayer::new_for_http().make_span_with(request_span))
-        .with_state(state)
+}
+
+/// The whole OpenAPI document, as `/openapi.json` serves it.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = slices().into_openapi();
+    openapi::finish(&mut doc);
+    doc
 }
 
 /// The span of one request: method and route (never the query, which may
@@ -150,7 +166,7 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     path = "/healthz",
     tag = "health",
     operation_id = "healthz",
-    responses((status = 200, description = "Alive", body = openapi::Health))
+    responses((status = 200, description = "Alive", body = doc::Health))
 )]
 async fn healthz() -> impl IntoResponse {
     axum::Json(json!({ "status": "ok" }))
@@ -163,8 +179,8 @@ async fn healthz() -> impl IntoResponse {
     tag = "health",
     operation_id = "readyz",
     responses(
-        (status = 200, description = "Ready", body = openapi::Health),
-        (status = 503, description = "The database is not reachable, or reachable but behind this binary's migrations (`unavailable`; `details.missing_migrations` lists the versions not applied)", body = openapi::ErrorBody)
+        (status = 200, description = "Ready", body = doc::Health),
+        (status = 503, description = "The database is not reachable, or reachable but behind this binary's migrations (`unavailable`; `details.missing_migrations` lists the versions not applied)", body = doc::ErrorBody)
     )
 )]
 async fn readyz(State(state): State<AppState>) -> Response {

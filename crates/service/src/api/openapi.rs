@@ -1,16 +1,19 @@
 //! The OpenAPI 3.1 document of the HTTP API, served at `/openapi.json`, and
 //! an interactive reference for people at `/docs` (both without a token).
 //!
-//! Each handler carries `#[utoipa::path]`; [`ApiDoc`] lists them. The types
-//! here only describe bodies that handlers build with `json!`. The
-//! integration test `openapi` fails when the routes and the document differ.
-
-use std::collections::BTreeMap;
+//! Each slice registers its own operations: its `router()` is a
+//! `utoipa_axum` [`OpenApiRouter`](utoipa_axum::router::OpenApiRouter) whose
+//! `routes!(...)` add both the route and the handler's `#[utoipa::path]`, so a
+//! route cannot exist without its documentation or the other way round.
+//! [`ApiDoc`] holds only what is not an operation (info, shared components,
+//! tags); [`finish`] applies the rules that hold for every operation once the
+//! slices are merged. The integration test `openapi` checks the result
+//! against the running service.
 
 use axum::{Router, routing::get};
 use serde_json::Value;
 use utoipa::{
-    Modify, OpenApi, ToResponse, ToSchema,
+    Modify, OpenApi,
     openapi::{
         RefOr, Required,
         schema::Schema,
@@ -18,30 +21,17 @@ use utoipa::{
     },
 };
 use utoipa_scalar::{Scalar, Servable};
-use uuid::Uuid;
 
 use super::{
-    AppState, agents, attempts, bdi, board, contract_net, events, governance, handoffs, messages,
-    missions, organisation, plan_library, reservations, team_decisions, timeline, tokens,
-    tool_approvals, tools, webhooks, workforce,
-};
-use crate::{
-    auth::Role,
-    domain::{BoardColumn, TaskStatus},
-    missions::MissionSummary,
-    planning::PlanTemplate,
-    store::{
-        agents::AgentRow,
-        board::CardView,
-        events::EventView,
-        webhooks::{DeliveryView, WebhookView},
-    },
+    AppState,
+    doc::{BadRequest, ErrorBody, ErrorDetail, Forbidden, NotFound, Unauthorized, Unprocessable},
 };
 
 /// Where the interactive reference is served.
 pub const DOCS_PATH: &str = "/docs";
 
-/// The document: every operation of the API and the schemas they use.
+/// The parts of the document that are not operations: info, the shared
+/// error components, the security schemes and the tags.
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -51,130 +41,11 @@ pub const DOCS_PATH: &str = "/docs";
             with a stable `code`; any operation may also answer 413 (`payload_too_large`, bodies \
             over 1 MiB), 500 (`internal_error`) or 503 (`unavailable`) with that body."
     ),
-    paths(
-        super::healthz,
-        super::readyz,
-        agents::list,
-        agents::register,
-        agents::show,
-        agents::heartbeat,
-        agents::status,
-        messages::send,
-        messages::show,
-        messages::conversation,
-        messages::inbox,
-        messages::read,
-        messages::ack,
-        organisation::show,
-        organisation::put,
-        organisation::remove,
-        organisation::validate,
-        organisation::verdicts,
-        reservations::list,
-        reservations::create,
-        reservations::show,
-        reservations::release,
-        missions::list,
-        missions::create,
-        missions::show,
-        missions::approve,
-        missions::reject_plan,
-        missions::instructions,
-        missions::plan,
-        missions::save_as_routine,
-        missions::review,
-        missions::cancel,
-        missions::pause,
-        missions::resume,
-        missions::list_events,
-        missions::resolve_task,
-        missions::cancel_task,
-        attempts::heartbeat,
-        attempts::result,
-        tokens::create,
-        events::list,
-        board::show,
-        board::card,
-        board::move_card,
-        webhooks::list,
-        webhooks::create,
-        webhooks::show,
-        webhooks::remove,
-        webhooks::deliveries,
-        webhooks::subscribe,
-        webhooks::list_subscriptions,
-        webhooks::unsubscribe,
-        tools::list,
-        tools::invoke,
-        workforce::list_contractors,
-        workforce::add_contractor,
-        workforce::show_contractor,
-        workforce::update_contractor,
-        workforce::list_packages,
-        workforce::create_package,
-        workforce::show_package,
-        workforce::transition,
-        workforce::assign,
-        workforce::progress,
-        workforce::delegate,
-        handoffs::create,
-        handoffs::list,
-        handoffs::show,
-        governance::show_profile,
-        governance::put_profile,
-        governance::check,
-        governance::list,
-        governance::request,
-        governance::show,
-        governance::resolve,
-        contract_net::list,
-        contract_net::open,
-        contract_net::show,
-        contract_net::propose,
-        contract_net::award,
-        contract_net::set_allocation,
-        bdi::put_belief,
-        bdi::list_beliefs,
-        bdi::belief_revisions,
-        bdi::create_desire,
-        bdi::list_desires,
-        bdi::show_desire,
-        bdi::drop_desire,
-        bdi::create_goal,
-        bdi::list_goals,
-        bdi::goal_status,
-        bdi::commit_intention,
-        bdi::list_intentions,
-        bdi::intention_status,
-        bdi::intention_progress,
-        bdi::reconsider,
-        bdi::maintenance_status,
-        bdi::run_maintenance,
-        bdi::conflicts,
-        bdi::show_commitment,
-        bdi::put_commitment,
-        tool_approvals::request,
-        tool_approvals::poll,
-        tool_approvals::report_call,
-        tool_approvals::list,
-        tool_approvals::show,
-        tool_approvals::resolve,
-        team_decisions::propose,
-        team_decisions::list,
-        team_decisions::show,
-        team_decisions::vote,
-        team_decisions::cancel,
-        team_decisions::adr,
-        timeline::timeline,
-        timeline::snapshots,
-        plan_library::search,
-        plan_library::show,
-    ),
     components(
         schemas(ErrorBody, ErrorDetail),
         responses(BadRequest, Unauthorized, Forbidden, NotFound, Unprocessable)
     ),
-    modifiers(&SecuritySchemes, &OptionalBodies, &MalformedInput, &RateLimited),
+    modifiers(&SecuritySchemes),
     tags(
         (name = "missions", description = "Missions: plans, approval, progress, reviews and events."),
         (name = "agents", description = "The agent registry, and each agent's unified status."),
@@ -351,20 +222,39 @@ impl Modify for OptionalBodies {
     }
 }
 
-/// The document as served.
-pub fn document() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+/// Applies the rules that hold for every operation, once every slice's
+/// operations are in the document.
+pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
+    OptionalBodies.modify(doc);
+    MalformedInput.modify(doc);
+    RateLimited.modify(doc);
 }
 
-/// Routes serving the document and the docs page.
-pub fn router() -> Router<AppState> {
+/// Routes serving `doc` (the whole, finished document) and the docs page.
+pub fn router(doc: &utoipa::openapi::OpenApi) -> Router<AppState> {
+    // Serialised once: the document does not change while the process runs.
+    let json = axum::body::Bytes::from(doc.to_json().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the OpenAPI document does not serialise");
+        "{}".to_owned()
+    }));
     // The page loads the document from /openapi.json, so nothing is embedded in it.
     let docs: Router<AppState> = Scalar::with_url(DOCS_PATH, Value::Null)
         .custom_html(DOCS_HTML)
         .title("Mission coordinator API")
         .into();
     Router::new()
-        .route("/openapi.json", get(|| async { axum::Json(document()) }))
+        .route(
+            "/openapi.json",
+            get(move || {
+                let json = json.clone();
+                async move {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        json,
+                    )
+                }
+            }),
+        )
         .route("/docs/scalar.js", get(scalar_js))
         .merge(docs)
 }
@@ -402,209 +292,3 @@ const DOCS_HTML: &str = r#"<!doctype html>
 </body>
 </html>
 "#;
-
-/// Every error response: `{"error": {"code", "message", "details"}}`.
-#[derive(ToSchema)]
-pub struct ErrorBody {
-    /// What went wrong.
-    pub error: ErrorDetail,
-}
-
-/// What went wrong.
-#[derive(ToSchema)]
-pub struct ErrorDetail {
-    /// Stable machine-readable code, e.g. `invalid_request`, `not_found`, `invalid_state`.
-    pub code: String,
-    /// What is wrong, for a person.
-    pub message: String,
-    /// Structured detail (the offending field, every problem found…), or null.
-    pub details: Value,
-}
-
-/// The request is malformed: bad JSON, a missing or invalid field (`details.field`
-/// names it), a malformed path or query parameter.
-#[derive(ToResponse)]
-pub struct BadRequest(pub ErrorBody);
-
-/// No valid bearer token (`unauthorized`).
-#[derive(ToResponse)]
-pub struct Unauthorized(pub ErrorBody);
-
-/// The token's role may not do this (`forbidden`).
-#[derive(ToResponse)]
-pub struct Forbidden(pub ErrorBody);
-
-/// No such thing in this workspace (`not_found`).
-#[derive(ToResponse)]
-pub struct NotFound(pub ErrorBody);
-
-/// Well-formed but invalid, e.g. a plan that fails validation; `details` lists every problem.
-#[derive(ToResponse)]
-pub struct Unprocessable(pub ErrorBody);
-
-/// `GET /healthz` and `GET /readyz` answer.
-#[derive(ToSchema)]
-pub struct Health {
-    /// `ok` (alive) or `ready` (the database answers).
-    pub status: String,
-}
-
-/// `GET /v1/agents` answer.
-#[derive(ToSchema)]
-pub struct AgentList {
-    /// Every agent of the workspace.
-    pub agents: Vec<AgentRow>,
-}
-
-/// `GET /v1/missions` answer: one page, newest first.
-#[derive(ToSchema)]
-pub struct MissionList {
-    /// The missions of this page.
-    pub missions: Vec<MissionSummary>,
-    /// Pass as `cursor` for the next page; null when this page is the last.
-    pub next_cursor: Option<Uuid>,
-}
-
-/// `GET /v1/missions/{id}/events` answer (JSON): one page, oldest first.
-#[derive(ToSchema)]
-pub struct EventPage {
-    /// Events with `seq` greater than `after`.
-    pub events: Vec<EventView>,
-    /// Pass as `after` for the next page (the last `seq` seen).
-    pub next_after: i64,
-}
-
-/// `POST /v1/missions/{id}/save-as-routine` answer.
-#[derive(ToSchema)]
-pub struct RoutineSaved {
-    /// The stored routine; new missions whose goal matches it are planned from it.
-    pub routine: PlanTemplate,
-}
-
-/// `POST /v1/tokens` answer. The secret is shown only here.
-#[derive(ToSchema)]
-pub struct TokenCreated {
-    /// Token id.
-    pub id: Uuid,
-    /// What the token may do.
-    pub role: Role,
-    /// Its name.
-    pub name: String,
-    /// The secret to send as `Authorization: Bearer …`; it cannot be read again.
-    pub token: String,
-}
-
-/// `POST /v1/attempts/{id}/result` answer.
-#[derive(ToSchema)]
-pub struct ReportAccepted {
-    /// Always true: the report is recorded.
-    pub accepted: bool,
-    /// True when the same report was applied before (nothing changed).
-    pub duplicate: bool,
-    /// The task's status after the report (absent for duplicates).
-    pub task_status: Option<TaskStatus>,
-}
-
-/// `POST /v1/attempts/{id}/heartbeat` answer.
-#[derive(ToSchema)]
-pub struct HeartbeatAck {
-    /// Always true.
-    pub ok: bool,
-    /// The lease the heartbeat extended, in seconds: beat again well before it ends.
-    pub lease_seconds: u64,
-}
-
-/// `GET /v1/events` answer (JSON): one page, in commit order.
-#[derive(ToSchema)]
-pub struct WorkspaceEventPage {
-    /// Matching events after `after`.
-    pub events: Vec<EventView>,
-    /// Pass as `after` for the next page: an event `id` (it moves past filtered-out events too).
-    pub next_after: i64,
-}
-
-/// `GET /v1/board` answer.
-#[derive(ToSchema)]
-pub struct Board {
-    /// The mission asked for, or null for the whole workspace.
-    pub mission_id: Option<Uuid>,
-    /// Every column, in board order, even when empty.
-    pub columns: Vec<BoardColumnCards>,
-    /// True when there were more than 2000 cards and some are left out.
-    pub truncated: bool,
-}
-
-/// One column of the board.
-#[derive(ToSchema)]
-pub struct BoardColumnCards {
-    /// The column.
-    pub name: BoardColumn,
-    /// Cards shown in it.
-    #[schema(minimum = 0)]
-    pub count: u64,
-    /// Its cards, in plan order.
-    pub cards: Vec<CardView>,
-}
-
-/// `GET /v1/webhooks` answer.
-#[derive(ToSchema)]
-pub struct WebhookList {
-    /// Every webhook of the workspace, newest first.
-    pub webhooks: Vec<WebhookView>,
-}
-
-/// `GET /v1/webhooks/{id}/deliveries` answer.
-#[derive(ToSchema)]
-pub struct DeliveryList {
-    /// The latest deliveries, newest first.
-    pub deliveries: Vec<DeliveryView>,
-}
-
-/// `GET /v1/tools` answer.
-#[derive(ToSchema)]
-pub struct ToolList {
-    /// The tools the caller's role may call; pass them to the model as they are.
-    pub tools: Vec<FunctionTool>,
-}
-
-/// A tool in OpenAI function-calling form.
-#[derive(ToSchema)]
-pub struct FunctionTool {
-    /// Always `function`.
-    #[schema(rename = "type")]
-    pub kind: FunctionKind,
-    /// The function.
-    pub function: FunctionSpec,
-}
-
-/// The only kind of tool.
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-pub enum FunctionKind {
-    /// A function the model may call.
-    Function,
-}
-
-/// A function a model may call.
-#[derive(ToSchema)]
-pub struct FunctionSpec {
-    /// The tool's name, for `POST /v1/tools/{name}`.
-    pub name: String,
-    /// What it does and when to use it, written for a model.
-    pub description: String,
-    /// JSON Schema (an object schema) of its arguments.
-    #[schema(value_type = Object)]
-    pub parameters: Value,
-}
-
-/// `POST /v1/tools/{name}` body: the tool's arguments object (`null` values count as not given).
-#[derive(ToSchema)]
-pub struct ToolArguments(pub BTreeMap<String, Value>);
-
-/// `POST /v1/tools/{name}` answer.
-#[derive(ToSchema)]
-pub struct ToolResult {
-    /// The tool's result, compact JSON for a model (e.g. the mission with a `next_step` sentence).
-    #[schema(value_type = Object)]
-    pub result: Value,
-}

@@ -2,19 +2,14 @@
 //! read with staffing, remove, dry-run validation, and the per-agent
 //! verdicts the scorer applies to a task.
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Query},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -23,11 +18,11 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/org-spec", get(show).put(put).delete(remove))
-        .route("/v1/org-spec/validate", post(validate))
-        .route("/v1/org-spec/verdicts", get(verdicts))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(show, put, remove))
+        .routes(routes!(validate))
+        .routes(routes!(verdicts))
 }
 
 /// An upload: the spec document and, optionally, the version it replaces.

@@ -1,16 +1,16 @@
 //! `GET /v1/plan-library/search` and `/v1/plan-library/cases/{id}`: the
 //! workspace's finished missions as cases (see [`crate::planning::cases`]).
 
-use axum::{Router, extract::State, routing::get};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::Principal,
@@ -26,10 +26,10 @@ pub const MAX_SEARCH_LIMIT: usize = 100;
 const SEARCH_SCAN_LIMIT: i64 = 2_000;
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/plan-library/search", get(search))
-        .route("/v1/plan-library/cases/{id}", get(show))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(search))
+        .routes(routes!(show))
 }
 
 /// Which cases a search looks at.

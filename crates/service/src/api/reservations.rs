@@ -1,18 +1,13 @@
 //! `/v1/reservations`: advisory reservations of work surfaces with a TTL.
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::{Deserialize, Serialize};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -24,11 +19,11 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/reservations", get(list).post(create))
-        .route("/v1/reservations/{id}", get(show))
-        .route("/v1/reservations/{id}/release", post(release))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show))
+        .routes(routes!(release))
 }
 
 /// `POST /v1/reservations` body.

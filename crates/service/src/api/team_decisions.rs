@@ -3,19 +3,17 @@
 //! and the ADR of a committed decision as markdown.
 
 use axum::{
-    Router,
     extract::State,
     http::{StatusCode, header},
     response::IntoResponse,
-    routing::{get, post},
 };
 use serde::Serialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path},
-    openapi as doc,
 };
 use crate::{
     auth::Principal,
@@ -26,13 +24,13 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/missions/{id}/team-decisions", get(list).post(propose))
-        .route("/v1/team-decisions/{id}", get(show))
-        .route("/v1/team-decisions/{id}/votes", post(vote))
-        .route("/v1/team-decisions/{id}/cancel", post(cancel))
-        .route("/v1/team-decisions/{id}/adr", get(adr))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, propose))
+        .routes(routes!(show))
+        .routes(routes!(vote))
+        .routes(routes!(cancel))
+        .routes(routes!(adr))
 }
 
 /// Puts a decision to the mission's team: a topic, options, evidence, the

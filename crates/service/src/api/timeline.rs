@@ -1,15 +1,15 @@
 //! `GET /v1/missions/{id}/timeline` and `/snapshots`: projections of the
 //! mission's event log (see [`crate::timeline`]).
 
-use axum::{Router, extract::State, routing::get};
+use axum::extract::State;
 use serde::Serialize;
 use sqlx::PgPool;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path},
-    openapi as doc,
 };
 use crate::{
     auth::Principal,
@@ -19,10 +19,10 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/missions/{id}/timeline", get(timeline))
-        .route("/v1/missions/{id}/snapshots", get(snapshots))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(timeline))
+        .routes(routes!(snapshots))
 }
 
 /// Every event of the mission, in `seq` order.

@@ -1,18 +1,19 @@
 //! `/v1/tokens`: admins mint API tokens for their workspace.
 
-use axum::{Router, extract::State, http::StatusCode, routing::post};
+use axum::{extract::State, http::StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::{AppState, extract::Json, openapi as doc};
+use super::{AppState, doc, extract::Json};
 use crate::{
     auth::{self, Principal, Role},
     error::{ApiError, ApiResult},
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/tokens", post(create))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create))
 }
 
 /// `POST /v1/tokens` body.
@@ -39,7 +40,7 @@ struct CreateToken {
     operation_id = "create_token",
     request_body = CreateToken,
     responses(
-        (status = 201, description = "Created; the secret is shown only now", body = doc::TokenCreated),
+        (status = 201, description = "Created; the secret is shown only now", body = TokenCreated),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden)
@@ -74,4 +75,17 @@ async fn create(
         StatusCode::CREATED,
         Json(json!({ "id": id, "role": req.role, "name": name, "token": secret })),
     ))
+}
+
+/// `POST /v1/tokens` answer. The secret is shown only here.
+#[derive(utoipa::ToSchema)]
+pub struct TokenCreated {
+    /// Token id.
+    pub id: uuid::Uuid,
+    /// What the token may do.
+    pub role: Role,
+    /// Its name.
+    pub name: String,
+    /// The secret to send as `Authorization: Bearer …`; it cannot be read again.
+    pub token: String,
 }

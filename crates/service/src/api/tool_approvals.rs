@@ -3,19 +3,17 @@
 //! attempt's own token; people list and resolve with API tokens.
 
 use axum::{
-    Router,
     extract::State,
     http::{StatusCode, request::Parts},
-    routing::{get, post},
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query, bearer},
-    openapi as doc,
 };
 use crate::{
     auth::Principal,
@@ -27,14 +25,14 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/attempts/{id}/tool-approvals", post(request))
-        .route("/v1/attempts/{id}/tool-approvals/{approval_id}", get(poll))
-        .route("/v1/attempts/{id}/tool-calls", post(report_call))
-        .route("/v1/tool-approvals", get(list))
-        .route("/v1/tool-approvals/{id}", get(show))
-        .route("/v1/tool-approvals/{id}/resolve", post(resolve))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(request))
+        .routes(routes!(poll))
+        .routes(routes!(report_call))
+        .routes(routes!(list))
+        .routes(routes!(show))
+        .routes(routes!(resolve))
 }
 
 /// The raw bearer token of a worker callback (checked against the attempt's).
@@ -123,7 +121,7 @@ async fn poll(
     params(("id" = Uuid, Path, description = "Attempt id")),
     request_body = ToolCallReport,
     responses(
-        (status = 200, description = "Recorded", body = doc::ReportAccepted),
+        (status = 200, description = "Recorded", body = super::attempts::ReportAccepted),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 404, response = doc::NotFound),

@@ -1,17 +1,13 @@
 //! `/v1/tools`: the chat tools of [`crate::tools`] as plain function-calling
 //! schemas, and a route to invoke each one.
 
-use axum::{
-    Router,
-    extract::State,
-    routing::{get, post},
-};
+use axum::extract::State;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path},
-    openapi as doc,
 };
 use crate::{
     auth::Principal,
@@ -20,10 +16,10 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/tools", get(list))
-        .route("/v1/tools/{name}", post(invoke))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(invoke))
 }
 
 /// The chat tools the caller's role may call, in OpenAI function-calling form.
@@ -35,7 +31,7 @@ pub fn router() -> Router<AppState> {
     tag = "tools",
     operation_id = "list_tools",
     responses(
-        (status = 200, description = "The tools", body = doc::ToolList),
+        (status = 200, description = "The tools", body = ToolList),
         (status = 401, response = doc::Unauthorized)
     ),
     security(("api_token" = []))
@@ -56,9 +52,9 @@ async fn list(who: Principal) -> Json<Value> {
     tag = "tools",
     operation_id = "invoke_tool",
     params(("name" = String, Path, description = "Tool name, e.g. `create_mission`")),
-    request_body(content = Option<doc::ToolArguments>, description = "Optional; the tool's arguments as its `parameters` schema describes them"),
+    request_body(content = Option<ToolArguments>, description = "Optional; the tool's arguments as its `parameters` schema describes them"),
     responses(
-        (status = 200, description = "The tool ran", body = doc::ToolResult),
+        (status = 200, description = "The tool ran", body = ToolResult),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden),
@@ -86,4 +82,53 @@ async fn invoke(
     };
     let result = tool.invoke(&state, &who, args).await?;
     Ok(Json(json!({ "result": result })))
+}
+
+/// `GET /v1/tools` answer.
+#[derive(utoipa::ToSchema)]
+pub struct ToolList {
+    /// The tools the caller's role may call; pass them to the model as they are.
+    pub tools: Vec<FunctionTool>,
+}
+
+/// A tool in OpenAI function-calling form.
+#[derive(utoipa::ToSchema)]
+pub struct FunctionTool {
+    /// Always `function`.
+    #[schema(rename = "type")]
+    pub kind: FunctionKind,
+    /// The function.
+    pub function: FunctionSpec,
+}
+
+/// The only kind of tool.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum FunctionKind {
+    /// A function the model may call.
+    Function,
+}
+
+/// A function a model may call.
+#[derive(utoipa::ToSchema)]
+pub struct FunctionSpec {
+    /// The tool's name, for `POST /v1/tools/{name}`.
+    pub name: String,
+    /// What it does and when to use it, written for a model.
+    pub description: String,
+    /// JSON Schema (an object schema) of its arguments.
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+}
+
+/// `POST /v1/tools/{name}` body: the tool's arguments object (`null` values count as not given).
+#[derive(utoipa::ToSchema)]
+pub struct ToolArguments(pub std::collections::BTreeMap<String, Value>);
+
+/// `POST /v1/tools/{name}` answer.
+#[derive(utoipa::ToSchema)]
+pub struct ToolResult {
+    /// The tool's result, compact JSON for a model (e.g. the mission with a `next_step` sentence).
+    #[schema(value_type = Object)]
+    pub result: Value,
 }

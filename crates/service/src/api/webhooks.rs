@@ -1,14 +1,14 @@
 //! `/v1/webhooks`: outbound webhooks and their delivery logs.
 
-use axum::{Router, extract::State, http::StatusCode, routing::get};
+use axum::{extract::State, http::StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -18,19 +18,13 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/webhooks", get(list).post(create))
-        .route("/v1/webhooks/{id}", get(show).delete(remove))
-        .route("/v1/webhooks/{id}/deliveries", get(deliveries))
-        .route(
-            "/v1/agents/{agent_id}/subscriptions",
-            get(list_subscriptions).post(subscribe),
-        )
-        .route(
-            "/v1/agents/{agent_id}/subscriptions/{id}",
-            axum::routing::delete(unsubscribe),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show, remove))
+        .routes(routes!(deliveries))
+        .routes(routes!(list_subscriptions, subscribe))
+        .routes(routes!(unsubscribe))
 }
 
 /// `POST /v1/agents/{agent_id}/subscriptions` body: events matching every topic given are pushed to the agent.
@@ -131,7 +125,7 @@ async fn subscribe(
     operation_id = "list_subscriptions",
     params(("agent_id" = String, Path, description = "Agent id")),
     responses(
-        (status = 200, description = "The subscriptions", body = doc::WebhookList),
+        (status = 200, description = "The subscriptions", body = WebhookList),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden)
     ),
@@ -231,7 +225,7 @@ async fn create(
     tag = "webhooks",
     operation_id = "list_webhooks",
     responses(
-        (status = 200, description = "Every webhook", body = doc::WebhookList),
+        (status = 200, description = "Every webhook", body = WebhookList),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden)
     ),
@@ -323,7 +317,7 @@ struct DeliveryParams {
     operation_id = "list_webhook_deliveries",
     params(("id" = Uuid, Path, description = "Webhook id"), DeliveryParams),
     responses(
-        (status = 200, description = "The latest deliveries", body = doc::DeliveryList),
+        (status = 200, description = "The latest deliveries", body = DeliveryList),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden),
@@ -353,4 +347,18 @@ async fn deliveries(
     }
     let log = store::deliveries(&state.pool, id, limit).await?;
     Ok(Json(json!({ "deliveries": log })))
+}
+
+/// `GET /v1/webhooks` answer.
+#[derive(utoipa::ToSchema)]
+pub struct WebhookList {
+    /// Every webhook of the workspace, newest first.
+    pub webhooks: Vec<WebhookView>,
+}
+
+/// `GET /v1/webhooks/{id}/deliveries` answer.
+#[derive(utoipa::ToSchema)]
+pub struct DeliveryList {
+    /// The latest deliveries, newest first.
+    pub deliveries: Vec<crate::store::webhooks::DeliveryView>,
 }

@@ -1,19 +1,14 @@
 //! `/v1` routes of the human workforce: contractors (people, distinct from
 //! contractor agents), work packages, and delegating a mission task.
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::{Deserialize, Serialize};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -26,22 +21,16 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/contractors",
-            get(list_contractors).post(add_contractor),
-        )
-        .route(
-            "/v1/contractors/{id}",
-            get(show_contractor).patch(update_contractor),
-        )
-        .route("/v1/work-packages", get(list_packages).post(create_package))
-        .route("/v1/work-packages/{id}", get(show_package))
-        .route("/v1/work-packages/{id}/transition", post(transition))
-        .route("/v1/work-packages/{id}/assign", post(assign))
-        .route("/v1/work-packages/{id}/progress", post(progress))
-        .route("/v1/missions/{id}/tasks/{task}/delegate", post(delegate))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_contractors, add_contractor))
+        .routes(routes!(show_contractor, update_contractor))
+        .routes(routes!(list_packages, create_package))
+        .routes(routes!(show_package))
+        .routes(routes!(transition))
+        .routes(routes!(assign))
+        .routes(routes!(progress))
+        .routes(routes!(delegate))
 }
 
 /// Most rows one listing answers.

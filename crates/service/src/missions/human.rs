@@ -40,6 +40,7 @@ pub enum HumanAction {
 /// `POST /v1/missions/{id}/tasks/{task}/resolve` body.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ResolveTaskRequest)]
 pub struct ResolveRequest {
     /// `complete`, `retry`, `skip` or `fail`.
     pub action: HumanAction,

@@ -7,22 +7,17 @@
 //! outside [0, 1] (a certainty 1.4).
 
 use std::str::FromStr;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use axum::{
-    Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{extract::State, http::StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    AppState,
+    AppState, doc,
     extract::{Json, Path, Query},
-    openapi as doc,
 };
 use crate::{
     auth::{Principal, Role},
@@ -44,61 +39,22 @@ use crate::{
 };
 
 /// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/agents/{agent_id}/beliefs",
-            get(list_beliefs).put(put_belief),
-        )
-        .route(
-            "/v1/agents/{agent_id}/beliefs/{belief_id}/revisions",
-            get(belief_revisions),
-        )
-        .route(
-            "/v1/agents/{agent_id}/desires",
-            get(list_desires).post(create_desire),
-        )
-        .route(
-            "/v1/agents/{agent_id}/desires/{desire_id}",
-            get(show_desire),
-        )
-        .route(
-            "/v1/agents/{agent_id}/desires/{desire_id}/drop",
-            post(drop_desire),
-        )
-        .route(
-            "/v1/agents/{agent_id}/goals",
-            get(list_goals).post(create_goal),
-        )
-        .route(
-            "/v1/agents/{agent_id}/goals/{goal_id}/status",
-            post(goal_status),
-        )
-        .route(
-            "/v1/agents/{agent_id}/intentions",
-            get(list_intentions).post(commit_intention),
-        )
-        .route(
-            "/v1/agents/{agent_id}/intentions/{intention_id}/status",
-            post(intention_status),
-        )
-        .route(
-            "/v1/agents/{agent_id}/intentions/{intention_id}/progress",
-            post(intention_progress),
-        )
-        .route(
-            "/v1/agents/{agent_id}/intentions/{intention_id}/reconsider",
-            post(reconsider),
-        )
-        .route(
-            "/v1/bdi/maintenance",
-            get(maintenance_status).post(run_maintenance),
-        )
-        .route("/v1/bdi/conflicts", get(conflicts))
-        .route(
-            "/v1/missions/{id}/commitment",
-            get(show_commitment).put(put_commitment),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_beliefs, put_belief))
+        .routes(routes!(belief_revisions))
+        .routes(routes!(list_desires, create_desire))
+        .routes(routes!(show_desire))
+        .routes(routes!(drop_desire))
+        .routes(routes!(list_goals, create_goal))
+        .routes(routes!(goal_status))
+        .routes(routes!(list_intentions, commit_intention))
+        .routes(routes!(intention_status))
+        .routes(routes!(intention_progress))
+        .routes(routes!(reconsider))
+        .routes(routes!(maintenance_status, run_maintenance))
+        .routes(routes!(conflicts))
+        .routes(routes!(show_commitment, put_commitment))
 }
 
 /// Parses an enum value from text; an unknown one is a 422 naming the choices.

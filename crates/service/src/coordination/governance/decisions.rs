@@ -363,6 +363,7 @@ pub async fn get_decision(
 /// `POST /v1/decisions/{id}/resolve` body.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ResolveDecisionRequest)]
 pub struct ResolveRequest {
     /// `approved`, `rejected`, `deferred` or `modified`.
     pub outcome: Outcome,
