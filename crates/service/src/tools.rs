@@ -17,23 +17,33 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::{
-    api::{
-        AppState,
-        missions::{APPROVERS, WRITERS},
-        plan_library::{MAX_SEARCH_LIMIT, OutcomeFilter, search_cases},
-    },
     auth::{Principal, Role},
     coordination::{governance, tool_policy},
     domain::MissionStatus,
     error::ApiError,
     missions::{
-        self, ApproveRequest, CreateMission, MissionView, ReviewRequest,
+        self, ApproveRequest, CreateMission, MissionView, PlanningConfig, ReviewRequest,
         human::{self, ResolveRequest},
+        plan_library::{MAX_SEARCH_LIMIT, OutcomeFilter, search_cases},
         replan::{self, InstructionsRequest, RejectPlanRequest},
+        roles::{APPROVERS, WRITERS},
     },
     planning::PlanSpec,
     store::missions as store,
 };
+
+/// What a tool needs to run its use case: the database, the planner's
+/// settings and the client for calls to workers. Each surface (REST, MCP)
+/// builds one from its own state.
+#[derive(Clone, Copy)]
+pub struct ToolContext<'a> {
+    /// The database.
+    pub pool: &'a sqlx::PgPool,
+    /// Planning settings (creating and replanning missions).
+    pub planning: &'a PlanningConfig,
+    /// Client for calls to workers (cancel notices).
+    pub http: &'a reqwest::Client,
+}
 
 /// Reads are open to every role, as `GET /v1/missions` is.
 const READERS: &[Role] = Role::ALL;
@@ -117,7 +127,7 @@ impl Tool {
     /// `args` is the arguments object (`null` counts as no arguments).
     pub async fn invoke(
         &self,
-        state: &AppState,
+        cx: &ToolContext<'_>,
         who: &Principal,
         args: Value,
     ) -> Result<Value, ApiError> {
@@ -126,19 +136,19 @@ impl Tool {
         match self.kind {
             Kind::CreateMission => {
                 let req: CreateMission = request(args)?;
-                let view = missions::create(&state.pool, &state.planning, who, req).await?;
+                let view = missions::create(cx.pool, cx.planning, who, req).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::ApprovePlan => {
                 let id = mission_id(&mut args)?;
                 let req: ApproveRequest = request(args)?;
-                let view = missions::approve(&state.pool, who, id, req).await?;
+                let view = missions::approve(cx.pool, who, id, req).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::RejectPlan => {
                 let id = mission_id(&mut args)?;
                 let req: RejectPlanRequest = request(args)?;
-                let view = replan::reject_plan(&state.pool, &state.planning, who, id, req).await?;
+                let view = replan::reject_plan(cx.pool, cx.planning, who, id, req).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::MissionStatus => {
@@ -147,25 +157,25 @@ impl Tool {
                     .get("include_outputs")
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
-                let view = missions::view(&state.pool, who.workspace_id, id).await?;
+                let view = missions::view(cx.pool, who.workspace_id, id).await?;
                 Ok(mission_result(&view, outputs))
             }
-            Kind::ListMissions => list_missions(state, who, &args).await,
+            Kind::ListMissions => list_missions(cx, who, &args).await,
             Kind::CancelMission => {
                 let id = mission_id(&mut args)?;
-                let view = missions::cancel(&state.pool, &state.http, who, id).await?;
+                let view = missions::cancel(cx.pool, cx.http, who, id).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::SendInstructions => {
                 let id = mission_id(&mut args)?;
                 let req: InstructionsRequest = request(args)?;
-                let view = replan::instructions(&state.pool, &state.planning, who, id, req).await?;
+                let view = replan::instructions(cx.pool, cx.planning, who, id, req).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::ReviewResults => {
                 let id = mission_id(&mut args)?;
                 let req: ReviewRequest = request(args)?;
-                let view = missions::review(&state.pool, who, id, req).await?;
+                let view = missions::review(cx.pool, who, id, req).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::ResolveTask => {
@@ -175,17 +185,17 @@ impl Tool {
                     _ => return Err(ApiError::invalid("task", "task is required")),
                 };
                 let req: ResolveRequest = request(args)?;
-                let view = human::resolve(&state.pool, &state.http, who, id, &task, req).await?;
+                let view = human::resolve(cx.pool, cx.http, who, id, &task, req).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::PauseMission => {
                 let id = mission_id(&mut args)?;
-                let view = missions::pause(&state.pool, who, id).await?;
+                let view = missions::pause(cx.pool, who, id).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::ResumeMission => {
                 let id = mission_id(&mut args)?;
-                let view = missions::resume(&state.pool, &state.http, who, id).await?;
+                let view = missions::resume(cx.pool, cx.http, who, id).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::ResolveDecision => {
@@ -196,8 +206,8 @@ impl Tool {
                         ApiError::invalid("decision_id", "decision_id must be a decision's id")
                     })?;
                 let req: governance::ResolveRequest = request(args)?;
-                let replan = state.planning.llm.is_some();
-                let d = governance::resolve(&state.pool, replan, who, id, req).await?;
+                let replan = cx.planning.llm.is_some();
+                let d = governance::resolve(cx.pool, replan, who, id, req).await?;
                 Ok(serde_json::to_value(d).unwrap_or_default())
             }
             Kind::ResolveToolApproval => {
@@ -208,10 +218,10 @@ impl Tool {
                         ApiError::invalid("approval_id", "approval_id must be a tool approval's id")
                     })?;
                 let req: tool_policy::ResolveApproval = request(args)?;
-                let a = tool_policy::resolve(&state.pool, who, id, req).await?;
+                let a = tool_policy::resolve(cx.pool, who, id, req).await?;
                 Ok(serde_json::to_value(a).unwrap_or_default())
             }
-            Kind::SearchPlanLibrary => search_plan_library(state, who, &args).await,
+            Kind::SearchPlanLibrary => search_plan_library(cx, who, &args).await,
         }
     }
 }
@@ -240,7 +250,7 @@ fn request<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, ApiError>
 }
 
 async fn list_missions(
-    state: &AppState,
+    cx: &ToolContext<'_>,
     who: &Principal,
     args: &Map<String, Value>,
 ) -> Result<Value, ApiError> {
@@ -254,7 +264,7 @@ async fn list_missions(
         .get("cursor")
         .and_then(Value::as_str)
         .and_then(|s| s.parse::<Uuid>().ok());
-    let rows = store::list(&state.pool, who.workspace_id, status, cursor, limit).await?;
+    let rows = store::list(cx.pool, who.workspace_id, status, cursor, limit).await?;
     let next_cursor = (rows.len() as i64 == limit)
         .then(|| rows.last().map(|r| r.id))
         .flatten();
@@ -290,7 +300,7 @@ async fn list_missions(
 }
 
 async fn search_plan_library(
-    state: &AppState,
+    cx: &ToolContext<'_>,
     who: &Principal,
     args: &Map<String, Value>,
 ) -> Result<Value, ApiError> {
@@ -307,7 +317,7 @@ async fn search_plan_library(
     };
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(5) as usize;
     let hits = search_cases(
-        &state.pool,
+        cx.pool,
         who.workspace_id,
         goal,
         None,

@@ -178,7 +178,7 @@ impl ServerHandler for ToolServer {
             .into());
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let result = match tool.invoke(&state, &who, args).await {
+        let result = match tool.invoke(&state.tools(), &who, args).await {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => error_result(e).await,
         };

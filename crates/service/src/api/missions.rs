@@ -11,13 +11,14 @@ use super::{
     extract::{Json, Path, Query},
 };
 use crate::{
-    auth::{Principal, Role},
+    auth::Principal,
     domain::MissionStatus,
     error::{ApiError, ApiResult},
     missions::{
         self, ApproveRequest, CreateMission, MissionSummary, MissionView, ReviewRequest,
         human::{CancelTaskRequest, ResolveRequest},
         replan::{self, InstructionsRequest, RejectPlanRequest, SaveRoutineRequest},
+        roles::{APPROVERS, WRITERS},
     },
     store::{events, missions as store},
 };
@@ -40,11 +41,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(resolve_task))
         .routes(routes!(cancel_task))
 }
-
-/// Roles that may change missions.
-pub(crate) const WRITERS: &[Role] = &[Role::Admin, Role::Operator];
-/// Roles that may approve plans, review results and settle tasks.
-pub(crate) const APPROVERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder];
 
 /// Creates a mission: plans it (or takes the given plan) and, in autonomous mode, starts it.
 ///

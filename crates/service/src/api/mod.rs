@@ -81,6 +81,17 @@ pub struct AppState {
     pub limiter: Arc<rate_limit::RateLimiter>,
 }
 
+impl AppState {
+    /// What the chat tools need of this state.
+    pub fn tools(&self) -> crate::tools::ToolContext<'_> {
+        crate::tools::ToolContext {
+            pool: &self.pool,
+            planning: &self.planning,
+            http: &self.http,
+        }
+    }
+}
+
 /// The router with every route and layer.
 pub fn router(state: AppState) -> Router {
     let limiter = axum::middleware::from_fn_with_state(state.clone(), rate_limit::limit_anonymous);

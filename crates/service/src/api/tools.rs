@@ -80,7 +80,7 @@ async fn invoke(
             details: Value::Null,
         })?
     };
-    let result = tool.invoke(&state, &who, args).await?;
+    let result = tool.invoke(&state.tools(), &who, args).await?;
     Ok(Json(json!({ "result": result })))
 }
 

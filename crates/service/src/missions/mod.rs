@@ -4,8 +4,10 @@
 
 pub mod finish;
 pub mod human;
+pub mod plan_library;
 pub mod planner;
 pub mod replan;
+pub mod roles;
 
 use std::collections::BTreeMap;
 
