@@ -15,6 +15,7 @@ pub mod governance;
 pub mod handoffs;
 pub mod messages;
 pub mod metrics;
+pub mod mission_row;
 pub mod missions;
 pub mod organisation;
 pub mod plan_cases;

@@ -9,7 +9,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::missions::MissionRow;
+use super::mission_row::MissionRow;
 use crate::planning::{
     PlanSpec,
     cases::{self, Case, TaskRecord},
