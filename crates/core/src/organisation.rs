@@ -221,6 +221,17 @@ pub struct SpecProblem {
     pub message: String,
 }
 
+/// Records an `unknown_role` problem when `role` is not among `roles` (case-folded ids).
+fn unknown_role(roles: &BTreeSet<String>, path: String, role: &str, out: &mut Vec<SpecProblem>) {
+    if !roles.contains(&key(role)) {
+        out.push(problem(
+            "unknown_role",
+            path,
+            format!("role '{role}' is not defined in roles"),
+        ));
+    }
+}
+
 fn problem(code: &'static str, path: impl Into<String>, message: String) -> SpecProblem {
     SpecProblem {
         code,
@@ -265,6 +276,24 @@ impl OrgSpec {
     /// Every structural problem of an already-deserialised spec.
     pub fn problems(&self) -> Vec<SpecProblem> {
         let mut out = Vec::new();
+        self.size_problems(&mut out);
+        self.id_problems(&mut out);
+        self.role_problems(&mut out);
+        self.group_problems(&mut out);
+        self.link_problems(&mut out);
+        self.mission_problems(&mut out);
+        self.norm_problems(&mut out);
+        self.norm_conflicts(&mut out);
+        out
+    }
+
+    /// Case-folded ids of the defined roles.
+    fn role_keys(&self) -> BTreeSet<String> {
+        self.roles.iter().map(|r| key(&r.id)).collect()
+    }
+
+    /// No roles at all, or more entries than allowed.
+    fn size_problems(&self, out: &mut Vec<SpecProblem>) {
         if self.roles.is_empty() {
             out.push(problem(
                 "no_roles",
@@ -291,6 +320,10 @@ impl OrgSpec {
                 ));
             }
         }
+    }
+
+    /// Ids: well formed and unique within their kind.
+    fn id_problems(&self, out: &mut Vec<SpecProblem>) {
         // Ids: well formed and unique within their kind (goals and missions
         // share one namespace, since norms target either).
         let ids = |kind: &str, entries: Vec<(String, &str)>, out: &mut Vec<SpecProblem>| {
@@ -319,7 +352,7 @@ impl OrgSpec {
                 .enumerate()
                 .map(|(i, r)| (format!("roles[{i}].id"), r.id.as_str()))
                 .collect(),
-            &mut out,
+            out,
         );
         ids(
             "group",
@@ -328,7 +361,7 @@ impl OrgSpec {
                 .enumerate()
                 .map(|(i, g)| (format!("groups[{i}].id"), g.id.as_str()))
                 .collect(),
-            &mut out,
+            out,
         );
         let mut functional: Vec<(String, &str)> = Vec::new();
         for (i, m) in self.missions.iter().enumerate() {
@@ -337,7 +370,7 @@ impl OrgSpec {
                 functional.push((format!("missions[{i}].goals[{j}].id"), g.id.as_str()));
             }
         }
-        ids("mission or goal", functional, &mut out);
+        ids("mission or goal", functional, out);
         ids(
             "norm",
             self.norms
@@ -345,22 +378,19 @@ impl OrgSpec {
                 .enumerate()
                 .map(|(i, n)| (format!("norms[{i}].id"), n.id.as_str()))
                 .collect(),
-            &mut out,
+            out,
         );
+    }
 
-        let roles: BTreeSet<String> = self.roles.iter().map(|r| key(&r.id)).collect();
+    /// Roles: known parents, sane cardinality, no inheritance cycle.
+    fn role_problems(&self, out: &mut Vec<SpecProblem>) {
+        let roles = self.role_keys();
         let known_role = |path: String, role: &str, out: &mut Vec<SpecProblem>| {
-            if !roles.contains(&key(role)) {
-                out.push(problem(
-                    "unknown_role",
-                    path,
-                    format!("role '{role}' is not defined in roles"),
-                ));
-            }
+            unknown_role(&roles, path, role, out);
         };
         for (i, r) in self.roles.iter().enumerate() {
             if let Some(parent) = &r.extends {
-                known_role(format!("roles[{i}].extends"), parent, &mut out);
+                known_role(format!("roles[{i}].extends"), parent, out);
             }
             if let Some(max) = r.cardinality.max
                 && r.cardinality.min > max
@@ -382,10 +412,18 @@ impl OrgSpec {
                 format!("role '{role}' extends itself through its parents"),
             ));
         }
+    }
+
+    /// Groups: known roles and subgroups, no containment cycle.
+    fn group_problems(&self, out: &mut Vec<SpecProblem>) {
+        let roles = self.role_keys();
+        let known_role = |path: String, role: &str, out: &mut Vec<SpecProblem>| {
+            unknown_role(&roles, path, role, out);
+        };
         let groups: BTreeSet<String> = self.groups.iter().map(|g| key(&g.id)).collect();
         for (i, g) in self.groups.iter().enumerate() {
             for (j, r) in g.roles.iter().enumerate() {
-                known_role(format!("groups[{i}].roles[{j}]"), r, &mut out);
+                known_role(format!("groups[{i}].roles[{j}]"), r, out);
             }
             for (j, s) in g.subgroups.iter().enumerate() {
                 if !groups.contains(&key(s)) {
@@ -404,10 +442,22 @@ impl OrgSpec {
                 format!("group '{group}' contains itself through its subgroups"),
             ));
         }
+    }
+
+    /// Links: both ends are defined roles.
+    fn link_problems(&self, out: &mut Vec<SpecProblem>) {
+        let roles = self.role_keys();
+        let known_role = |path: String, role: &str, out: &mut Vec<SpecProblem>| {
+            unknown_role(&roles, path, role, out);
+        };
         for (i, l) in self.links.iter().enumerate() {
-            known_role(format!("links[{i}].from"), &l.from, &mut out);
-            known_role(format!("links[{i}].to"), &l.to, &mut out);
+            known_role(format!("links[{i}].from"), &l.from, out);
+            known_role(format!("links[{i}].to"), &l.to, out);
         }
+    }
+
+    /// Missions: each has goals, each goal a plan.
+    fn mission_problems(&self, out: &mut Vec<SpecProblem>) {
         for (i, m) in self.missions.iter().enumerate() {
             if m.goals.is_empty() {
                 out.push(problem(
@@ -429,13 +479,21 @@ impl OrgSpec {
                 }
             }
         }
+    }
+
+    /// Norms: a defined role and a target that is a mission or goal.
+    fn norm_problems(&self, out: &mut Vec<SpecProblem>) {
+        let roles = self.role_keys();
+        let known_role = |path: String, role: &str, out: &mut Vec<SpecProblem>| {
+            unknown_role(&roles, path, role, out);
+        };
         let targets: BTreeSet<String> = self
             .missions
             .iter()
             .flat_map(|m| std::iter::once(key(&m.id)).chain(m.goals.iter().map(|g| key(&g.id))))
             .collect();
         for (i, n) in self.norms.iter().enumerate() {
-            known_role(format!("norms[{i}].role"), &n.role, &mut out);
+            known_role(format!("norms[{i}].role"), &n.role, out);
             if !targets.contains(&key(&n.target)) {
                 out.push(problem(
                     "unknown_target",
@@ -447,6 +505,10 @@ impl OrgSpec {
                 ));
             }
         }
+    }
+
+    /// One role both obliged and prohibited on one goal.
+    fn norm_conflicts(&self, out: &mut Vec<SpecProblem>) {
         // The same role both obliged and prohibited on one goal is a
         // contradiction the author must settle; inherited ones are resolved
         // by the documented precedence.
@@ -470,7 +532,6 @@ impl OrgSpec {
                 ));
             }
         }
-        out
     }
 
     fn extends_cycle(&self) -> Option<String> {

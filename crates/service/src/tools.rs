@@ -630,7 +630,25 @@ fn object(properties: Value, required: &[&str]) -> Value {
     })
 }
 
+/// Every tool, in the order `/v1/tools` lists them: a mission's life from
+/// start to lessons.
 fn build() -> Vec<Tool> {
+    [
+        starting_tools(),
+        following_tools(),
+        steering_tools(),
+        settling_tools(),
+        pausing_tools(),
+        deciding_tools(),
+        learning_tools(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Tools that start a mission and settle its plan.
+fn starting_tools() -> Vec<Tool> {
     vec![
         Tool {
             name: "create_mission",
@@ -693,6 +711,12 @@ fn build() -> Vec<Tool> {
             read_only: false,
             kind: Kind::RejectPlan,
         },
+    ]
+}
+
+/// Tools that follow missions.
+fn following_tools() -> Vec<Tool> {
+    vec![
         Tool {
             name: "mission_status",
             title: "Show a mission",
@@ -731,6 +755,12 @@ fn build() -> Vec<Tool> {
             read_only: true,
             kind: Kind::ListMissions,
         },
+    ]
+}
+
+/// Tools that stop or redirect a running mission.
+fn steering_tools() -> Vec<Tool> {
+    vec![
         Tool {
             name: "cancel_mission",
             title: "Cancel a mission",
@@ -762,6 +792,12 @@ fn build() -> Vec<Tool> {
             read_only: false,
             kind: Kind::SendInstructions,
         },
+    ]
+}
+
+/// Tools that judge results and settle stuck tasks.
+fn settling_tools() -> Vec<Tool> {
+    vec![
         Tool {
             name: "review_results",
             title: "Review a mission's results",
@@ -801,6 +837,12 @@ fn build() -> Vec<Tool> {
             read_only: false,
             kind: Kind::ResolveTask,
         },
+    ]
+}
+
+/// Tools that pause and resume a mission.
+fn pausing_tools() -> Vec<Tool> {
+    vec![
         Tool {
             name: "pause_mission",
             title: "Pause a mission",
@@ -826,6 +868,12 @@ fn build() -> Vec<Tool> {
             read_only: false,
             kind: Kind::ResumeMission,
         },
+    ]
+}
+
+/// Tools that answer the decisions and tool approvals waiting for a person.
+fn deciding_tools() -> Vec<Tool> {
+    vec![
         Tool {
             name: "resolve_decision",
             title: "Resolve a governance decision",
@@ -871,26 +919,30 @@ fn build() -> Vec<Tool> {
             read_only: false,
             kind: Kind::ResolveToolApproval,
         },
-        Tool {
-            name: "search_plan_library",
-            title: "Search the plan library",
-            description: "Find finished missions similar to a goal: each case has a similarity score \
+    ]
+}
+
+/// Tools that search what earlier missions taught.
+fn learning_tools() -> Vec<Tool> {
+    vec![Tool {
+        name: "search_plan_library",
+        title: "Search the plan library",
+        description: "Find finished missions similar to a goal: each case has a similarity score \
                 (0–1), whether the mission completed or failed, and the lessons learned from it \
                 (tasks that failed and why, retries, cost overruns). Use it before create_mission to \
                 see how similar work went.",
-            parameters: object(
-                json!({
-                    "goal": { "type": "string", "minLength": 1, "description": "The goal to find similar cases for." },
-                    "outcome": { "type": "string", "enum": ["success", "failure", "any"], "description": "Only completed (success) or failed (failure) missions; any (default)." },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": 100, "description": "Most cases to return (default 5)." }
-                }),
-                &["goal"],
-            ),
-            roles: READERS,
-            read_only: true,
-            kind: Kind::SearchPlanLibrary,
-        },
-    ]
+        parameters: object(
+            json!({
+                "goal": { "type": "string", "minLength": 1, "description": "The goal to find similar cases for." },
+                "outcome": { "type": "string", "enum": ["success", "failure", "any"], "description": "Only completed (success) or failed (failure) missions; any (default)." },
+                "limit": { "type": "integer", "minimum": 1, "maximum": 100, "description": "Most cases to return (default 5)." }
+            }),
+            &["goal"],
+        ),
+        roles: READERS,
+        read_only: true,
+        kind: Kind::SearchPlanLibrary,
+    }]
 }
 
 /// Only stakeholders resolve governance decisions.
