@@ -1010,3 +1010,23 @@ pub async fn solicit(
     }
     Ok(n)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_database_failures_are_retried() {
+        assert!(TenderError::Database(sqlx::Error::PoolTimedOut).is_transient());
+        assert!(TenderError::Database(sqlx::Error::RowNotFound).is_transient());
+        assert!(!TenderError::NotYours.is_transient());
+        assert!(!TenderError::Invalid(Invalid::new("confidence", "out of range")).is_transient());
+        let late = TenderError::Closed {
+            tender_id: Uuid::nil(),
+            status: "awarded".into(),
+            deadline: String::new(),
+        };
+        assert!(!late.is_transient());
+        assert!(late.to_string().contains("is awarded (deadline"));
+    }
+}
