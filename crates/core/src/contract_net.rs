@@ -28,7 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::text_enum;
+use crate::{domain::text_enum, invalid::Invalid};
 
 /// Weight of the capability match.
 pub const W_CAPABILITY: f64 = 0.35;
@@ -164,6 +164,37 @@ pub fn skill_coverage(required: &[String], skills: &[String]) -> f64 {
     covered as f64 / required.len() as f64
 }
 
+/// Shortest tender window, in milliseconds.
+pub const MIN_WINDOW_MS: i32 = 100;
+/// Longest tender window (a day), in milliseconds.
+pub const MAX_WINDOW_MS: i32 = 86_400_000;
+
+/// Checks a mission's allocation setting: `score` or `tender`, and the
+/// tender window when one is given.
+pub fn check_allocation(allocation: &str, window_ms: Option<i32>) -> Result<(), Invalid> {
+    if !matches!(allocation, "score" | "tender") {
+        return Err(Invalid::new(
+            "allocation",
+            "allocation must be 'score' or 'tender'",
+        ));
+    }
+    if let Some(ms) = window_ms {
+        check_window(ms)?;
+    }
+    Ok(())
+}
+
+/// Checks a tender window: 100 ms to a day.
+pub fn check_window(ms: i32) -> Result<(), Invalid> {
+    if !(MIN_WINDOW_MS..=MAX_WINDOW_MS).contains(&ms) {
+        return Err(Invalid::new(
+            "window_ms",
+            "the tender window must be between 100 and 86400000 ms",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +260,21 @@ mod tests {
         );
         assert_eq!(TenderStatus::Awarded.close(true), None);
         assert_eq!(TenderStatus::NoProposals.close(true), None);
+    }
+
+    #[test]
+    fn allocation_settings() {
+        assert!(check_allocation("score", None).is_ok());
+        assert!(check_allocation("tender", Some(100)).is_ok());
+        assert!(check_allocation("tender", Some(MAX_WINDOW_MS)).is_ok());
+        assert_eq!(
+            check_allocation("auction", None).map_err(|e| e.field),
+            Err("allocation".to_owned())
+        );
+        assert_eq!(
+            check_allocation("tender", Some(99)).map_err(|e| e.field),
+            Err("window_ms".to_owned())
+        );
+        assert!(check_window(MAX_WINDOW_MS + 1).is_err());
     }
 }

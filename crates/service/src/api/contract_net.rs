@@ -217,3 +217,124 @@ async fn set_allocation(
         cnet::set_allocation(&state.pool, &who, id, req).await?,
     ))
 }
+
+// ---- How contract-net errors reach the client: status, code and details
+// of the one JSON error body.
+
+use serde_json::{Value, json};
+
+use crate::{coordination::contract_net::TenderError, error::ApiError};
+
+impl From<TenderError> for ApiError {
+    fn from(e: TenderError) -> Self {
+        let message = e.to_string();
+        let conflict = |code, details| ApiError::Conflict {
+            code,
+            message: message.clone(),
+            details,
+        };
+        match e {
+            TenderError::Invalid(e) => e.into(),
+            TenderError::UnknownStatus(e) => e.into(),
+            TenderError::Forbidden(_) | TenderError::NotYours => ApiError::Forbidden(message),
+            TenderError::NotFound { .. } => ApiError::NotFound(message),
+            TenderError::TaskStarted { .. } | TenderError::MissionOver { .. } => {
+                conflict("invalid_state", Value::Null)
+            }
+            TenderError::AlreadyOpen => conflict("tender_open", Value::Null),
+            TenderError::AlreadyClosed => conflict("tender_closed", Value::Null),
+            TenderError::VersionConflict => conflict("version_conflict", Value::Null),
+            TenderError::NoEligibleAgents {
+                required_skills,
+                required_tools,
+            } => ApiError::Unprocessable {
+                code: "no_eligible_agents",
+                message,
+                details: json!({ "required_skills": required_skills, "required_tools": required_tools }),
+            },
+            TenderError::ProposalExists { proposal_id, .. } => {
+                conflict("proposal_exists", json!({ "proposal_id": proposal_id }))
+            }
+            TenderError::Closed {
+                status, deadline, ..
+            } => conflict(
+                "tender_closed",
+                json!({ "status": status, "deadline": deadline }),
+            ),
+            TenderError::NotEligible {
+                agent_id,
+                eligible_agents,
+            } => ApiError::Unprocessable {
+                code: "not_eligible",
+                message,
+                details: json!({ "agent_id": agent_id, "eligible_agents": eligible_agents }),
+            },
+            TenderError::Message(e) => e.into(),
+            TenderError::Database(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+
+    use super::*;
+
+    /// The status and the body's `error` object a client gets for `e`.
+    async fn rendered(e: ApiError) -> (StatusCode, Value) {
+        let response = e.into_response();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("an error body is small");
+        let body: Value = serde_json::from_slice(&body).expect("an error body is JSON");
+        (status, body["error"].clone())
+    }
+
+    #[tokio::test]
+    async fn tender_errors_keep_their_status_code_and_details() {
+        let tender_id = Uuid::nil();
+        let (status, error) = rendered(
+            TenderError::Closed {
+                tender_id,
+                status: "open".into(),
+                deadline: "2026-01-01T00:00:00Z".into(),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "tender_closed");
+        assert_eq!(
+            error["message"],
+            format!(
+                "tender {tender_id} is past its deadline (deadline 2026-01-01T00:00:00Z); late proposals are refused"
+            )
+        );
+        assert_eq!(
+            error["details"],
+            json!({ "status": "open", "deadline": "2026-01-01T00:00:00Z" })
+        );
+        let (status, error) = rendered(
+            TenderError::NotEligible {
+                agent_id: "bob".into(),
+                eligible_agents: vec!["alice".into()],
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["code"], "not_eligible");
+        assert_eq!(
+            error["details"],
+            json!({ "agent_id": "bob", "eligible_agents": ["alice"] })
+        );
+        let (status, error) = rendered(
+            TenderError::from(coordinator_core::contract_net::check_window(5).unwrap_err()).into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(error["details"], json!({ "field": "window_ms" }));
+    }
+}

@@ -133,3 +133,104 @@ async fn show(
 ) -> ApiResult<Json<HandoffView>> {
     Ok(Json(handoffs::get(&state.pool, &who, id).await?))
 }
+
+// ---- How handoff errors reach the client: status, code and details of
+// the one JSON error body.
+
+use serde_json::{Value, json};
+
+use crate::coordination::handoffs::HandoffError;
+
+impl From<HandoffError> for ApiError {
+    fn from(e: HandoffError) -> Self {
+        let message = e.to_string();
+        match e {
+            HandoffError::Invalid(e) => e.into(),
+            HandoffError::Forbidden(_) | HandoffError::NotYours { .. } => {
+                ApiError::Forbidden(message)
+            }
+            HandoffError::UnknownTask { task_id } => ApiError::Unprocessable {
+                code: "unknown_task",
+                message,
+                details: json!({ "task_id": task_id }),
+            },
+            HandoffError::UnknownAgent { from } => ApiError::Unprocessable {
+                code: "unknown_agent",
+                message,
+                details: json!({ "from": from }),
+            },
+            HandoffError::MissionOver { .. } => ApiError::Conflict {
+                code: "invalid_state",
+                message,
+                details: Value::Null,
+            },
+            HandoffError::WrongTaskState { status, .. } => ApiError::Conflict {
+                code: "invalid_state",
+                message,
+                details: json!({ "entity": "task", "status": status }),
+            },
+            HandoffError::NotFound { .. } => ApiError::NotFound(message),
+            // Still the HTTP error (see `TaskMoveError`): `e.into()` once
+            // the missions use case has its own enum.
+            HandoffError::TaskMove(e) => e,
+            HandoffError::Message(e) => e.into(),
+            HandoffError::Database(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+
+    use super::*;
+    use crate::domain::TaskStatus;
+
+    /// The status and the body's `error` object a client gets for `e`.
+    async fn rendered(e: ApiError) -> (StatusCode, Value) {
+        let response = e.into_response();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("an error body is small");
+        let body: Value = serde_json::from_slice(&body).expect("an error body is JSON");
+        (status, body["error"].clone())
+    }
+
+    #[tokio::test]
+    async fn handoff_errors_keep_their_status_code_and_details() {
+        let (status, error) = rendered(
+            HandoffError::WrongTaskState {
+                reason: "a succeeded task cannot be handed to a person".into(),
+                status: TaskStatus::Succeeded,
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "invalid_state");
+        assert_eq!(
+            error["details"],
+            json!({ "entity": "task", "status": "succeeded" })
+        );
+        assert_eq!(
+            error["message"],
+            "a succeeded task cannot be handed to a person"
+        );
+        let task_id = Uuid::nil();
+        let (status, error) = rendered(HandoffError::UnknownTask { task_id }.into()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["code"], "unknown_task");
+        assert_eq!(error["details"], json!({ "task_id": task_id }));
+        let (status, error) = rendered(
+            HandoffError::NotYours {
+                me: "a".into(),
+                from: "b".into(),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert_eq!(error["code"], "forbidden");
+    }
+}

@@ -405,3 +405,141 @@ async fn mark(
     tx.commit().await?;
     Ok(Json(entry))
 }
+
+// ---- How messaging's errors reach the client: status, code and details
+// of the one JSON error body.
+
+use serde_json::json;
+
+use crate::coordination::messages::{LinkageError, MessageError};
+
+impl From<MessageError> for ApiError {
+    fn from(e: MessageError) -> Self {
+        let message = e.to_string();
+        let unprocessable = |code, details| ApiError::Unprocessable {
+            code,
+            message: message.clone(),
+            details,
+        };
+        match e {
+            MessageError::Invalid(e) => e.into(),
+            MessageError::IdReused { id } | MessageError::SentConcurrently { id } => {
+                ApiError::Conflict {
+                    code: "message_id_reused",
+                    message,
+                    details: json!({ "id": id }),
+                }
+            }
+            MessageError::UnknownSender { from } => {
+                unprocessable("unknown_sender", json!({ "from": from }))
+            }
+            MessageError::UnknownRecipient { to } => {
+                unprocessable("unknown_recipient", json!({ "to": to }))
+            }
+            MessageError::NoRecipients { to } => {
+                unprocessable("no_recipients", json!({ "to": to }))
+            }
+            MessageError::UnknownReplyTo { reply_to } => {
+                unprocessable("unknown_reply_to", json!({ "reply_to": reply_to }))
+            }
+            MessageError::Linkage(e) => e.into(),
+            MessageError::NotInInbox { .. } => ApiError::NotFound(message),
+            MessageError::AlreadyAcked {
+                message_id,
+                agent_id,
+                state,
+            } => ApiError::Conflict {
+                code: "already_acked",
+                message,
+                details: json!({ "message_id": message_id, "agent_id": agent_id, "state": state }),
+            },
+            MessageError::Database(e) => e.into(),
+            MessageError::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+impl From<LinkageError> for ApiError {
+    fn from(e: LinkageError) -> Self {
+        let message = e.to_string();
+        match e {
+            LinkageError::UnknownTask { task_id } => ApiError::Unprocessable {
+                code: "unknown_task",
+                message,
+                details: json!({ "task_id": task_id }),
+            },
+            LinkageError::UnknownMission { mission_id } => ApiError::Unprocessable {
+                code: "unknown_mission",
+                message,
+                details: json!({ "mission_id": mission_id }),
+            },
+            LinkageError::Invalid(e) => e.into(),
+            LinkageError::Database(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+    use serde_json::Value;
+    use uuid::Uuid;
+
+    use super::*;
+    use coordinator_core::invalid::Invalid;
+
+    /// The status and the body's `error` object a client gets for `e`.
+    async fn rendered(e: ApiError) -> (StatusCode, Value) {
+        let response = e.into_response();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("an error body is small");
+        let body: Value = serde_json::from_slice(&body).expect("an error body is JSON");
+        (status, body["error"].clone())
+    }
+
+    #[tokio::test]
+    async fn message_errors_keep_their_status_code_and_details() {
+        let id = Uuid::nil();
+        let (status, error) = rendered(MessageError::IdReused { id }.into()).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "message_id_reused");
+        assert_eq!(error["details"], json!({ "id": id }));
+        assert_eq!(
+            error["message"],
+            format!("message {id} was already sent with different content")
+        );
+        let (status, error) =
+            rendered(MessageError::UnknownRecipient { to: "bob".into() }.into()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["code"], "unknown_recipient");
+        assert_eq!(error["details"], json!({ "to": "bob" }));
+        let (status, error) = rendered(
+            MessageError::NotInInbox {
+                message_id: id,
+                agent_id: "bob".into(),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(error["code"], "not_found");
+    }
+
+    #[tokio::test]
+    async fn linkage_errors_keep_their_status_code_and_details() {
+        let id = Uuid::nil();
+        let (status, error) =
+            rendered(LinkageError::UnknownMission { mission_id: id }.into()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["code"], "unknown_mission");
+        assert_eq!(error["details"], json!({ "mission_id": id }));
+        let invalid = Invalid::new("mission_id", "task_id belongs to another mission");
+        let (status, error) = rendered(LinkageError::Invalid(invalid).into()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(error["code"], "invalid_request");
+        assert_eq!(error["details"], json!({ "field": "mission_id" }));
+        assert_eq!(error["message"], "task_id belongs to another mission");
+    }
+}

@@ -193,3 +193,88 @@ async fn verdicts(
         .await?,
     ))
 }
+
+// ---- How organisation spec errors reach the client: status, code and
+// details of the one JSON error body.
+
+use serde_json::json;
+
+use crate::coordination::organisation::OrganisationError;
+
+impl From<OrganisationError> for ApiError {
+    fn from(e: OrganisationError) -> Self {
+        let message = e.to_string();
+        match e {
+            OrganisationError::InvalidSpec(problems) => ApiError::Unprocessable {
+                code: "org_spec_invalid",
+                message,
+                details: json!({ "problems": problems }),
+            },
+            OrganisationError::NoSpec => ApiError::NotFound(message),
+            OrganisationError::VersionConflict { expected } => ApiError::Conflict {
+                code: "version_conflict",
+                message,
+                details: json!({ "expected": expected }),
+            },
+            OrganisationError::RoleFull { role, live, max } => ApiError::Conflict {
+                code: "role_full",
+                message,
+                details: json!({ "role": role, "live": live, "max": max }),
+            },
+            OrganisationError::Database(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+
+    use super::*;
+
+    /// The status and the body's `error` object a client gets for `e`.
+    async fn rendered(e: ApiError) -> (StatusCode, Value) {
+        let response = e.into_response();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("an error body is small");
+        let body: Value = serde_json::from_slice(&body).expect("an error body is JSON");
+        (status, body["error"].clone())
+    }
+
+    #[tokio::test]
+    async fn organisation_errors_keep_their_status_code_and_details() {
+        let (status, error) = rendered(
+            OrganisationError::RoleFull {
+                role: "qa".into(),
+                live: 2,
+                max: Some(2),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "role_full");
+        assert_eq!(
+            error["details"],
+            json!({ "role": "qa", "live": 2, "max": 2 })
+        );
+        assert_eq!(
+            error["message"],
+            "role 'qa' already has 2 live agent(s), the most the organisation spec allows"
+        );
+        let problems = OrgSpec::parse(&json!({ "roles": "none" })).expect_err("not a spec");
+        let n = problems.len();
+        let (status, error) = rendered(OrganisationError::InvalidSpec(problems).into()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["code"], "org_spec_invalid");
+        assert_eq!(
+            error["details"]["problems"].as_array().map(Vec::len),
+            Some(n)
+        );
+        let (status, error) = rendered(OrganisationError::NoSpec.into()).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(error["message"], "this workspace has no organisation spec");
+    }
+}

@@ -278,3 +278,96 @@ async fn release(
     tx.commit().await?;
     Ok(Json(status(r, now)))
 }
+
+// ---- How reservation errors reach the client: status, code and details
+// of the one JSON error body.
+
+use serde_json::json;
+
+use crate::coordination::reservations::{ReservationError, rfc3339};
+
+impl From<ReservationError> for ApiError {
+    fn from(e: ReservationError) -> Self {
+        let message = e.to_string();
+        match e {
+            ReservationError::Invalid(e) => e.into(),
+            ReservationError::UnknownAgent { agent_id } => ApiError::Unprocessable {
+                code: "unknown_agent",
+                message,
+                details: json!({ "agent_id": agent_id }),
+            },
+            ReservationError::Linkage(e) => e.into(),
+            ReservationError::Overlaps { held, .. } => ApiError::Conflict {
+                code: "reservation_conflict",
+                message,
+                details: json!({
+                    "holder": held.agent_id,
+                    "reservation_id": held.id,
+                    "scope": held.scope,
+                    "expires_at": rfc3339(held.expires_at),
+                }),
+            },
+            ReservationError::NotFound { .. } => ApiError::NotFound(message),
+            ReservationError::NotYours { .. } => ApiError::Forbidden(message),
+            ReservationError::NotActive { id, state } => ApiError::Conflict {
+                code: "reservation_not_active",
+                message,
+                details: json!({ "reservation_id": id, "state": state }),
+            },
+            ReservationError::Database(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+    use serde_json::Value;
+
+    use super::*;
+
+    /// The status and the body's `error` object a client gets for `e`.
+    async fn rendered(e: ApiError) -> (StatusCode, Value) {
+        let response = e.into_response();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("an error body is small");
+        let body: Value = serde_json::from_slice(&body).expect("an error body is JSON");
+        (status, body["error"].clone())
+    }
+
+    #[tokio::test]
+    async fn reservation_errors_keep_their_status_code_and_details() {
+        let id = Uuid::nil();
+        let (status, error) = rendered(
+            ReservationError::NotActive {
+                id,
+                state: "released".into(),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "reservation_not_active");
+        assert_eq!(
+            error["message"],
+            format!("reservation {id} is released, not active")
+        );
+        assert_eq!(
+            error["details"],
+            json!({ "reservation_id": id, "state": "released" })
+        );
+        let (status, error) = rendered(
+            ReservationError::NotYours {
+                id,
+                holder: "bob".into(),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert_eq!(error["code"], "forbidden");
+        assert_eq!(error["details"], Value::Null);
+    }
+}

@@ -216,3 +216,86 @@ async fn adr(
     let md = td::adr(&state.pool, &who, id).await?;
     Ok(([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], md))
 }
+
+// ---- How team decision errors reach the client: status, code and details
+// of the one JSON error body.
+
+use serde_json::{Value, json};
+
+use crate::{coordination::team_decisions::TeamDecisionError, error::ApiError};
+
+impl From<TeamDecisionError> for ApiError {
+    fn from(e: TeamDecisionError) -> Self {
+        let message = e.to_string();
+        let conflict = |code| ApiError::Conflict {
+            code,
+            message: message.clone(),
+            details: Value::Null,
+        };
+        match e {
+            TeamDecisionError::Invalid(e) => e.into(),
+            TeamDecisionError::Forbidden(_) | TeamDecisionError::NotEligible { .. } => {
+                ApiError::Forbidden(message)
+            }
+            TeamDecisionError::NotFound { .. } => ApiError::NotFound(message),
+            TeamDecisionError::IdReused { .. } => conflict("team_decision_id_reused"),
+            TeamDecisionError::NoEligibleAgents => ApiError::Unprocessable {
+                code: "no_eligible_agents",
+                message,
+                details: json!({ "field": "eligible_agents" }),
+            },
+            TeamDecisionError::ConcurrentUpdate(_) => conflict("concurrent_update"),
+            TeamDecisionError::IllegalTransition(e) => e.into(),
+            TeamDecisionError::NotCommitted { .. } => conflict("team_decision_not_committed"),
+            TeamDecisionError::Database(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+    use uuid::Uuid;
+
+    use super::*;
+
+    /// The status and the body's `error` object a client gets for `e`.
+    async fn rendered(e: ApiError) -> (StatusCode, Value) {
+        let response = e.into_response();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("an error body is small");
+        let body: Value = serde_json::from_slice(&body).expect("an error body is JSON");
+        (status, body["error"].clone())
+    }
+
+    #[tokio::test]
+    async fn team_decision_errors_keep_their_status_code_and_details() {
+        let id = Uuid::nil();
+        let (status, error) = rendered(
+            TeamDecisionError::NotCommitted {
+                id,
+                status: "open".into(),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "team_decision_not_committed");
+        assert_eq!(
+            error["message"],
+            format!("team decision {id} is open; only a committed one has an ADR")
+        );
+        let (status, error) = rendered(TeamDecisionError::NoEligibleAgents.into()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["code"], "no_eligible_agents");
+        assert_eq!(error["details"], json!({ "field": "eligible_agents" }));
+        let refused = td::TeamDecisionStatus::Committed
+            .next(td::TeamDecisionEvent::Vote)
+            .expect_err("a committed decision takes no votes");
+        let (status, error) = rendered(TeamDecisionError::from(refused).into()).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "invalid_state");
+    }
+}

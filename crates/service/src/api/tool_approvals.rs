@@ -244,3 +244,98 @@ async fn resolve(
 ) -> ApiResult<Json<ApprovalView>> {
     Ok(Json(policy::resolve(&state.pool, &who, id, req).await?))
 }
+
+// ---- How tool approval errors reach the client: status, code and details
+// of the one JSON error body.
+
+use crate::coordination::tool_policy::ToolApprovalError;
+
+impl From<ToolApprovalError> for ApiError {
+    fn from(e: ToolApprovalError) -> Self {
+        let message = e.to_string();
+        let conflict = |code| ApiError::Conflict {
+            code,
+            message: message.clone(),
+            details: Value::Null,
+        };
+        match e {
+            ToolApprovalError::Invalid(e) => e.into(),
+            ToolApprovalError::Forbidden(_) => ApiError::Forbidden(message),
+            ToolApprovalError::NoAttempt { .. }
+            | ToolApprovalError::NotFound { .. }
+            | ToolApprovalError::NotOfAttempt { .. } => ApiError::NotFound(message),
+            ToolApprovalError::WrongToken { .. } => ApiError::Unauthorized(message),
+            ToolApprovalError::StaleAttempt { .. } => conflict("stale_attempt"),
+            ToolApprovalError::IdReused { .. } => conflict("approval_id_reused"),
+            ToolApprovalError::IdTaken | ToolApprovalError::ResolvedMeanwhile { .. } => {
+                conflict("concurrent_update")
+            }
+            ToolApprovalError::AlreadyResolved {
+                status, resolver, ..
+            } => ApiError::Conflict {
+                code: "approval_already_resolved",
+                message,
+                details: json!({ "status": status, "resolver": resolver }),
+            },
+            ToolApprovalError::Database(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+
+    use super::*;
+    use crate::domain::IllegalTransition;
+
+    /// The status and the body's `error` object a client gets for `e`.
+    async fn rendered(e: ApiError) -> (StatusCode, Value, axum::http::HeaderMap) {
+        let response = e.into_response();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("an error body is small");
+        let body: Value = serde_json::from_slice(&body).expect("an error body is JSON");
+        (status, body["error"].clone(), headers)
+    }
+
+    #[tokio::test]
+    async fn tool_approval_errors_keep_their_status_code_and_details() {
+        let attempt_id = Uuid::nil();
+        let (status, error, headers) =
+            rendered(ToolApprovalError::WrongToken { attempt_id }.into()).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error["code"], "unauthorized");
+        assert!(headers.contains_key(axum::http::header::WWW_AUTHENTICATE));
+        let (status, error, _) =
+            rendered(ToolApprovalError::StaleAttempt { attempt_id }.into()).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "stale_attempt");
+        assert_eq!(
+            error["message"],
+            format!("attempt {attempt_id} is no longer live; stop working on it")
+        );
+        let refused = IllegalTransition {
+            entity: "tool approval",
+            from: "approved",
+            event: "deny",
+        };
+        let (status, error, _) = rendered(
+            ToolApprovalError::AlreadyResolved {
+                refused,
+                status: "approved".into(),
+                resolver: Some("operator:1".into()),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "approval_already_resolved");
+        assert_eq!(
+            error["details"],
+            json!({ "status": "approved", "resolver": "operator:1" })
+        );
+    }
+}

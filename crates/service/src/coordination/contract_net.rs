@@ -9,15 +9,16 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use coordinator_core::{domain::UnknownValue, invalid::Invalid};
+
 use super::{
     governance::TaskFacts,
-    messages::{self, Outgoing, Performative, Recipient},
+    messages::{self, MessageError, Outgoing, Performative, Recipient},
 };
 use crate::{
     assignment::{self, TaskNeeds},
     auth::{Principal, Role},
     domain::TaskStatus,
-    error::ApiError,
     store::{
         agents,
         contract_net::{self as store, NewProposal, ProposalRow, TenderRow},
@@ -45,6 +46,133 @@ pub mod kind {
 
 /// The tender's wire types: workers answer them, so they live in the protocol crate.
 pub use coordinator_protocol::{CallForProposals, ProposalBody};
+
+/// Why a contract-net use case failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TenderError {
+    /// A field of the request is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// A status that is not a tender status.
+    #[error(transparent)]
+    UnknownStatus(#[from] UnknownValue),
+    /// The caller's role may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// An agent token named another agent as the proposer.
+    #[error("an agent token can only propose as itself")]
+    NotYours,
+    /// No such tender, task or mission in the workspace.
+    #[error("no {what} {id}")]
+    NotFound {
+        /// `tender`, `task` or `mission`.
+        what: &'static str,
+        /// Its id.
+        id: Uuid,
+    },
+    /// The task is past the point where it can be tendered.
+    #[error("task '{key}' is {status}; only a pending or queued task can be tendered")]
+    TaskStarted {
+        /// The task's key.
+        key: String,
+        /// Its status.
+        status: String,
+    },
+    /// The mission has ended.
+    #[error("mission {mission_id} is {status}")]
+    MissionOver {
+        /// The mission.
+        mission_id: Uuid,
+        /// Its status.
+        status: String,
+    },
+    /// The task already has an open tender.
+    #[error("the task already has an open tender")]
+    AlreadyOpen,
+    /// Closing a tender that is closed.
+    #[error("the tender is already closed")]
+    AlreadyClosed,
+    /// The tender changed between the read and the write.
+    #[error("the tender changed meanwhile")]
+    VersionConflict,
+    /// No online agent can do the task.
+    #[error("no online agent has the skills and tools the task needs")]
+    NoEligibleAgents {
+        /// The task's skills.
+        required_skills: Vec<String>,
+        /// The task's tools.
+        required_tools: Vec<String>,
+    },
+    /// The agent already proposed other terms.
+    #[error("agent '{agent_id}' already proposed differently")]
+    ProposalExists {
+        /// The proposer.
+        agent_id: String,
+        /// Its first proposal.
+        proposal_id: Uuid,
+    },
+    /// A proposal after the tender closed or its deadline passed.
+    #[error(
+        "tender {tender_id} is {} (deadline {deadline}); late proposals are refused",
+        lateness(.status)
+    )]
+    Closed {
+        /// The tender.
+        tender_id: Uuid,
+        /// Its status.
+        status: String,
+        /// Its deadline (RFC 3339).
+        deadline: String,
+    },
+    /// The agent was not called for proposals.
+    #[error("agent '{agent_id}' was not called for proposals on this tender")]
+    NotEligible {
+        /// The proposer.
+        agent_id: String,
+        /// Who was called.
+        eligible_agents: Vec<String>,
+    },
+    /// Sending a CFP, ACCEPT or REJECT failed.
+    #[error(transparent)]
+    Message(#[from] MessageError),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// How a tender that refuses proposals is described: an open one is late.
+fn lateness(status: &str) -> &str {
+    if status == "open" {
+        "past its deadline"
+    } else {
+        status
+    }
+}
+
+impl TenderError {
+    /// Whether recording it again may work: the database failed (but did
+    /// not refuse the text), not the proposal.
+    fn is_transient(&self) -> bool {
+        let db = match self {
+            TenderError::Database(e) | TenderError::Message(MessageError::Database(e)) => e,
+            TenderError::Message(MessageError::Unexpected(_)) => return true,
+            _ => return false,
+        };
+        // NUL characters in text (22021) or jsonb (22P05) fail every time.
+        !matches!(db, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("22021" | "22P05")))
+    }
+}
+
+/// Refuses unless the caller has one of `roles`.
+fn require(who: &Principal, roles: &[Role]) -> Result<(), TenderError> {
+    who.require(roles)
+        .map_err(|e| TenderError::Forbidden(e.to_string()))
+}
+
+/// The 404 for a tender.
+fn no_tender(id: Uuid) -> TenderError {
+    TenderError::NotFound { what: "tender", id }
+}
 
 // ---------------------------------------------------------------- use cases
 
@@ -185,7 +313,7 @@ async fn open(
     task: &TaskRow,
     window_ms: i32,
     initiator: &str,
-) -> Result<Option<TenderRow>, ApiError> {
+) -> Result<Option<TenderRow>, TenderError> {
     let needs = TaskNeeds {
         excluded: &task.excluded_agents,
         ..TaskNeeds::of(&task.required_skills, &task.required_tools)
@@ -224,7 +352,7 @@ async fn open(
         },
     )
     .await?
-    .ok_or_else(|| ApiError::conflict("tender_open", "the task already has an open tender"))?;
+    .ok_or(TenderError::AlreadyOpen)?;
     let deadline = t
         .deadline
         .format(&time::format_description::well_known::Rfc3339)
@@ -280,7 +408,11 @@ fn cfp_task(task: &TaskRow) -> Value {
 /// Closes an open tender (locked by the caller, who also holds its mission):
 /// award to the best proposal (pinning the task, ACCEPT and REJECT
 /// messages) or `no_proposals`. Returns the closed row.
-async fn close(conn: &mut PgConnection, t: &TenderRow, actor: &str) -> Result<TenderRow, ApiError> {
+async fn close(
+    conn: &mut PgConnection,
+    t: &TenderRow,
+    actor: &str,
+) -> Result<TenderRow, TenderError> {
     let proposals = store::proposals(conn, t.workspace_id, t.id).await?;
     let bids: Vec<Bid> = proposals.iter().map(ProposalRow::bid).collect();
     let ranking = rank(&bids);
@@ -288,7 +420,7 @@ async fn close(conn: &mut PgConnection, t: &TenderRow, actor: &str) -> Result<Te
         .status
         .parse::<TenderStatus>()?
         .close(!ranking.is_empty())
-        .ok_or_else(|| ApiError::conflict("tender_closed", "the tender is already closed"))?;
+        .ok_or(TenderError::AlreadyClosed)?;
     let winner = ranking.first().map(|w| w.agent_id.clone());
     let winning = winner
         .as_ref()
@@ -309,7 +441,7 @@ async fn close(conn: &mut PgConnection, t: &TenderRow, actor: &str) -> Result<Te
         },
     )
     .await?
-    .ok_or_else(|| ApiError::conflict("version_conflict", "the tender changed meanwhile"))?;
+    .ok_or(TenderError::VersionConflict)?;
     if let Some(w) = &winner {
         store::pin_task(conn, t.workspace_id, t.task_id, w).await?;
         for s in &ranking {
@@ -421,89 +553,62 @@ pub struct OpenTender {
     pub window_ms: Option<i32>,
 }
 
-/// Checks an allocation setting (`score` or `tender`, and the tender window).
-pub fn check_allocation(allocation: &str, window_ms: Option<i32>) -> Result<(), ApiError> {
-    if !matches!(allocation, "score" | "tender") {
-        return Err(ApiError::invalid(
-            "allocation",
-            "allocation must be 'score' or 'tender'",
-        ));
-    }
-    if let Some(ms) = window_ms {
-        check_window(ms)?;
-    }
-    Ok(())
-}
-
-fn check_window(ms: i32) -> Result<(), ApiError> {
-    if !(100..=86_400_000).contains(&ms) {
-        return Err(ApiError::invalid(
-            "window_ms",
-            "the tender window must be between 100 and 86400000 ms",
-        ));
-    }
-    Ok(())
-}
-
 /// Opens a tender for a task now (its allocation becomes `tender`).
 pub async fn open_for_task(
     pool: &PgPool,
     who: &Principal,
     req: OpenTender,
-) -> Result<TenderView, ApiError> {
-    who.require(&[Role::Admin, Role::Operator])?;
+) -> Result<TenderView, TenderError> {
+    require(who, &[Role::Admin, Role::Operator])?;
     if let Some(ms) = req.window_ms {
         check_window(ms)?;
     }
     let actor = who.actor();
+    let no_task = || TenderError::NotFound {
+        what: "task",
+        id: req.task_id,
+    };
     let mut tx = pool.begin().await?;
     let mission = crate::store::messages::task_mission(&mut tx, who.workspace_id, req.task_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no task {}", req.task_id)))?;
+        .ok_or_else(no_task)?;
     let run = missions::lock(&mut tx, who.workspace_id, mission)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no task {}", req.task_id)))?;
+        .ok_or_else(no_task)?;
     let task = tasks::get(&mut tx, req.task_id).await?;
     if !matches!(task.status(), TaskStatus::Pending | TaskStatus::Queued) {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!(
-                "task '{}' is {}; only a pending or queued task can be tendered",
-                task.task_key, task.status
-            ),
-        ));
+        return Err(TenderError::TaskStarted {
+            key: task.task_key,
+            status: task.status,
+        });
     }
     if store::lock_latest_for_task(&mut tx, who.workspace_id, task.id)
         .await?
         .is_some_and(|t| t.status == TenderStatus::Open.as_str())
     {
-        return Err(ApiError::conflict(
-            "tender_open",
-            "the task already has an open tender",
-        ));
+        return Err(TenderError::AlreadyOpen);
     }
     let window = match req.window_ms {
         Some(ms) => ms,
         None => store::mission_window(&mut tx, who.workspace_id, run.id).await?,
     };
     store::set_task_allocation(&mut tx, who.workspace_id, task.id).await?;
-    let t = open(&mut tx, &task, window, &actor)
-        .await?
-        .ok_or_else(|| ApiError::Unprocessable {
-            code: "no_eligible_agents",
-            message: "no online agent has the skills and tools the task needs".into(),
-            details: json!({ "required_skills": task.required_skills, "required_tools": task.required_tools }),
-        })?;
+    let t = open(&mut tx, &task, window, &actor).await?.ok_or_else(|| {
+        TenderError::NoEligibleAgents {
+            required_skills: task.required_skills.clone(),
+            required_tools: task.required_tools.clone(),
+        }
+    })?;
     tx.commit().await?;
     Ok(view(&t, &[]))
 }
 
 /// One tender with its proposals and ranking.
-pub async fn get(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TenderView, ApiError> {
+pub async fn get(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TenderView, TenderError> {
     let mut conn = pool.acquire().await?;
     let t = store::get_tender(&mut conn, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no tender {id}")))?;
+        .ok_or_else(|| no_tender(id))?;
     let proposals = store::proposals(&mut conn, who.workspace_id, id).await?;
     Ok(view(&t, &proposals))
 }
@@ -514,7 +619,7 @@ pub async fn list(
     who: &Principal,
     mission_id: Option<Uuid>,
     status: Option<&str>,
-) -> Result<Vec<TenderView>, ApiError> {
+) -> Result<Vec<TenderView>, TenderError> {
     let status = status
         .map(|s| s.parse::<TenderStatus>())
         .transpose()?
@@ -529,10 +634,10 @@ pub async fn list(
     Ok(out)
 }
 
-fn check_proposal(p: &ProposalBody) -> Result<(), ApiError> {
+fn check_proposal(p: &ProposalBody) -> Result<(), Invalid> {
     let unit = |field: &str, v: f64| {
         if !(0.0..=1.0).contains(&v) {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 field,
                 format!("{field} must be between 0 and 1"),
             ));
@@ -541,7 +646,7 @@ fn check_proposal(p: &ProposalBody) -> Result<(), ApiError> {
     };
     let amount = |field: &str, v: f64| {
         if !v.is_finite() || v < 0.0 {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 field,
                 format!("{field} must be a non-negative number"),
             ));
@@ -555,13 +660,13 @@ fn check_proposal(p: &ProposalBody) -> Result<(), ApiError> {
     amount("estimated_effort", p.estimated_effort)?;
     amount("estimated_cost", p.estimated_cost)?;
     if p.conditions.len() > 20 {
-        return Err(ApiError::invalid("conditions", "at most 20 conditions"));
+        return Err(Invalid::new("conditions", "at most 20 conditions"));
     }
     if p.conditions
         .iter()
         .any(|c| c.trim().is_empty() || c.chars().count() > 500)
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "conditions",
             "each condition must be 1–500 characters",
         ));
@@ -571,7 +676,7 @@ fn check_proposal(p: &ProposalBody) -> Result<(), ApiError> {
         ("additional_skills", &p.additional_skills),
     ] {
         if list.len() > 100 || list.iter().any(|s| s.trim().is_empty() || s.len() > 64) {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 field,
                 format!("{field}: at most 100 names of 1–64 characters"),
             ));
@@ -587,21 +692,23 @@ pub async fn propose(
     who: &Principal,
     tender_id: Uuid,
     body: ProposalBody,
-) -> Result<ProposalView, ApiError> {
-    who.require(&[Role::Admin, Role::Operator, Role::Worker, Role::Agent])?;
+) -> Result<ProposalView, TenderError> {
+    require(
+        who,
+        &[Role::Admin, Role::Operator, Role::Worker, Role::Agent],
+    )?;
     let agent_id = match (&who.agent_id, &body.agent_id) {
         (Some(me), Some(named)) if me != named => {
-            return Err(ApiError::Forbidden(
-                "an agent token can only propose as itself".into(),
-            ));
+            return Err(TenderError::NotYours);
         }
         (Some(me), _) => me.clone(),
         (None, Some(named)) => named.clone(),
         (None, None) => {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "agent_id",
                 "agent_id is required unless the token is an agent's",
-            ));
+            )
+            .into());
         }
     };
     submit(
@@ -628,7 +735,7 @@ pub async fn submit(
     body: ProposalBody,
     via: &str,
     actor: &str,
-) -> Result<ProposalView, ApiError> {
+) -> Result<ProposalView, TenderError> {
     check_proposal(&body)?;
     let mut tx = pool.begin().await?;
     // Lock order: the mission, its agents, then the tender — as a claim takes
@@ -637,12 +744,12 @@ pub async fn submit(
     // the mission and waiting for this agent, and lose the proposal.
     let peek = store::get_tender(&mut tx, workspace_id, tender_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no tender {tender_id}")))?;
+        .ok_or_else(|| no_tender(tender_id))?;
     missions::lock(&mut tx, workspace_id, peek.mission_id).await?;
     let skills = store::lock_agent_skills(&mut tx, workspace_id, agent_id).await?;
     let t = store::lock_tender(&mut tx, workspace_id, tender_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no tender {tender_id}")))?;
+        .ok_or_else(|| no_tender(tender_id))?;
     if let Some(existing) = store::proposal_of(&mut tx, workspace_id, tender_id, agent_id).await? {
         let same = existing.estimated_effort == body.estimated_effort
             && existing.estimated_cost == body.estimated_cost
@@ -651,10 +758,9 @@ pub async fn submit(
         return if same {
             Ok(existing.view())
         } else {
-            Err(ApiError::Conflict {
-                code: "proposal_exists",
-                message: format!("agent '{agent_id}' already proposed differently"),
-                details: json!({ "proposal_id": existing.id }),
+            Err(TenderError::ProposalExists {
+                agent_id: agent_id.to_owned(),
+                proposal_id: existing.id,
             })
         };
     }
@@ -663,24 +769,16 @@ pub async fn submit(
             .deadline
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
-        return Err(ApiError::Conflict {
-            code: "tender_closed",
-            message: format!(
-                "tender {tender_id} is {} (deadline {deadline}); late proposals are refused",
-                if t.status == "open" {
-                    "past its deadline"
-                } else {
-                    &t.status
-                }
-            ),
-            details: json!({ "status": t.status, "deadline": deadline }),
+        return Err(TenderError::Closed {
+            tender_id,
+            status: t.status,
+            deadline,
         });
     }
     if !t.eligible_agents.iter().any(|a| a == agent_id) {
-        return Err(ApiError::Unprocessable {
-            code: "not_eligible",
-            message: format!("agent '{agent_id}' was not called for proposals on this tender"),
-            details: json!({ "agent_id": agent_id, "eligible_agents": t.eligible_agents }),
+        return Err(TenderError::NotEligible {
+            agent_id: agent_id.to_owned(),
+            eligible_agents: t.eligible_agents,
         });
     }
     let skills = skills.unwrap_or_default();
@@ -731,18 +829,18 @@ pub async fn submit(
 
 /// Awards an open tender now (or closes it as `no_proposals`); awarding an
 /// already closed tender returns it unchanged.
-pub async fn award(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TenderView, ApiError> {
-    who.require(&[Role::Admin, Role::Operator])?;
+pub async fn award(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TenderView, TenderError> {
+    require(who, &[Role::Admin, Role::Operator])?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let peek = store::get_tender(&mut tx, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no tender {id}")))?;
+        .ok_or_else(|| no_tender(id))?;
     // Lock order: the mission, then the tender (as dispatch does).
     missions::lock(&mut tx, who.workspace_id, peek.mission_id).await?;
     let t = store::lock_tender(&mut tx, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no tender {id}")))?;
+        .ok_or_else(|| no_tender(id))?;
     let t = if t.status == TenderStatus::Open.as_str() {
         let closed = close(&mut tx, &t, &actor).await?;
         store::wake_queue_entry(&mut tx, t.task_id).await?;
@@ -784,19 +882,22 @@ pub async fn set_allocation(
     who: &Principal,
     mission_id: Uuid,
     req: AllocationRequest,
-) -> Result<AllocationView, ApiError> {
-    who.require(&[Role::Admin, Role::Operator])?;
+) -> Result<AllocationView, TenderError> {
+    require(who, &[Role::Admin, Role::Operator])?;
     check_allocation(&req.allocation, req.tender_window_ms)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let run = missions::lock(&mut tx, who.workspace_id, mission_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no mission {mission_id}")))?;
+        .ok_or(TenderError::NotFound {
+            what: "mission",
+            id: mission_id,
+        })?;
     if run.status().is_terminal() {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!("mission {mission_id} is {}", run.status),
-        ));
+        return Err(TenderError::MissionOver {
+            mission_id,
+            status: run.status,
+        });
     }
     let window = store::set_mission_allocation(
         &mut tx,
@@ -895,9 +996,7 @@ pub async fn solicit(
                     .await
                     {
                         Ok(_) => break,
-                        Err(e @ (ApiError::Unexpected(_) | ApiError::Unavailable(_)))
-                            if attempt < 3 =>
-                        {
+                        Err(e) if attempt < 3 && e.is_transient() => {
                             tracing::warn!(%url, error = %e, attempt, "recording the worker's proposal failed; retrying");
                         }
                         Err(e) => {
@@ -910,4 +1009,24 @@ pub async fn solicit(
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_database_failures_are_retried() {
+        assert!(TenderError::Database(sqlx::Error::PoolTimedOut).is_transient());
+        assert!(TenderError::Database(sqlx::Error::RowNotFound).is_transient());
+        assert!(!TenderError::NotYours.is_transient());
+        assert!(!TenderError::Invalid(Invalid::new("confidence", "out of range")).is_transient());
+        let late = TenderError::Closed {
+            tender_id: Uuid::nil(),
+            status: "awarded".into(),
+            deadline: String::new(),
+        };
+        assert!(!late.is_transient());
+        assert!(late.to_string().contains("is awarded (deadline"));
+    }
 }

@@ -11,19 +11,23 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
+
+use coordinator_core::invalid::Invalid;
 
 use crate::{
     auth::{Principal, Role},
-    coordination::messages::{self, Category, Outgoing, Performative, Recipient},
+    coordination::messages::{self, Category, MessageError, Outgoing, Performative, Recipient},
     domain::{TaskEvent, TaskStatus, text_enum},
-    error::ApiError,
     missions::human::{self, HumanAction, Settlement},
     store::{
+        attempts::Cancelled,
         events::{self, WorkspaceEvent},
         handoffs::{self as store, HandoffView, NewHandoff},
         messages as message_store,
+        missions::MissionRow,
+        tasks::TaskRow,
     },
 };
 
@@ -31,6 +35,71 @@ use crate::{
 pub mod kind {
     /// A handoff was made (payload: id, direction, from, to, task status from/to).
     pub const HANDOFF_CREATED: &str = "handoff.created";
+}
+
+/// What the missions use case that moves the task returns on failure.
+// A seam: `missions::human` still answers with the HTTP error; when it has
+// its own error enum, only this alias changes.
+pub type TaskMoveError = crate::error::ApiError;
+
+/// Why a handoff failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HandoffError {
+    /// A field of the request is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The caller's role may not hand off this way.
+    #[error("{0}")]
+    Forbidden(String),
+    /// An agent token named another agent as `from`.
+    #[error("an agent token may only hand off as itself ('{me}'), not as '{from}'")]
+    NotYours {
+        /// The token's agent.
+        me: String,
+        /// The agent named.
+        from: String,
+    },
+    /// `task_id` names no task.
+    #[error("task_id names no task {task_id}")]
+    UnknownTask {
+        /// The named task.
+        task_id: Uuid,
+    },
+    /// The agent handing off is not registered.
+    #[error("no agent '{from}' is registered to hand off")]
+    UnknownAgent {
+        /// The named agent.
+        from: String,
+    },
+    /// The task's mission has ended.
+    #[error("the mission is {status}; its tasks cannot change hands")]
+    MissionOver {
+        /// The mission's status.
+        status: String,
+    },
+    /// The task's state does not allow this direction.
+    #[error("{reason}")]
+    WrongTaskState {
+        /// Why, for a person.
+        reason: String,
+        /// The task's status.
+        status: TaskStatus,
+    },
+    /// No such handoff in the workspace.
+    #[error("no handoff {id}")]
+    NotFound {
+        /// The handoff.
+        id: Uuid,
+    },
+    /// Moving the task (the missions use case) failed.
+    #[error(transparent)]
+    TaskMove(TaskMoveError),
+    /// Sending the HANDOFF message failed.
+    #[error(transparent)]
+    Message(#[from] MessageError),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
 }
 
 /// Which way work changes hands.
@@ -103,23 +172,23 @@ pub struct CreateHandoff {
 }
 
 /// Checks what can be checked without the database; the first problem found.
-pub fn validate(h: &CreateHandoff) -> Result<(), ApiError> {
+pub fn validate(h: &CreateHandoff) -> Result<(), Invalid> {
     let summary = h.context_summary.trim();
     if summary.is_empty() || summary.chars().count() > MAX_SUMMARY_CHARS {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "context_summary",
             format!("context_summary must be 1–{MAX_SUMMARY_CHARS} characters"),
         ));
     }
     let to = h.to.trim();
     if to.is_empty() || to.chars().count() > 128 {
-        return Err(ApiError::invalid("to", "to must be 1–128 characters"));
+        return Err(Invalid::new("to", "to must be 1–128 characters"));
     }
     if h.from
         .as_deref()
         .is_some_and(|f| f.trim().is_empty() || f.chars().count() > 128)
     {
-        return Err(ApiError::invalid("from", "from must be 1–128 characters"));
+        return Err(Invalid::new("from", "from must be 1–128 characters"));
     }
     for (field, items) in [
         ("active_tasks", &h.active_tasks),
@@ -127,13 +196,10 @@ pub fn validate(h: &CreateHandoff) -> Result<(), ApiError> {
         ("artifacts", &h.artifacts),
     ] {
         if items.len() > MAX_ITEMS {
-            return Err(ApiError::invalid(
-                field,
-                format!("at most {MAX_ITEMS} {field}"),
-            ));
+            return Err(Invalid::new(field, format!("at most {MAX_ITEMS} {field}")));
         }
         if !items.iter().all(Value::is_object) {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 field,
                 format!("each of {field} must be an object"),
             ));
@@ -142,7 +208,7 @@ pub fn validate(h: &CreateHandoff) -> Result<(), ApiError> {
     let size = serde_json::to_vec(&(&h.active_tasks, &h.open_decisions, &h.artifacts))
         .map_or(0, |v| v.len());
     if size > 64 * 1024 {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "active_tasks",
             "active_tasks, open_decisions and artifacts must be at most 64 KiB together",
         ));
@@ -151,24 +217,28 @@ pub fn validate(h: &CreateHandoff) -> Result<(), ApiError> {
 }
 
 /// Who may hand off which way, and as whom: returns the `from` party.
-fn sender(who: &Principal, h: &CreateHandoff) -> Result<String, ApiError> {
+fn sender(who: &Principal, h: &CreateHandoff) -> Result<String, HandoffError> {
+    let require = |roles: &[Role]| {
+        who.require(roles)
+            .map_err(|e| HandoffError::Forbidden(e.to_string()))
+    };
     match h.direction {
         Direction::AgentToHuman => {
-            who.require(&[Role::Admin, Role::Operator, Role::Agent])?;
+            require(&[Role::Admin, Role::Operator, Role::Agent])?;
             match (&who.agent_id, h.from.as_deref().map(str::trim)) {
-                (Some(me), Some(from)) if from != me => Err(ApiError::Forbidden(format!(
-                    "an agent token may only hand off as itself ('{me}'), not as '{from}'"
-                ))),
+                (Some(me), Some(from)) if from != me => Err(HandoffError::NotYours {
+                    me: me.clone(),
+                    from: from.to_owned(),
+                }),
                 (Some(me), _) => Ok(me.clone()),
                 (None, Some(from)) => Ok(from.to_owned()),
-                (None, None) => Err(ApiError::invalid(
-                    "from",
-                    "name the agent handing off in 'from'",
-                )),
+                (None, None) => {
+                    Err(Invalid::new("from", "name the agent handing off in 'from'").into())
+                }
             }
         }
         Direction::HumanToAgent => {
-            who.require(&[Role::Admin, Role::Operator, Role::Stakeholder])?;
+            require(&[Role::Admin, Role::Operator, Role::Stakeholder])?;
             Ok(h.from
                 .as_deref()
                 .map(str::trim)
@@ -186,121 +256,185 @@ pub async fn create(
     http: &reqwest::Client,
     who: &Principal,
     h: CreateHandoff,
-) -> Result<HandoffView, ApiError> {
+) -> Result<HandoffView, HandoffError> {
     let from = sender(who, &h)?;
     validate(&h)?;
     let to = h.to.trim().to_owned();
     let actor = who.actor();
     let mut tx = pool.begin().await?;
-    let (mut run, t) = human::lock_task(&mut tx, who.workspace_id, h.task_id)
-        .await?
-        .ok_or_else(|| ApiError::Unprocessable {
-            code: "unknown_task",
-            message: format!("task_id names no task {}", h.task_id),
-            details: json!({ "task_id": h.task_id }),
-        })?;
+    let (mut run, t, event) = load(&mut tx, who.workspace_id, &h, &from).await?;
+    let parties = Parties {
+        id: Uuid::now_v7(),
+        from: &from,
+        to: &to,
+        actor: &actor,
+    };
+    let moved = move_task(&mut tx, &parties, &h, &mut run, &t, event).await?;
+    let view = record(&mut tx, &parties, h, &run, &t, &moved).await?;
+    crate::store::missions::notify_wake(&mut tx).await?;
+    tx.commit().await?;
+    crate::worker::notify_cancelled(http, moved.cancelled);
+    Ok(view)
+}
+
+/// Who hands what to whom, and the handoff's id.
+struct Parties<'a> {
+    id: Uuid,
+    from: &'a str,
+    to: &'a str,
+    actor: &'a str,
+}
+
+impl Parties<'_> {
+    /// How the task's own log names the handoff.
+    fn via(&self, direction: Direction) -> Value {
+        json!({ "handoff_id": self.id, "direction": direction, "from": self.from, "to": self.to })
+    }
+}
+
+/// What moving the task did.
+struct Moved {
+    /// The task's status after the handoff.
+    status_to: TaskStatus,
+    /// Attempts whose workers must be told (after commit).
+    cancelled: Vec<Cancelled>,
+    /// The HANDOFF message (`human_to_agent`).
+    message_id: Option<Uuid>,
+}
+
+/// Locks the task and its mission and checks the handoff may happen:
+/// the agent handing off exists, the mission is live and the task's state
+/// allows this direction. Returns what to do with the task.
+async fn load(
+    tx: &mut PgConnection,
+    workspace_id: Uuid,
+    h: &CreateHandoff,
+    from: &str,
+) -> Result<(MissionRow, TaskRow, Option<TaskEvent>), HandoffError> {
+    let (run, t) = human::lock_task(&mut *tx, workspace_id, h.task_id)
+        .await
+        .map_err(HandoffError::TaskMove)?
+        .ok_or(HandoffError::UnknownTask { task_id: h.task_id })?;
     if h.direction == Direction::AgentToHuman
-        && !message_store::agent_exists(&mut tx, who.workspace_id, &from).await?
+        && !message_store::agent_exists(&mut *tx, workspace_id, from).await?
     {
-        return Err(ApiError::Unprocessable {
-            code: "unknown_agent",
-            message: format!("no agent '{from}' is registered to hand off"),
-            details: json!({ "from": from }),
+        return Err(HandoffError::UnknownAgent {
+            from: from.to_owned(),
         });
     }
     if run.status().is_terminal() {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!(
-                "the mission is {}; its tasks cannot change hands",
-                run.status
-            ),
-        ));
+        return Err(HandoffError::MissionOver { status: run.status });
     }
-    let status_from = t.status();
-    let event = task_move(h.direction, status_from).map_err(|message| ApiError::Conflict {
-        code: "invalid_state",
-        message,
-        details: json!({ "entity": "task", "status": status_from }),
-    })?;
-    let id = Uuid::now_v7();
-    let via = json!({ "handoff_id": id, "direction": h.direction, "from": from, "to": to });
-    let (status_to, cancelled, message_id) = match event {
-        None => (status_from, Vec::new(), None),
+    let status = t.status();
+    let event = task_move(h.direction, status)
+        .map_err(|reason| HandoffError::WrongTaskState { reason, status })?;
+    Ok((run, t, event))
+}
+
+/// Moves the task: back to the queue with a HANDOFF message and a hint for
+/// the receiving agent, or to a person (ending a live attempt).
+async fn move_task(
+    tx: &mut PgConnection,
+    p: &Parties<'_>,
+    h: &CreateHandoff,
+    run: &mut MissionRow,
+    t: &TaskRow,
+    event: Option<TaskEvent>,
+) -> Result<Moved, HandoffError> {
+    let via = p.via(h.direction);
+    match event {
+        None => Ok(Moved {
+            status_to: t.status(),
+            cancelled: Vec::new(),
+            message_id: None,
+        }),
         Some(TaskEvent::Requeue) => {
-            let cancelled = human::settle(
-                &mut tx,
-                &mut run,
-                &t,
-                Settlement {
-                    action: HumanAction::Retry,
-                    output: None,
-                    // Guidance for the next attempt, within the feedback limit.
-                    feedback: Some(
-                        format!("Handed back by {from}: {}", h.context_summary.trim())
-                            .chars()
-                            .take(crate::missions::replan::MAX_FEEDBACK_CHARS)
-                            .collect(),
-                    ),
-                    via: Some(via.clone()),
-                },
-                &actor,
-            )
-            .await?;
-            let sent = messages::send(
-                &mut tx,
-                who.workspace_id,
-                Outgoing {
-                    id: None,
-                    from_agent: None,
-                    sender: actor.clone(),
-                    to: Recipient::Agent(to.clone()),
-                    performative: Performative::Request,
-                    category: Some(Category::Handoff),
-                    conversation_id: None,
-                    reply_to: None,
-                    mission_id: Some(run.id),
-                    task_id: Some(t.id),
-                    subject: format!("Handoff: task '{}'", t.task_key)
+            let settlement = Settlement {
+                action: HumanAction::Retry,
+                output: None,
+                // Guidance for the next attempt, within the feedback limit.
+                feedback: Some(
+                    format!("Handed back by {}: {}", p.from, h.context_summary.trim())
                         .chars()
-                        .take(200)
+                        .take(crate::missions::replan::MAX_FEEDBACK_CHARS)
                         .collect(),
-                    content: json!({
-                        "handoff_id": id,
-                        "direction": h.direction,
-                        "from": from,
-                        "to": to,
-                        "context_summary": h.context_summary.trim(),
-                        "active_tasks": h.active_tasks,
-                        "open_decisions": h.open_decisions,
-                        "artifacts": h.artifacts,
-                    }),
-                },
-            )
-            .await?;
-            store::hint_agent(&mut tx, t.id, &to).await?;
-            (TaskStatus::Queued, cancelled, Some(sent.id))
+                ),
+                via: Some(via),
+            };
+            let cancelled = human::settle(&mut *tx, run, t, settlement, p.actor)
+                .await
+                .map_err(HandoffError::TaskMove)?;
+            let sent =
+                messages::send(&mut *tx, run.workspace_id, handoff_message(p, h, run, t)).await?;
+            store::hint_agent(&mut *tx, t.id, p.to).await?;
+            Ok(Moved {
+                status_to: TaskStatus::Queued,
+                cancelled,
+                message_id: Some(sent.id),
+            })
         }
         Some(_) => {
-            let (_, live) = human::hand_to_person(
-                &mut tx,
-                &run,
-                &t,
-                &actor,
-                json!({ "reason": "handed off", "via": via }),
-            )
-            .await?;
-            (TaskStatus::AwaitingHuman, live, None)
+            let payload = json!({ "reason": "handed off", "via": via });
+            let (_, live) = human::hand_to_person(&mut *tx, run, t, p.actor, payload)
+                .await
+                .map_err(HandoffError::TaskMove)?;
+            Ok(Moved {
+                status_to: TaskStatus::AwaitingHuman,
+                cancelled: live,
+                message_id: None,
+            })
         }
-    };
+    }
+}
+
+/// The HANDOFF message to the receiving agent, carrying the payload.
+fn handoff_message(p: &Parties<'_>, h: &CreateHandoff, run: &MissionRow, t: &TaskRow) -> Outgoing {
+    Outgoing {
+        id: None,
+        from_agent: None,
+        sender: p.actor.to_owned(),
+        to: Recipient::Agent(p.to.to_owned()),
+        performative: Performative::Request,
+        category: Some(Category::Handoff),
+        conversation_id: None,
+        reply_to: None,
+        mission_id: Some(run.id),
+        task_id: Some(t.id),
+        subject: format!("Handoff: task '{}'", t.task_key)
+            .chars()
+            .take(200)
+            .collect(),
+        content: json!({
+            "handoff_id": p.id,
+            "direction": h.direction,
+            "from": p.from,
+            "to": p.to,
+            "context_summary": h.context_summary.trim(),
+            "active_tasks": h.active_tasks,
+            "open_decisions": h.open_decisions,
+            "artifacts": h.artifacts,
+        }),
+    }
+}
+
+/// Writes the handoff row and its `handoff.created` event.
+async fn record(
+    tx: &mut PgConnection,
+    p: &Parties<'_>,
+    h: CreateHandoff,
+    run: &MissionRow,
+    t: &TaskRow,
+    moved: &Moved,
+) -> Result<HandoffView, HandoffError> {
+    let status_from = t.status();
     let view = store::insert(
-        &mut tx,
-        who.workspace_id,
+        &mut *tx,
+        run.workspace_id,
         NewHandoff {
-            id,
+            id: p.id,
             direction: h.direction.as_str(),
-            from: &from,
-            to: &to,
+            from: p.from,
+            to: p.to,
             mission_id: run.id,
             task_id: t.id,
             context_summary: h.context_summary.trim(),
@@ -308,41 +442,38 @@ pub async fn create(
             open_decisions: Value::Array(h.open_decisions),
             artifacts: Value::Array(h.artifacts),
             task_status_from: status_from.as_str(),
-            task_status_to: status_to.as_str(),
-            message_id,
+            task_status_to: moved.status_to.as_str(),
+            message_id: moved.message_id,
         },
-        &actor,
+        p.actor,
     )
     .await?;
     events::record(
-        &mut tx,
-        who.workspace_id,
+        &mut *tx,
+        run.workspace_id,
         WorkspaceEvent {
             mission_id: Some(run.id),
             task_id: Some(t.id),
             kind: kind::HANDOFF_CREATED,
-            actor: &actor,
+            actor: p.actor,
             payload: json!({
-                "handoff_id": id, "direction": h.direction, "from": from, "to": to,
-                "key": t.task_key, "task_status_from": status_from, "task_status_to": status_to,
-                "message_id": message_id,
+                "handoff_id": p.id, "direction": h.direction, "from": p.from, "to": p.to,
+                "key": t.task_key, "task_status_from": status_from,
+                "task_status_to": moved.status_to, "message_id": moved.message_id,
                 // Agent-keyed, so an agent's event filter finds its handoffs.
-                "agent_id": if h.direction == Direction::AgentToHuman { &from } else { &to },
+                "agent_id": if h.direction == Direction::AgentToHuman { p.from } else { p.to },
             }),
         },
     )
     .await?;
-    crate::store::missions::notify_wake(&mut tx).await?;
-    tx.commit().await?;
-    crate::worker::notify_cancelled(http, cancelled);
     Ok(view)
 }
 
 /// One handoff.
-pub async fn get(pool: &PgPool, who: &Principal, id: Uuid) -> Result<HandoffView, ApiError> {
+pub async fn get(pool: &PgPool, who: &Principal, id: Uuid) -> Result<HandoffView, HandoffError> {
     store::get(pool, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no handoff {id}")))
+        .ok_or(HandoffError::NotFound { id })
 }
 
 /// Handoffs, optionally of one task or mission.
@@ -352,7 +483,7 @@ pub async fn list(
     task: Option<Uuid>,
     mission: Option<Uuid>,
     limit: i64,
-) -> Result<Vec<HandoffView>, ApiError> {
+) -> Result<Vec<HandoffView>, HandoffError> {
     Ok(store::list(pool, who.workspace_id, task, mission, limit).await?)
 }
 

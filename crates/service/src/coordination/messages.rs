@@ -10,15 +10,108 @@ use serde_json::{Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::{
-    error::ApiError,
-    store::{
-        events::{self, WorkspaceEvent},
-        messages::{self as store, InboxEntry, MessageView},
-    },
+use coordinator_core::invalid::Invalid;
+
+use crate::store::{
+    events::{self, WorkspaceEvent},
+    messages::{self as store, InboxEntry, MessageView},
 };
 
 pub use coordinator_core::messages::*;
+
+/// Why sending, reading or acking a message failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MessageError {
+    /// A field of the message is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The id names a message sent with other content.
+    #[error("message {id} was already sent with different content")]
+    IdReused {
+        /// The message id.
+        id: Uuid,
+    },
+    /// The same id is being sent by a concurrent request.
+    #[error("message {id} is being sent concurrently; retry to get it")]
+    SentConcurrently {
+        /// The message id.
+        id: Uuid,
+    },
+    /// The sending agent is not registered.
+    #[error("no agent '{from}' is registered to send from")]
+    UnknownSender {
+        /// The named sender.
+        from: String,
+    },
+    /// The one recipient agent is not registered.
+    #[error("no agent '{to}' is registered to receive")]
+    UnknownRecipient {
+        /// The named agent.
+        to: String,
+    },
+    /// A role or broadcast that matches no agent.
+    #[error("no agent matches '{to}'")]
+    NoRecipients {
+        /// The recipient as stored (`role:qa`, `all`).
+        to: String,
+    },
+    /// `reply_to` names no message.
+    #[error("reply_to names no message {reply_to}")]
+    UnknownReplyTo {
+        /// The named message.
+        reply_to: Uuid,
+    },
+    /// The linked mission or task is wrong.
+    #[error(transparent)]
+    Linkage(#[from] LinkageError),
+    /// The message is not in this agent's inbox.
+    #[error("no message {message_id} in the inbox of '{agent_id}'")]
+    NotInInbox {
+        /// The message.
+        message_id: Uuid,
+        /// The inbox's agent.
+        agent_id: String,
+    },
+    /// Acking an entry that is already acked.
+    #[error("message {message_id} was already acknowledged by '{agent_id}'")]
+    AlreadyAcked {
+        /// The message.
+        message_id: Uuid,
+        /// The inbox's agent.
+        agent_id: String,
+        /// The entry's state.
+        state: InboxState,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// A bug or an unexpected failure.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+/// Why the mission or task a coordination record links to is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkageError {
+    /// `task_id` names no task.
+    #[error("task_id names no task {task_id}")]
+    UnknownTask {
+        /// The named task.
+        task_id: Uuid,
+    },
+    /// `mission_id` names no mission.
+    #[error("mission_id names no mission {mission_id}")]
+    UnknownMission {
+        /// The named mission.
+        mission_id: Uuid,
+    },
+    /// `mission_id` and `task_id` disagree.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
 
 /// Event kinds written by messaging.
 pub mod kind {
@@ -29,35 +122,26 @@ pub mod kind {
 }
 
 /// Checks what can be checked without the database; the first problem found.
-pub fn validate(m: &Outgoing) -> Result<(), ApiError> {
+pub fn validate(m: &Outgoing) -> Result<(), Invalid> {
     if m.subject.len() > 200 {
-        return Err(ApiError::invalid(
-            "subject",
-            "subject must be at most 200 bytes",
-        ));
+        return Err(Invalid::new("subject", "subject must be at most 200 bytes"));
     }
     if !m.content.is_object() {
-        return Err(ApiError::invalid(
-            "content",
-            "content must be a JSON object",
-        ));
+        return Err(Invalid::new("content", "content must be a JSON object"));
     }
     if serde_json::to_vec(&m.content).map_or(0, |v| v.len()) > 64 * 1024 {
-        return Err(ApiError::invalid(
-            "content",
-            "content must be at most 64 KiB",
-        ));
+        return Err(Invalid::new("content", "content must be at most 64 KiB"));
     }
     if let Some(category) = m.category {
         if m.mission_id.is_none() && m.task_id.is_none() {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "mission_id",
                 format!("a {category} message must name the mission_id or task_id it is about"),
             ));
         }
         match category {
             Category::Handoff if !matches!(m.to, Recipient::Agent(_)) => {
-                return Err(ApiError::invalid(
+                return Err(Invalid::new(
                     "to",
                     "a HANDOFF must name one next owner, not a role or everyone",
                 ));
@@ -69,8 +153,8 @@ pub fn validate(m: &Outgoing) -> Result<(), ApiError> {
                         .and_then(Value::as_str)
                         .is_none_or(|s| s.trim().is_empty())
                     {
-                        return Err(ApiError::invalid(
-                            &format!("content.{field}"),
+                        return Err(Invalid::new(
+                            format!("content.{field}"),
                             format!("a BLOCKED message must say content.{field}"),
                         ));
                     }
@@ -81,7 +165,7 @@ pub fn validate(m: &Outgoing) -> Result<(), ApiError> {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 if !URGENCIES.contains(&urgency) {
-                    return Err(ApiError::invalid(
+                    return Err(Invalid::new(
                         "content.urgency",
                         format!("urgency must be one of {}", URGENCIES.join(", ")),
                     ));
@@ -101,60 +185,41 @@ pub async fn send(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     m: Outgoing,
-) -> Result<MessageView, ApiError> {
+) -> Result<MessageView, MessageError> {
     validate(&m)?;
     let id = m.id.unwrap_or_else(Uuid::new_v4);
     if let Some(existing) = store::get(&mut *conn, workspace_id, id).await? {
         return if store::same_message(&existing, &m) {
             Ok(existing)
         } else {
-            Err(ApiError::Conflict {
-                code: "message_id_reused",
-                message: format!("message {id} was already sent with different content"),
-                details: json!({ "id": id }),
-            })
+            Err(MessageError::IdReused { id })
         };
     }
     if let Some(from) = &m.from_agent
         && !store::agent_exists(&mut *conn, workspace_id, from).await?
     {
-        return Err(ApiError::Unprocessable {
-            code: "unknown_sender",
-            message: format!("no agent '{from}' is registered to send from"),
-            details: json!({ "from": from }),
-        });
+        return Err(MessageError::UnknownSender { from: from.clone() });
     }
     let recipients =
         store::resolve_recipients(&mut *conn, workspace_id, &m.to, m.from_agent.as_deref()).await?;
     if recipients.is_empty() {
         return Err(match &m.to {
-            Recipient::Agent(a) => ApiError::Unprocessable {
-                code: "unknown_recipient",
-                message: format!("no agent '{a}' is registered to receive"),
-                details: json!({ "to": a }),
-            },
-            other => ApiError::Unprocessable {
-                code: "no_recipients",
-                message: format!("no agent matches '{}'", other.stored()),
-                details: json!({ "to": other.stored() }),
-            },
+            Recipient::Agent(a) => MessageError::UnknownRecipient { to: a.clone() },
+            other => MessageError::NoRecipients { to: other.stored() },
         });
     }
     let mut conversation_id = m.conversation_id;
     if let Some(parent) = m.reply_to {
         let Some(p) = store::get(&mut *conn, workspace_id, parent).await? else {
-            return Err(ApiError::Unprocessable {
-                code: "unknown_reply_to",
-                message: format!("reply_to names no message {parent}"),
-                details: json!({ "reply_to": parent }),
-            });
+            return Err(MessageError::UnknownReplyTo { reply_to: parent });
         };
         match conversation_id {
             Some(c) if c != p.conversation_id => {
-                return Err(ApiError::invalid(
+                return Err(Invalid::new(
                     "conversation_id",
                     "conversation_id differs from that of the message replied to",
-                ));
+                )
+                .into());
             }
             _ => conversation_id = Some(p.conversation_id),
         }
@@ -179,11 +244,7 @@ pub async fn send(
     let Some(view) = inserted else {
         // A concurrent send of the same id committed first: the first
         // check again decides between an idempotent replay and a conflict.
-        return Err(ApiError::Conflict {
-            code: "message_id_reused",
-            message: format!("message {id} is being sent concurrently; retry to get it"),
-            details: json!({ "id": id }),
-        });
+        return Err(MessageError::SentConcurrently { id });
     };
     events::record(
         &mut *conn,
@@ -220,17 +281,16 @@ pub async fn mark(
     message_id: Uuid,
     action: InboxAction,
     actor: &str,
-) -> Result<InboxEntry, ApiError> {
-    let not_found = || {
-        ApiError::NotFound(format!(
-            "no message {message_id} in the inbox of '{agent_id}'"
-        ))
+) -> Result<InboxEntry, MessageError> {
+    let not_found = || MessageError::NotInInbox {
+        message_id,
+        agent_id: agent_id.to_owned(),
     };
     let state: InboxState = store::lock_entry(&mut *conn, workspace_id, agent_id, message_id)
         .await?
         .ok_or_else(not_found)?
         .parse()
-        .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("stored inbox state: {e}")))?;
+        .map_err(|e| MessageError::Unexpected(anyhow::anyhow!("stored inbox state: {e}")))?;
     match state.apply(action) {
         Ok(Some(next)) => {
             store::set_entry_state(
@@ -266,10 +326,10 @@ pub async fn mark(
         }
         Ok(None) => {}
         Err(_) => {
-            return Err(ApiError::Conflict {
-                code: "already_acked",
-                message: format!("message {message_id} was already acknowledged by '{agent_id}'"),
-                details: json!({ "message_id": message_id, "agent_id": agent_id, "state": state }),
+            return Err(MessageError::AlreadyAcked {
+                message_id,
+                agent_id: agent_id.to_owned(),
+                state,
             });
         }
     }
@@ -320,31 +380,20 @@ pub async fn resolve_linkage(
     workspace_id: Uuid,
     mission_id: Option<Uuid>,
     task_id: Option<Uuid>,
-) -> Result<Option<Uuid>, ApiError> {
+) -> Result<Option<Uuid>, LinkageError> {
     if let Some(task) = task_id {
         let Some(task_mission) = store::task_mission(&mut *conn, workspace_id, task).await? else {
-            return Err(ApiError::Unprocessable {
-                code: "unknown_task",
-                message: format!("task_id names no task {task}"),
-                details: json!({ "task_id": task }),
-            });
+            return Err(LinkageError::UnknownTask { task_id: task });
         };
         if mission_id.is_some_and(|mi| mi != task_mission) {
-            return Err(ApiError::invalid(
-                "mission_id",
-                "task_id belongs to another mission",
-            ));
+            return Err(Invalid::new("mission_id", "task_id belongs to another mission").into());
         }
         return Ok(Some(task_mission));
     }
     if let Some(mi) = mission_id
         && !store::mission_exists(&mut *conn, workspace_id, mi).await?
     {
-        return Err(ApiError::Unprocessable {
-            code: "unknown_mission",
-            message: format!("mission_id names no mission {mi}"),
-            details: json!({ "mission_id": mi }),
-        });
+        return Err(LinkageError::UnknownMission { mission_id: mi });
     }
     Ok(mission_id)
 }

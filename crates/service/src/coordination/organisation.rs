@@ -12,7 +12,6 @@ pub use coordinator_core::organisation::*;
 
 use crate::{
     auth::Principal,
-    error::ApiError,
     store::{
         agents::LadderAgent,
         events::{self, WorkspaceEvent},
@@ -39,30 +38,60 @@ pub struct SpecView {
     pub staffing: Vec<Staffing>,
 }
 
-/// The 422 for a spec with problems.
-pub fn invalid_spec(problems: Vec<SpecProblem>) -> ApiError {
-    ApiError::Unprocessable {
-        code: "org_spec_invalid",
-        message: format!(
-            "the organisation spec is not valid ({} problem{}): {}",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
-            problems
-                .iter()
-                .map(|p| p.message.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        details: json!({ "problems": problems }),
-    }
+/// Why an organisation spec use case failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OrganisationError {
+    /// The uploaded spec has problems (every one of them).
+    #[error("{}", spec_problems(.0))]
+    InvalidSpec(Vec<SpecProblem>),
+    /// The workspace has no spec.
+    #[error("this workspace has no organisation spec")]
+    NoSpec,
+    /// The `version` guard did not match the stored spec.
+    #[error(
+        "the organisation spec changed since you read it (or does not exist); read it again and retry"
+    )]
+    VersionConflict {
+        /// The version the client expected.
+        expected: Option<i64>,
+    },
+    /// The spec caps the role and it is full.
+    #[error(
+        "role '{role}' already has {live} live agent(s), the most the organisation spec allows"
+    )]
+    RoleFull {
+        /// The role.
+        role: String,
+        /// Its live agents.
+        live: i64,
+        /// The spec's cap.
+        max: Option<u32>,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// The summary of a spec's problems, for people.
+fn spec_problems(problems: &[SpecProblem]) -> String {
+    format!(
+        "the organisation spec is not valid ({} problem{}): {}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" },
+        problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
 }
 
 /// The workspace's spec with its staffing; 404 without one.
-pub async fn show(pool: &PgPool, workspace_id: Uuid) -> Result<SpecView, ApiError> {
+pub async fn show(pool: &PgPool, workspace_id: Uuid) -> Result<SpecView, OrganisationError> {
     let mut conn = pool.acquire().await?;
     let row = store::get(&mut conn, workspace_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound("this workspace has no organisation spec".into()))?;
+        .ok_or(OrganisationError::NoSpec)?;
     let live = store::live_roles(&mut conn, workspace_id).await?;
     Ok(SpecView {
         staffing: staffing(&row.spec, &live),
@@ -77,17 +106,13 @@ pub async fn upload(
     who: &Principal,
     doc: &Value,
     version: Option<i64>,
-) -> Result<SpecView, ApiError> {
-    let spec = OrgSpec::parse(doc).map_err(invalid_spec)?;
+) -> Result<SpecView, OrganisationError> {
+    let spec = OrgSpec::parse(doc).map_err(OrganisationError::InvalidSpec)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let new_version = store::put(&mut tx, who.workspace_id, &spec, version, &actor)
         .await?
-        .ok_or_else(|| ApiError::Conflict {
-            code: "version_conflict",
-            message: "the organisation spec changed since you read it (or does not exist); read it again and retry".into(),
-            details: json!({ "expected": version }),
-        })?;
+        .ok_or(OrganisationError::VersionConflict { expected: version })?;
     events::record(
         &mut tx,
         who.workspace_id,
@@ -108,13 +133,11 @@ pub async fn upload(
 }
 
 /// Removes the spec; 404 if there was none.
-pub async fn remove(pool: &PgPool, who: &Principal) -> Result<(), ApiError> {
+pub async fn remove(pool: &PgPool, who: &Principal) -> Result<(), OrganisationError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     if !store::delete(&mut tx, who.workspace_id).await? {
-        return Err(ApiError::NotFound(
-            "this workspace has no organisation spec".into(),
-        ));
+        return Err(OrganisationError::NoSpec);
     }
     events::record(
         &mut tx,
@@ -140,7 +163,7 @@ pub async fn admit_role(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     role: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), OrganisationError> {
     store::lock_roles(conn, workspace_id).await?;
     let Some(row) = store::get(conn, workspace_id).await? else {
         return Ok(());
@@ -150,15 +173,10 @@ pub async fn admit_role(
     if row.spec.room_for(role, n) {
         return Ok(());
     }
-    Err(ApiError::Conflict {
-        code: "role_full",
-        message: format!(
-            "role '{role}' already has {n} live agent(s), the most the organisation spec allows"
-        ),
-        details: json!({
-            "role": role, "live": n,
-            "max": row.spec.role(role).and_then(|r| r.cardinality.max),
-        }),
+    Err(OrganisationError::RoleFull {
+        role: role.to_owned(),
+        live: n,
+        max: row.spec.role(role).and_then(|r| r.cardinality.max),
     })
 }
 
@@ -208,11 +226,11 @@ pub async fn verdicts(
     workspace_id: Uuid,
     task_type: &str,
     task_key: &str,
-) -> Result<Verdicts, ApiError> {
+) -> Result<Verdicts, OrganisationError> {
     let mut conn = pool.acquire().await?;
     let row = store::get(&mut conn, workspace_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound("this workspace has no organisation spec".into()))?;
+        .ok_or(OrganisationError::NoSpec)?;
     let agents = store::live_agents(&mut conn, workspace_id).await?;
     Ok(Verdicts {
         goals: row.spec.goals_for(task_type, task_key),

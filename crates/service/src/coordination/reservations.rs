@@ -13,15 +13,78 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{
-    error::ApiError,
-    store::{
-        events::{self, WorkspaceEvent},
-        reservations::{self as store, ReservationView},
-    },
+use coordinator_core::invalid::Invalid;
+
+use super::messages::LinkageError;
+use crate::store::{
+    events::{self, WorkspaceEvent},
+    reservations::{self as store, ReservationView},
 };
 
 pub use coordinator_core::reservations::*;
+
+/// Why reserving or releasing a scope failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReservationError {
+    /// A field of the request is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The holder is not a registered agent.
+    #[error("no agent '{agent_id}' is registered")]
+    UnknownAgent {
+        /// The named agent.
+        agent_id: String,
+    },
+    /// The linked mission or task is wrong.
+    #[error(transparent)]
+    Linkage(#[from] LinkageError),
+    /// Another agent holds an overlapping scope that has not expired.
+    #[error(
+        "'{scope}' overlaps '{}', reserved by '{}' until {}",
+        .held.scope,
+        .held.agent_id,
+        rfc3339(.held.expires_at).unwrap_or_default()
+    )]
+    Overlaps {
+        /// The scope asked for.
+        scope: String,
+        /// The reservation in the way.
+        held: Box<ReservationView>,
+    },
+    /// No such reservation in the workspace.
+    #[error("no reservation {id}")]
+    NotFound {
+        /// The reservation.
+        id: Uuid,
+    },
+    /// An agent may release only its own reservation.
+    #[error(
+        "reservation {id} is held by '{holder}'; only its holder (or an operator) may release it"
+    )]
+    NotYours {
+        /// The reservation.
+        id: Uuid,
+        /// Its holder.
+        holder: String,
+    },
+    /// The reservation is released or expired already.
+    #[error("reservation {id} is {state}, not active")]
+    NotActive {
+        /// The reservation.
+        id: Uuid,
+        /// Its state.
+        state: String,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// An instant as RFC 3339 (`None` if it cannot be formatted).
+pub fn rfc3339(t: OffsetDateTime) -> Option<String> {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .ok()
+}
 
 /// Event kinds written by reservations.
 pub mod kind {
@@ -34,12 +97,12 @@ pub mod kind {
 }
 
 /// Checks a scope: 1–256 characters, no control characters.
-pub fn validate_scope(scope: &str) -> Result<(), ApiError> {
+pub fn validate_scope(scope: &str) -> Result<(), Invalid> {
     if scope.trim().is_empty() || scope.len() > 256 {
-        return Err(ApiError::invalid("scope", "scope must be 1–256 characters"));
+        return Err(Invalid::new("scope", "scope must be 1–256 characters"));
     }
     if scope.chars().any(char::is_control) {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "scope",
             "scope must not contain control characters",
         ));
@@ -65,22 +128,21 @@ pub async fn reserve(
     workspace_id: Uuid,
     r: Reserve,
     actor: &str,
-) -> Result<Reserved, ApiError> {
+) -> Result<Reserved, ReservationError> {
     validate_scope(&r.scope)?;
     if !(1..=MAX_TTL_SECS).contains(&r.ttl_secs) {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "ttl_secs",
             format!("ttl_secs must be between 1 and {MAX_TTL_SECS}"),
-        ));
+        )
+        .into());
     }
     if r.note.len() > 1000 {
-        return Err(ApiError::invalid("note", "note must be at most 1000 bytes"));
+        return Err(Invalid::new("note", "note must be at most 1000 bytes").into());
     }
     if !crate::store::messages::agent_exists(&mut *conn, workspace_id, &r.agent_id).await? {
-        return Err(ApiError::Unprocessable {
-            code: "unknown_agent",
-            message: format!("no agent '{}' is registered", r.agent_id),
-            details: json!({ "agent_id": r.agent_id }),
+        return Err(ReservationError::UnknownAgent {
+            agent_id: r.agent_id,
         });
     }
     let mission_id =
@@ -112,24 +174,9 @@ pub async fn reserve(
         .iter()
         .find(|h| h.agent_id != r.agent_id && h.expires_at > now)
     {
-        return Err(ApiError::Conflict {
-            code: "reservation_conflict",
-            message: format!(
-                "'{}' overlaps '{}', reserved by '{}' until {}",
-                r.scope,
-                holder.scope,
-                holder.agent_id,
-                holder
-                    .expires_at
-                    .format(&time::format_description::well_known::Rfc3339)
-                    .unwrap_or_default()
-            ),
-            details: json!({
-                "holder": holder.agent_id,
-                "reservation_id": holder.id,
-                "scope": holder.scope,
-                "expires_at": holder.expires_at.format(&time::format_description::well_known::Rfc3339).ok(),
-            }),
+        return Err(ReservationError::Overlaps {
+            scope: r.scope,
+            held: Box::new((*holder).clone()),
         });
     }
     let id = Uuid::new_v4();
@@ -170,22 +217,18 @@ pub async fn release(
     id: Uuid,
     holder: Option<&str>,
     actor: &str,
-) -> Result<ReservationView, ApiError> {
+) -> Result<ReservationView, ReservationError> {
     let r = store::lock(&mut *conn, workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no reservation {id}")))?;
+        .ok_or(ReservationError::NotFound { id })?;
     if holder.is_some_and(|h| h != r.agent_id) {
-        return Err(ApiError::Forbidden(format!(
-            "reservation {id} is held by '{}'; only its holder (or an operator) may release it",
-            r.agent_id
-        )));
+        return Err(ReservationError::NotYours {
+            id,
+            holder: r.agent_id,
+        });
     }
     if r.state != ReservationState::Active.as_str() {
-        return Err(ApiError::Conflict {
-            code: "reservation_not_active",
-            message: format!("reservation {id} is {}, not active", r.state),
-            details: json!({ "reservation_id": id, "state": r.state }),
-        });
+        return Err(ReservationError::NotActive { id, state: r.state });
     }
     let released = store::release(&mut *conn, workspace_id, id).await?;
     record(
@@ -230,7 +273,7 @@ async fn record(
         "scope": r.scope,
         "agent_id": r.agent_id,
         "state": r.state,
-        "expires_at": r.expires_at.format(&time::format_description::well_known::Rfc3339).ok(),
+        "expires_at": rfc3339(r.expires_at),
     });
     if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
         p.extend(e.clone());

@@ -10,9 +10,10 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use coordinator_core::{domain::IllegalTransition, invalid::Invalid};
+
 use crate::{
     auth::{Principal, Role},
-    error::ApiError,
     store::{
         events::{self, NewEvent},
         missions,
@@ -21,6 +22,79 @@ use crate::{
 };
 
 pub use coordinator_core::team_decisions::*;
+
+/// Why a team decision use case failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TeamDecisionError {
+    /// A field of the request is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The caller's role may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// No such mission or decision in the workspace.
+    #[error("no {what} {id}")]
+    NotFound {
+        /// `mission` or `team decision`.
+        what: &'static str,
+        /// Its id.
+        id: Uuid,
+    },
+    /// The client-chosen id names another decision.
+    #[error("team decision {id} exists with other content")]
+    IdReused {
+        /// The id.
+        id: Uuid,
+    },
+    /// Nobody could vote: the mission has no assigned agents yet.
+    #[error("no agent is assigned to this mission's tasks yet; name eligible_agents")]
+    NoEligibleAgents,
+    /// Another writer got there first.
+    #[error("{0}")]
+    ConcurrentUpdate(&'static str),
+    /// The decision's state does not allow it.
+    #[error(transparent)]
+    IllegalTransition(#[from] IllegalTransition),
+    /// The voting agent is not among the eligible ones.
+    #[error("agent '{agent_id}' is not eligible to vote on this decision")]
+    NotEligible {
+        /// The voter.
+        agent_id: String,
+    },
+    /// Only a committed decision has an ADR.
+    #[error("team decision {id} is {status}; only a committed one has an ADR")]
+    NotCommitted {
+        /// The decision.
+        id: Uuid,
+        /// Its status.
+        status: String,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// Refuses unless the caller has one of `roles`.
+fn require(who: &Principal, roles: &[Role]) -> Result<(), TeamDecisionError> {
+    who.require(roles)
+        .map_err(|e| TeamDecisionError::Forbidden(e.to_string()))
+}
+
+/// The 404 for a decision.
+fn no_decision(id: Uuid) -> TeamDecisionError {
+    TeamDecisionError::NotFound {
+        what: "team decision",
+        id,
+    }
+}
+
+/// The 404 for a mission.
+fn no_mission(id: Uuid) -> TeamDecisionError {
+    TeamDecisionError::NotFound {
+        what: "mission",
+        id,
+    }
+}
 
 /// Event kinds written here.
 pub mod kind {
@@ -188,9 +262,9 @@ impl TeamDecisionRow {
     }
 }
 
-fn check_text(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
+fn check_text(field: &str, s: &str, max: usize) -> Result<(), Invalid> {
     if s.trim().is_empty() || s.chars().count() > max {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             field,
             format!("{field} must be 1–{max} characters"),
         ));
@@ -198,32 +272,29 @@ fn check_text(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn validate(req: &ProposeRequest) -> Result<(), ApiError> {
+fn validate(req: &ProposeRequest) -> Result<(), Invalid> {
     check_text("topic", &req.topic, 500)?;
     if !(2..=10).contains(&req.options.len()) {
-        return Err(ApiError::invalid("options", "give 2–10 options"));
+        return Err(Invalid::new("options", "give 2–10 options"));
     }
     let mut labels = std::collections::BTreeSet::new();
     for o in &req.options {
         check_text("options.label", &o.label, 200)?;
         if o.description.chars().count() > 2000 {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "options.description",
                 "an option's description must be at most 2000 characters",
             ));
         }
         if !labels.insert(o.label.trim()) {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "options.label",
                 format!("option '{}' is listed twice", o.label),
             ));
         }
     }
     if req.evidence.len() > 50 {
-        return Err(ApiError::invalid(
-            "evidence",
-            "at most 50 pieces of evidence",
-        ));
+        return Err(Invalid::new("evidence", "at most 50 pieces of evidence"));
     }
     for e in &req.evidence {
         check_text("evidence", e, 2000)?;
@@ -231,7 +302,7 @@ fn validate(req: &ProposeRequest) -> Result<(), ApiError> {
     if let Some(r) = &req.recommended_option
         && !req.options.iter().any(|o| o.label.trim() == r.trim())
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "recommended_option",
             "recommended_option must be the label of one of the options",
         ));
@@ -239,7 +310,7 @@ fn validate(req: &ProposeRequest) -> Result<(), ApiError> {
     if let Some(w) = req.window_secs
         && !(1..=7 * 24 * 3600).contains(&w)
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "window_secs",
             "window_secs must be between 1 and 604800",
         ));
@@ -247,7 +318,7 @@ fn validate(req: &ProposeRequest) -> Result<(), ApiError> {
     if let Some(e) = &req.eligible_agents
         && (e.is_empty() || e.len() > 100)
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "eligible_agents",
             "eligible_agents must name 1–100 agents",
         ));
@@ -261,31 +332,29 @@ pub async fn propose(
     who: &Principal,
     mission_id: Uuid,
     req: ProposeRequest,
-) -> Result<(TeamDecisionView, bool), ApiError> {
-    who.require(&[Role::Admin, Role::Operator, Role::Agent])?;
+) -> Result<(TeamDecisionView, bool), TeamDecisionError> {
+    require(who, &[Role::Admin, Role::Operator, Role::Agent])?;
     validate(&req)?;
     let mut tx = pool.begin().await?;
     missions::lock(&mut tx, who.workspace_id, mission_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no mission {mission_id}")))?;
+        .ok_or_else(|| no_mission(mission_id))?;
     let id = req.id.unwrap_or_else(Uuid::new_v4);
     if let Some(existing) = store::get(&mut tx, who.workspace_id, id, false).await? {
         if existing.mission_id == mission_id && existing.topic == req.topic.trim() {
             let votes = store::votes(&mut tx, id).await?;
             return Ok((existing.view(&votes), false));
         }
-        return Err(ApiError::conflict(
-            "team_decision_id_reused",
-            format!("team decision {id} exists with other content"),
-        ));
+        return Err(TeamDecisionError::IdReused { id });
     }
     if let Some(t) = req.task_id
         && !store::task_in_mission(&mut tx, mission_id, t).await?
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "task_id",
             format!("task {t} is not a task of mission {mission_id}"),
-        ));
+        )
+        .into());
     }
     let mut eligible = match &req.eligible_agents {
         Some(e) => e.iter().map(|a| a.trim().to_owned()).collect(),
@@ -294,12 +363,7 @@ pub async fn propose(
     eligible.sort();
     eligible.dedup();
     if eligible.is_empty() {
-        return Err(ApiError::Unprocessable {
-            code: "no_eligible_agents",
-            message: "no agent is assigned to this mission's tasks yet; name eligible_agents"
-                .into(),
-            details: json!({ "field": "eligible_agents" }),
-        });
+        return Err(TeamDecisionError::NoEligibleAgents);
     }
     let options: Vec<TeamOption> = req
         .options
@@ -329,7 +393,7 @@ pub async fn propose(
         },
     )
     .await?
-    .ok_or_else(|| ApiError::conflict("concurrent_update", "the id was just taken"))?;
+    .ok_or(TeamDecisionError::ConcurrentUpdate("the id was just taken"))?;
     events::append(
         &mut tx,
         who.workspace_id,
@@ -359,7 +423,7 @@ async fn commit_locked(
     votes: &[VoteRow],
     closed_by: &str,
     because: &str,
-) -> Result<Option<TeamDecisionRow>, ApiError> {
+) -> Result<Option<TeamDecisionRow>, TeamDecisionError> {
     row.status().next(TeamDecisionEvent::Commit)?;
     let options = row.options();
     let pairs: Vec<(String, String)> = votes
@@ -426,7 +490,11 @@ async fn commit_locked(
 /// this call committed it. Readers and the engine's sweep both come here, so
 /// a decision settles the same way whoever notices first; the row lock and
 /// the `version` guard let only one of them write the commit.
-pub async fn settle_if_due(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> Result<bool, ApiError> {
+pub async fn settle_if_due(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    id: Uuid,
+) -> Result<bool, TeamDecisionError> {
     let mut tx = pool.begin().await?;
     let Some(peek) = store::get(&mut tx, workspace_id, id, false).await? else {
         return Ok(false);
@@ -457,31 +525,30 @@ pub async fn settle_if_due(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> Resul
 }
 
 /// One decision, with its votes (an overdue one is committed first).
-pub async fn get(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TeamDecisionView, ApiError> {
+pub async fn get(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+) -> Result<TeamDecisionView, TeamDecisionError> {
     settle_if_due(pool, who.workspace_id, id).await?;
     let mut conn = pool.acquire().await?;
     let row = store::get(&mut conn, who.workspace_id, id, false)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+        .ok_or_else(|| no_decision(id))?;
     let votes = store::votes(&mut conn, id).await?;
     Ok(row.view(&votes))
 }
 
 /// The ADR of a committed decision (409 while open or when cancelled).
-pub async fn adr(pool: &PgPool, who: &Principal, id: Uuid) -> Result<String, ApiError> {
+pub async fn adr(pool: &PgPool, who: &Principal, id: Uuid) -> Result<String, TeamDecisionError> {
     settle_if_due(pool, who.workspace_id, id).await?;
     let mut conn = pool.acquire().await?;
     let row = store::get(&mut conn, who.workspace_id, id, false)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
-    row.adr.ok_or_else(|| {
-        ApiError::conflict(
-            "team_decision_not_committed",
-            format!(
-                "team decision {id} is {}; only a committed one has an ADR",
-                row.status
-            ),
-        )
+        .ok_or_else(|| no_decision(id))?;
+    row.adr.ok_or(TeamDecisionError::NotCommitted {
+        id,
+        status: row.status,
     })
 }
 
@@ -490,12 +557,12 @@ pub async fn list(
     pool: &PgPool,
     who: &Principal,
     mission_id: Uuid,
-) -> Result<Vec<TeamDecisionView>, ApiError> {
+) -> Result<Vec<TeamDecisionView>, TeamDecisionError> {
     let overdue = {
         let mut conn = pool.acquire().await?;
         missions::get(pool, who.workspace_id, mission_id)
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no mission {mission_id}")))?;
+            .ok_or_else(|| no_mission(mission_id))?;
         store::overdue(&mut conn, who.workspace_id, mission_id).await?
     };
     for id in overdue {
@@ -518,8 +585,8 @@ pub async fn vote(
     who: &Principal,
     id: Uuid,
     req: VoteRequest,
-) -> Result<TeamDecisionView, ApiError> {
-    who.require(&[Role::Agent])?;
+) -> Result<TeamDecisionView, TeamDecisionError> {
+    require(who, &[Role::Agent])?;
     let agent = who.agent_id.clone().unwrap_or_default();
     check_text("option", &req.option, 200)?;
     if req
@@ -527,32 +594,24 @@ pub async fn vote(
         .as_ref()
         .is_some_and(|r| r.chars().count() > 2000)
     {
-        return Err(ApiError::invalid(
-            "rationale",
-            "rationale must be at most 2000 characters",
-        ));
+        return Err(Invalid::new("rationale", "rationale must be at most 2000 characters").into());
     }
     settle_if_due(pool, who.workspace_id, id).await?;
     let mut tx = pool.begin().await?;
     let peek = store::get(&mut tx, who.workspace_id, id, false)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+        .ok_or_else(|| no_decision(id))?;
     missions::lock(&mut tx, who.workspace_id, peek.mission_id).await?;
     let row = store::get(&mut tx, who.workspace_id, id, true)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+        .ok_or_else(|| no_decision(id))?;
     row.status().next(TeamDecisionEvent::Vote)?;
     if !row.eligible.contains(&agent) {
-        return Err(ApiError::Forbidden(format!(
-            "agent '{agent}' is not eligible to vote on this decision"
-        )));
+        return Err(TeamDecisionError::NotEligible { agent_id: agent });
     }
     let option = req.option.trim();
     if !row.options().iter().any(|o| o.label == option) {
-        return Err(ApiError::invalid(
-            "option",
-            format!("'{option}' is not one of the options"),
-        ));
+        return Err(Invalid::new("option", format!("'{option}' is not one of the options")).into());
     }
     store::upsert_vote(&mut tx, id, &agent, option, req.rationale.as_deref()).await?;
     let actor = who.actor();
@@ -586,7 +645,9 @@ pub async fn vote(
             "every eligible agent voted",
         )
         .await?
-        .ok_or_else(|| ApiError::conflict("concurrent_update", "the decision changed meanwhile"))?
+        .ok_or(TeamDecisionError::ConcurrentUpdate(
+            "the decision changed meanwhile",
+        ))?
     } else {
         row
     };
@@ -600,21 +661,21 @@ pub async fn cancel(
     who: &Principal,
     id: Uuid,
     req: CancelRequest,
-) -> Result<TeamDecisionView, ApiError> {
+) -> Result<TeamDecisionView, TeamDecisionError> {
     check_text("reason", &req.reason, 2000)?;
     settle_if_due(pool, who.workspace_id, id).await?;
     let mut tx = pool.begin().await?;
     let peek = store::get(&mut tx, who.workspace_id, id, false)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+        .ok_or_else(|| no_decision(id))?;
     let actor = who.actor();
     if peek.proposer != actor {
-        who.require(&[Role::Admin, Role::Operator])?;
+        require(who, &[Role::Admin, Role::Operator])?;
     }
     missions::lock(&mut tx, who.workspace_id, peek.mission_id).await?;
     let row = store::get(&mut tx, who.workspace_id, id, true)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no team decision {id}")))?;
+        .ok_or_else(|| no_decision(id))?;
     row.status().next(TeamDecisionEvent::Cancel)?;
     let done = store::close(
         &mut tx,
@@ -632,7 +693,9 @@ pub async fn cancel(
         },
     )
     .await?
-    .ok_or_else(|| ApiError::conflict("concurrent_update", "the decision changed meanwhile"))?;
+    .ok_or(TeamDecisionError::ConcurrentUpdate(
+        "the decision changed meanwhile",
+    ))?;
     events::append(
         &mut tx,
         who.workspace_id,

@@ -11,15 +11,87 @@ use uuid::Uuid;
 
 pub use coordinator_core::tool_policy::*;
 
+use coordinator_core::{domain::IllegalTransition, invalid::Invalid};
+
 use crate::{
     auth::{Principal, Role, hash_token},
-    error::ApiError,
     store::{
         events::{self, NewEvent},
         missions,
         tool_approvals::{self as store, ApprovalRow, AttemptFacts},
     },
 };
+
+/// Why a tool approval use case failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolApprovalError {
+    /// A field of the request is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The caller's role may not resolve approvals.
+    #[error("{0}")]
+    Forbidden(String),
+    /// No such attempt.
+    #[error("no attempt {attempt_id}")]
+    NoAttempt {
+        /// The attempt.
+        attempt_id: Uuid,
+    },
+    /// The bearer token is not the attempt's own.
+    #[error("the token is not attempt {attempt_id}'s")]
+    WrongToken {
+        /// The attempt.
+        attempt_id: Uuid,
+    },
+    /// The attempt has ended: its worker must stop.
+    #[error("attempt {attempt_id} is no longer live; stop working on it")]
+    StaleAttempt {
+        /// The attempt.
+        attempt_id: Uuid,
+    },
+    /// The client-chosen id names another request.
+    #[error("tool approval {id} exists with other content")]
+    IdReused {
+        /// The id.
+        id: Uuid,
+    },
+    /// The id was taken by a concurrent request.
+    #[error("the approval id was just taken")]
+    IdTaken,
+    /// No such request in the workspace.
+    #[error("no tool approval {id}")]
+    NotFound {
+        /// The request.
+        id: Uuid,
+    },
+    /// The attempt asked no such request.
+    #[error("attempt {attempt_id} has no tool approval {id}")]
+    NotOfAttempt {
+        /// The attempt.
+        attempt_id: Uuid,
+        /// The request.
+        id: Uuid,
+    },
+    /// Resolving a request another way than it was resolved.
+    #[error("{refused}")]
+    AlreadyResolved {
+        /// What the lifecycle refused.
+        refused: IllegalTransition,
+        /// The request's status.
+        status: String,
+        /// Who resolved it.
+        resolver: Option<String>,
+    },
+    /// A concurrent resolver (or the timeout) won.
+    #[error("tool approval {id} was resolved meanwhile; reload it")]
+    ResolvedMeanwhile {
+        /// The request.
+        id: Uuid,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
 
 /// Event kinds written here.
 pub mod kind {
@@ -195,14 +267,12 @@ async fn authenticate(
     conn: &mut sqlx::PgConnection,
     attempt_id: Uuid,
     token: &str,
-) -> Result<AttemptFacts, ApiError> {
+) -> Result<AttemptFacts, ToolApprovalError> {
     let facts = store::attempt_facts(conn, attempt_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no attempt {attempt_id}")))?;
+        .ok_or(ToolApprovalError::NoAttempt { attempt_id })?;
     if facts.token_hash != hash_token(token) {
-        return Err(ApiError::Unauthorized(format!(
-            "the token is not attempt {attempt_id}'s"
-        )));
+        return Err(ToolApprovalError::WrongToken { attempt_id });
     }
     Ok(facts)
 }
@@ -211,16 +281,9 @@ fn is_live(status: &str) -> bool {
     matches!(status, "dispatching" | "running")
 }
 
-fn stale(attempt_id: Uuid) -> ApiError {
-    ApiError::conflict(
-        "stale_attempt",
-        format!("attempt {attempt_id} is no longer live; stop working on it"),
-    )
-}
-
-fn check_text(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
+fn check_text(field: &str, s: &str, max: usize) -> Result<(), Invalid> {
     if s.trim().is_empty() || s.chars().count() > max {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             field,
             format!("{field} must be 1–{max} characters"),
         ));
@@ -228,10 +291,10 @@ fn check_text(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn validate(req: &ApprovalRequest) -> Result<(), ApiError> {
+fn validate(req: &ApprovalRequest) -> Result<(), Invalid> {
     check_text("tool", &req.tool, 128)?;
     if req.paths.len() > 200 {
-        return Err(ApiError::invalid("paths", "at most 200 paths"));
+        return Err(Invalid::new("paths", "at most 200 paths"));
     }
     for p in &req.paths {
         check_text("paths", p, 1024)?;
@@ -242,17 +305,11 @@ fn validate(req: &ApprovalRequest) -> Result<(), ApiError> {
         ("files_changed", req.files_changed),
     ] {
         if v < 0 {
-            return Err(ApiError::invalid(
-                field,
-                format!("{field} must not be negative"),
-            ));
+            return Err(Invalid::new(field, format!("{field} must not be negative")));
         }
     }
     if req.arguments.as_ref().is_some_and(|a| !a.is_object()) {
-        return Err(ApiError::invalid(
-            "arguments",
-            "arguments must be a JSON object",
-        ));
+        return Err(Invalid::new("arguments", "arguments must be a JSON object"));
     }
     Ok(())
 }
@@ -265,7 +322,7 @@ pub async fn request_approval(
     attempt_id: Uuid,
     token: &str,
     req: ApprovalRequest,
-) -> Result<(ApprovalView, bool), ApiError> {
+) -> Result<(ApprovalView, bool), ToolApprovalError> {
     validate(&req)?;
     let mut tx = pool.begin().await?;
     // The mission's lock serializes this attempt's requests, so two calls at
@@ -277,14 +334,11 @@ pub async fn request_approval(
         return if existing.attempt_id == attempt_id && existing.tool == req.tool.trim() {
             Ok((existing.view(), false))
         } else {
-            Err(ApiError::conflict(
-                "approval_id_reused",
-                format!("tool approval {id} exists with other content"),
-            ))
+            Err(ToolApprovalError::IdReused { id })
         };
     }
     if !is_live(&facts.status) {
-        return Err(stale(attempt_id));
+        return Err(ToolApprovalError::StaleAttempt { attempt_id });
     }
     let call = ToolCall {
         tool: req.tool.trim().to_owned(),
@@ -343,7 +397,7 @@ pub async fn request_approval(
         },
     )
     .await?
-    .ok_or_else(|| ApiError::conflict("concurrent_update", "the approval id was just taken"))?;
+    .ok_or(ToolApprovalError::IdTaken)?;
     let actor = format!("agent:{}", facts.agent_id);
     events::append(
         &mut tx,
@@ -376,7 +430,7 @@ pub async fn expire_overdue(
     pool: &PgPool,
     workspace_id: Uuid,
     only: Option<Uuid>,
-) -> Result<usize, ApiError> {
+) -> Result<usize, ToolApprovalError> {
     let mut tx = pool.begin().await?;
     let rows = store::expire_overdue(&mut tx, workspace_id, only, 100).await?;
     for row in &rows {
@@ -392,7 +446,7 @@ pub async fn poll(
     attempt_id: Uuid,
     token: &str,
     id: Uuid,
-) -> Result<ApprovalView, ApiError> {
+) -> Result<ApprovalView, ToolApprovalError> {
     let facts = {
         let mut conn = pool.acquire().await?;
         authenticate(&mut conn, attempt_id, token).await?
@@ -403,9 +457,7 @@ pub async fn poll(
         .await?
         .filter(|r| r.attempt_id == attempt_id)
         .map(|r| r.view())
-        .ok_or_else(|| {
-            ApiError::NotFound(format!("attempt {attempt_id} has no tool approval {id}"))
-        })
+        .ok_or(ToolApprovalError::NotOfAttempt { attempt_id, id })
 }
 
 /// A worker reports a tool call it made (for the timeline).
@@ -414,37 +466,32 @@ pub async fn report_call(
     attempt_id: Uuid,
     token: &str,
     req: ToolCallReport,
-) -> Result<(), ApiError> {
+) -> Result<(), ToolApprovalError> {
     check_text("tool", &req.tool, 128)?;
     if req
         .summary
         .as_ref()
         .is_some_and(|s| s.chars().count() > 2000)
     {
-        return Err(ApiError::invalid(
-            "summary",
-            "summary must be at most 2000 characters",
-        ));
+        return Err(Invalid::new("summary", "summary must be at most 2000 characters").into());
     }
     if req.duration_ms.is_some_and(|d| d < 0) {
-        return Err(ApiError::invalid(
-            "duration_ms",
-            "duration_ms must not be negative",
-        ));
+        return Err(Invalid::new("duration_ms", "duration_ms must not be negative").into());
     }
     let mut tx = pool.begin().await?;
     missions::lock_for_attempt(&mut tx, attempt_id).await?;
     let facts = authenticate(&mut tx, attempt_id, token).await?;
     if !is_live(&facts.status) {
-        return Err(stale(attempt_id));
+        return Err(ToolApprovalError::StaleAttempt { attempt_id });
     }
     if let Some(a) = req.approval_id {
         let row = store::get(&mut tx, Some(facts.workspace_id), a).await?;
         if row.is_none_or(|r| r.attempt_id != attempt_id) {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "approval_id",
                 format!("attempt {attempt_id} has no tool approval {a}"),
-            ));
+            )
+            .into());
         }
     }
     let actor = format!("agent:{}", facts.agent_id);
@@ -477,7 +524,7 @@ pub async fn list(
     who: &Principal,
     status: Option<ApprovalStatus>,
     limit: i64,
-) -> Result<Vec<ApprovalView>, ApiError> {
+) -> Result<Vec<ApprovalView>, ToolApprovalError> {
     expire_overdue(pool, who.workspace_id, None).await?;
     let mut conn = pool.acquire().await?;
     Ok(store::list(
@@ -493,13 +540,17 @@ pub async fn list(
 }
 
 /// One request of the workspace.
-pub async fn get(pool: &PgPool, who: &Principal, id: Uuid) -> Result<ApprovalView, ApiError> {
+pub async fn get(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+) -> Result<ApprovalView, ToolApprovalError> {
     expire_overdue(pool, who.workspace_id, Some(id)).await?;
     let mut conn = pool.acquire().await?;
     store::get(&mut conn, Some(who.workspace_id), id)
         .await?
         .map(|r| r.view())
-        .ok_or_else(|| ApiError::NotFound(format!("no tool approval {id}")))
+        .ok_or(ToolApprovalError::NotFound { id })
 }
 
 /// A human or stakeholder approves or denies a pending request, with a
@@ -510,22 +561,23 @@ pub async fn resolve(
     who: &Principal,
     id: Uuid,
     req: ResolveApproval,
-) -> Result<ApprovalView, ApiError> {
-    who.require(RESOLVERS)?;
+) -> Result<ApprovalView, ToolApprovalError> {
+    who.require(RESOLVERS)
+        .map_err(|e| ToolApprovalError::Forbidden(e.to_string()))?;
     check_text("rationale", &req.rationale, 4000)?;
     expire_overdue(pool, who.workspace_id, Some(id)).await?;
     let mut tx = pool.begin().await?;
     let current = store::get(&mut tx, Some(who.workspace_id), id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no tool approval {id}")))?;
+        .ok_or(ToolApprovalError::NotFound { id })?;
     let to = match current.status().resolve(req.outcome) {
         Ok(Resolution::AlreadyDone) => return Ok(current.view()),
         Ok(Resolution::Apply(to)) => to,
-        Err(e) => {
-            return Err(ApiError::Conflict {
-                code: "approval_already_resolved",
-                message: format!("{e}"),
-                details: json!({ "status": current.status, "resolver": current.resolver }),
+        Err(refused) => {
+            return Err(ToolApprovalError::AlreadyResolved {
+                refused,
+                status: current.status,
+                resolver: current.resolver,
             });
         }
     };
@@ -534,10 +586,7 @@ pub async fn resolve(
     // may have won since the read above.
     let Some(row) = store::resolve(&mut tx, id, to.as_str(), &actor, req.rationale.trim()).await?
     else {
-        return Err(ApiError::conflict(
-            "concurrent_update",
-            format!("tool approval {id} was resolved meanwhile; reload it"),
-        ));
+        return Err(ToolApprovalError::ResolvedMeanwhile { id });
     };
     events::append(&mut tx, who.workspace_id, resolved_event(&row, &actor)).await?;
     tx.commit().await?;

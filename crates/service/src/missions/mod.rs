@@ -153,7 +153,7 @@ pub async fn create(
     }
     let autonomy = req.autonomy.unwrap_or(Autonomy::Approve);
     if let Some(a) = &req.allocation {
-        crate::coordination::contract_net::check_allocation(a, req.tender_window_ms)?;
+        coordinator_core::contract_net::check_allocation(a, req.tender_window_ms)?;
     } else if req.tender_window_ms.is_some() {
         return Err(ApiError::invalid(
             "tender_window_ms",
