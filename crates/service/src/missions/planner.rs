@@ -12,8 +12,9 @@ use uuid::Uuid;
 use super::PlanningConfig;
 use crate::{
     planning::{
-        AgentCapability, MatchOutcome, PLANNER_CASE, PLANNER_GENERIC, PLANNER_TEMPLATE,
-        PlanProblem, PlanProvenance, PlanSpec, TemplateLibrary, ValidatedPlan, ValidationContext,
+        AgentCapability, Decomposition, MatchOutcome, PLANNER_CASE, PLANNER_GENERIC,
+        PLANNER_TEMPLATE, PlanProblem, PlanProvenance, PlanSpec, TemplateLibrary, TemplateScore,
+        ValidatedPlan, ValidationContext,
         cases::{self, CaseChoice},
         validate_plan,
     },
@@ -207,35 +208,7 @@ pub async fn plan(
 
     let library = library(pool, cfg, input.workspace_id).await?;
     let outcome = library.match_goal_with(input.goal, input.constraints, cfg.match_threshold);
-    // The best method not excluded, among those above the threshold, whose
-    // plan does not have the shape of a similar failed case.
-    let mut avoided = Vec::new();
-    let mut chosen = None;
-    for candidate in outcome
-        .scores
-        .iter()
-        .filter(|s| s.score >= cfg.match_threshold && s.score > 0.0)
-        .filter(|s| !input.exclude.contains(&s.template))
-    {
-        let decomposition = library
-            .decompose(&candidate.template, input.goal, input.constraints)
-            .map_err(|e| PlanningError::Decomposition {
-                template: candidate.template.clone(),
-                reason: e.to_string(),
-                info: json!(e.info()),
-            })?;
-        let structure = cases::structure_signature(&decomposition.plan);
-        if let Some(negative) = choice.negatives.iter().find(|n| n.structure == structure) {
-            avoided.push(json!({
-                "template": candidate.template,
-                "negative_case": negative.case_id,
-                "similarity": negative.score,
-            }));
-            continue;
-        }
-        chosen = Some((candidate.clone(), decomposition));
-        break;
-    }
+    let (chosen, avoided) = choose_method(&library, cfg, &input, &outcome, &choice)?;
     let case_reason = case_reason(&choice, &avoided, case_note.as_deref());
     if let Some((best, decomposition)) = chosen {
         let plan = validate(
@@ -326,6 +299,47 @@ pub async fn plan(
         },
         details: with_case_details(Value::Null, &choice, &avoided, case_note.as_deref()),
     })
+}
+
+/// A chosen method with its decomposition (if any), and the methods skipped.
+type ChosenMethod = (Option<(TemplateScore, Decomposition)>, Vec<Value>);
+
+/// The best method not excluded, among those above the threshold, whose plan
+/// does not have the shape of a similar failed case; with the methods
+/// skipped for that shape (for the plan's reason and details).
+fn choose_method(
+    library: &TemplateLibrary,
+    cfg: &PlanningConfig,
+    input: &PlanInput<'_>,
+    outcome: &MatchOutcome,
+    choice: &CaseChoice,
+) -> Result<ChosenMethod, PlanningError> {
+    let mut avoided = Vec::new();
+    for candidate in outcome
+        .scores
+        .iter()
+        .filter(|s| s.score >= cfg.match_threshold && s.score > 0.0)
+        .filter(|s| !input.exclude.contains(&s.template))
+    {
+        let decomposition = library
+            .decompose(&candidate.template, input.goal, input.constraints)
+            .map_err(|e| PlanningError::Decomposition {
+                template: candidate.template.clone(),
+                reason: e.to_string(),
+                info: json!(e.info()),
+            })?;
+        let structure = cases::structure_signature(&decomposition.plan);
+        if let Some(negative) = choice.negatives.iter().find(|n| n.structure == structure) {
+            avoided.push(json!({
+                "template": candidate.template,
+                "negative_case": negative.case_id,
+                "similarity": negative.score,
+            }));
+            continue;
+        }
+        return Ok((Some((candidate.clone(), decomposition)), avoided));
+    }
+    Ok((None, avoided))
 }
 
 /// Plans from a success case: its plan, adapted to the new goal and

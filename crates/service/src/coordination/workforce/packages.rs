@@ -613,38 +613,19 @@ async fn apply_transition(
     if let (Some(run), Some(task_id)) = (run.as_mut(), updated.task_id)
         && matches!(to, PackageStatus::Completed | PackageStatus::Cancelled)
     {
-        let t = crate::store::tasks::get(tx, task_id).await?;
-        if t.workspace_id == who.workspace_id
-            && t.status() == crate::domain::TaskStatus::AwaitingHuman
-            && !run.status().is_terminal()
-        {
-            let settlement = if to == PackageStatus::Completed {
-                Settlement {
-                    action: HumanAction::Complete,
-                    output: Some(json!({
-                        "work_package_id": updated.id,
-                        "contractor_id": updated.contractor_id,
-                        "deliverable": updated.deliverable,
-                        "notes": updated.notes,
-                        "quality_rating": updated.quality_rating,
-                    })),
-                    feedback: mv.reason.clone(),
-                    via: Some(json!({ "work_package_id": updated.id })),
-                }
-            } else {
-                Settlement {
-                    action: HumanAction::Retry,
-                    output: None,
-                    feedback: mv.reason.clone(),
-                    via: Some(json!({ "work_package_id": updated.id })),
-                }
-            };
-            cancelled = human::settle(tx, run, &t, settlement, actor).await?;
-            payload["task"] = json!({ "id": t.id, "key": t.task_key, "action": if to == PackageStatus::Completed { "complete" } else { "retry" } });
-            mission_store::notify_wake(tx).await?;
-        } else {
-            payload["task"] = json!({ "id": t.id, "key": t.task_key, "untouched": t.status });
-        }
+        let (task, live) = follow_package(
+            tx,
+            who,
+            run,
+            task_id,
+            &updated,
+            to,
+            mv.reason.clone(),
+            actor,
+        )
+        .await?;
+        payload["task"] = task;
+        cancelled = live;
     }
     if let Some(r) = &mv.reason {
         payload["reason"] = json!(r);
@@ -663,6 +644,65 @@ async fn apply_transition(
     )
     .await?;
     Ok((updated, cancelled))
+}
+
+/// Moves a delegated task after its package completed (the task completes
+/// with the deliverable) or was cancelled (the task is retried); a task no
+/// longer waiting for a person is left alone. Returns the event's `task`
+/// entry and the attempts whose workers must be told they were cancelled.
+#[allow(clippy::too_many_arguments)]
+async fn follow_package(
+    tx: &mut PgConnection,
+    who: &Principal,
+    run: &mut MissionRow,
+    task_id: Uuid,
+    updated: &PackageView,
+    to: PackageStatus,
+    reason: Option<String>,
+    actor: &str,
+) -> Result<(Value, Vec<Cancelled>), WorkforceError> {
+    let t = crate::store::tasks::get(tx, task_id).await?;
+    if t.workspace_id != who.workspace_id
+        || t.status() != crate::domain::TaskStatus::AwaitingHuman
+        || run.status().is_terminal()
+    {
+        return Ok((
+            json!({ "id": t.id, "key": t.task_key, "untouched": t.status }),
+            Vec::new(),
+        ));
+    }
+    let settlement = if to == PackageStatus::Completed {
+        Settlement {
+            action: HumanAction::Complete,
+            output: Some(json!({
+                "work_package_id": updated.id,
+                "contractor_id": updated.contractor_id,
+                "deliverable": updated.deliverable,
+                "notes": updated.notes,
+                "quality_rating": updated.quality_rating,
+            })),
+            feedback: reason,
+            via: Some(json!({ "work_package_id": updated.id })),
+        }
+    } else {
+        Settlement {
+            action: HumanAction::Retry,
+            output: None,
+            feedback: reason,
+            via: Some(json!({ "work_package_id": updated.id })),
+        }
+    };
+    let cancelled = human::settle(tx, run, &t, settlement, actor).await?;
+    mission_store::notify_wake(tx).await?;
+    let action = if to == PackageStatus::Completed {
+        "complete"
+    } else {
+        "retry"
+    };
+    Ok((
+        json!({ "id": t.id, "key": t.task_key, "action": action }),
+        cancelled,
+    ))
 }
 
 /// Auto-matching against the workspace's contractors as they are now.
