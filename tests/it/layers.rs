@@ -290,3 +290,23 @@ fn the_use_cases_never_import_the_engine_or_the_api() {
         );
     }
 }
+
+/// Use cases return their own error enums; only the edges (the API, the
+/// chat tools) know the HTTP error and map each enum to the one JSON body.
+#[test]
+fn the_use_cases_never_import_the_http_error() {
+    for use_cases in [
+        "missions",
+        "coordination",
+        "bdi",
+        "engine",
+        "webhooks",
+        "store",
+    ] {
+        assert_eq!(
+            imports(use_cases, &["error"]),
+            Vec::<String>::new(),
+            "{use_cases}"
+        );
+    }
+}

@@ -19,6 +19,8 @@
 //!   of an action and the decision lifecycle.
 //! - [`messages`]: the agent message envelope and the inbox lifecycle.
 //! - [`reservations`]: scope reservations: states and overlap.
+//! - [`workforce`]: the work-package lifecycle, the trust formula and
+//!   contractor auto-matching.
 //! - [`invalid`]: the field error every use case's error enum shares.
 //! - [`bdi`]: the BDI formulas: belief revision, desire priority and
 //!   conflicts, goal tiers, intention lifecycles, commitment strategies.
@@ -36,3 +38,4 @@ pub mod reservations;
 pub mod team_decisions;
 pub mod tool_policy;
 pub mod verification;
+pub mod workforce;

@@ -50,13 +50,31 @@ pub struct Principal {
     pub agent_id: Option<String>,
 }
 
+/// The caller's token may not do this: its role, or the agent it speaks for,
+/// does not allow it. The message says what would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Forbidden(pub String);
+
+impl From<String> for Forbidden {
+    fn from(message: String) -> Self {
+        Forbidden(message)
+    }
+}
+
+impl From<&str> for Forbidden {
+    fn from(message: &str) -> Self {
+        Forbidden(message.to_owned())
+    }
+}
+
 impl Principal {
     /// Refuses with 403 unless the caller has one of `roles`.
-    pub fn require(&self, roles: &[Role]) -> Result<(), ApiError> {
+    pub fn require(&self, roles: &[Role]) -> Result<(), Forbidden> {
         if roles.contains(&self.role) {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!(
+            Err(Forbidden(format!(
                 "a {} token cannot do this (needs {})",
                 self.role,
                 roles
@@ -70,11 +88,11 @@ impl Principal {
 
     /// Refuses with 403 unless the caller has one of `roles`, or is an agent
     /// token acting as `agent_id` (an agent token speaks only for itself).
-    pub fn require_self_or(&self, agent_id: &str, roles: &[Role]) -> Result<(), ApiError> {
+    pub fn require_self_or(&self, agent_id: &str, roles: &[Role]) -> Result<(), Forbidden> {
         if self.role == Role::Agent {
             return match self.agent_id.as_deref() {
                 Some(own) if own == agent_id => Ok(()),
-                own => Err(ApiError::Forbidden(format!(
+                own => Err(Forbidden(format!(
                     "this agent token acts as '{}', not '{agent_id}'",
                     own.unwrap_or("")
                 ))),

@@ -14,10 +14,44 @@ use uuid::Uuid;
 use crate::{
     auth::Principal,
     domain::BoardColumn,
-    error::ApiError,
-    missions::human::{self, HumanAction, ResolveRequest},
+    missions::human::{self, HumanAction, HumanActionError, ResolveRequest},
     store::board::{self, CardView},
 };
+
+/// Why moving a card was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BoardError {
+    /// A request field is wrong.
+    #[error(transparent)]
+    Invalid(#[from] coordinator_core::invalid::Invalid),
+    /// No such card in the workspace.
+    #[error("no card {0}")]
+    CardNotFound(Uuid),
+    /// The card changed since the version the caller read.
+    #[error(
+        "the card changed since version {given} (now {now}, in {column}); reload and try again"
+    )]
+    VersionConflict {
+        /// The version the caller named.
+        given: i64,
+        /// The version now.
+        now: i64,
+        /// The column it is in now.
+        column: String,
+    },
+    /// The move is not a decision the coordinator understands.
+    #[error("{0}")]
+    MoveRefused(String),
+    /// Settling the card's task failed.
+    #[error(transparent)]
+    Resolve(#[from] Box<HumanActionError>),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// Anything else.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
 
 /// `POST /v1/board/cards/{id}/move` body.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -63,43 +97,40 @@ pub async fn move_card(
     who: &Principal,
     card_id: Uuid,
     req: MoveCard,
-) -> Result<CardView, ApiError> {
+) -> Result<CardView, BoardError> {
     let to: BoardColumn = req.to.parse().map_err(|_| {
-        ApiError::invalid(
+        coordinator_core::invalid::Invalid::new(
             "to",
             "to must be a column: backlog, ready, in_progress, needs_human, review, done or failed",
         )
     })?;
     let card = board::get(pool, who.workspace_id, card_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no card {card_id}")))?;
+        .ok_or(BoardError::CardNotFound(card_id))?;
     let from: BoardColumn = card.column.parse().map_err(|_| {
-        ApiError::Unexpected(anyhow::anyhow!("card {card_id} has an unknown column"))
+        BoardError::Unexpected(anyhow::anyhow!("card {card_id} has an unknown column"))
     })?;
     if let Some(v) = req.version
         && v != card.version
     {
-        return Err(ApiError::conflict(
-            "version_conflict",
-            format!(
-                "the card changed since version {v} (now {}, in {}); reload and try again",
-                card.version, card.column
-            ),
-        ));
+        return Err(BoardError::VersionConflict {
+            given: v,
+            now: card.version,
+            column: card.column.clone(),
+        });
     }
-    let action =
-        move_meaning(from, to).map_err(|reason| ApiError::conflict("move_refused", reason))?;
+    let action = move_meaning(from, to).map_err(BoardError::MoveRefused)?;
     let (Some(mission), Some(key)) = (card.mission_id, card.task_key.clone()) else {
-        return Err(ApiError::conflict(
-            "move_refused",
-            "this card is not a mission task; nothing to decide",
+        return Err(BoardError::MoveRefused(
+            "this card is not a mission task; nothing to decide".into(),
         ));
     };
     if action != HumanAction::Complete && req.output.is_some() {
-        return Err(ApiError::invalid(
+        return Err(coordinator_core::invalid::Invalid::new(
             "output",
             "output is only taken when moving to done",
-        ));
+        )
+        .into());
     }
     let resolve = ResolveRequest {
         action,
@@ -112,10 +143,12 @@ pub async fn move_card(
         },
         feedback: req.feedback,
     };
-    human::resolve(pool, http, who, mission, &key, resolve).await?;
+    human::resolve(pool, http, who, mission, &key, resolve)
+        .await
+        .map_err(Box::new)?;
     board::get(pool, who.workspace_id, card_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no card {card_id}")))
+        .ok_or(BoardError::CardNotFound(card_id))
 }
 
 #[cfg(test)]

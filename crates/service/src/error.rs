@@ -170,6 +170,12 @@ impl From<coordinator_core::invalid::Invalid> for ApiError {
     }
 }
 
+impl From<crate::auth::Forbidden> for ApiError {
+    fn from(e: crate::auth::Forbidden) -> Self {
+        ApiError::Forbidden(e.0)
+    }
+}
+
 impl From<UnknownValue> for ApiError {
     fn from(e: UnknownValue) -> Self {
         ApiError::BadRequest {

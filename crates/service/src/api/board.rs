@@ -167,3 +167,50 @@ pub struct BoardColumnCards {
     /// Its cards, in plan order.
     pub cards: Vec<CardView>,
 }
+
+// Card moves' errors as the one JSON error body.
+impl From<board::BoardError> for ApiError {
+    fn from(e: board::BoardError) -> Self {
+        use board::BoardError as E;
+        let message = e.to_string();
+        match e {
+            E::Invalid(e) => e.into(),
+            E::CardNotFound(_) => ApiError::NotFound(message),
+            E::VersionConflict { .. } => ApiError::conflict("version_conflict", message),
+            E::MoveRefused(_) => ApiError::conflict("move_refused", message),
+            E::Resolve(e) => (*e).into(),
+            E::Database(e) => e.into(),
+            E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use axum::{http::StatusCode, response::IntoResponse};
+    use uuid::Uuid;
+
+    use super::{ApiError, board::BoardError};
+
+    async fn status_and_code(e: BoardError) -> (StatusCode, String) {
+        let r = ApiError::from(e).into_response();
+        let status = r.status();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        (status, v["error"]["code"].as_str().unwrap().to_owned())
+    }
+
+    #[tokio::test]
+    async fn board_errors_keep_their_status_and_code() {
+        assert_eq!(
+            status_and_code(BoardError::MoveRefused("no".into())).await,
+            (StatusCode::CONFLICT, "move_refused".to_owned())
+        );
+        assert_eq!(
+            status_and_code(BoardError::CardNotFound(Uuid::nil())).await,
+            (StatusCode::NOT_FOUND, "not_found".to_owned())
+        );
+    }
+}

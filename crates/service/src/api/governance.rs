@@ -240,3 +240,96 @@ async fn resolve(
         gov::resolve(&state.pool, replan, &who, id, req).await?,
     ))
 }
+
+// The governance use cases' errors as the one JSON error body.
+impl From<gov::GovernanceError> for ApiError {
+    fn from(e: gov::GovernanceError) -> Self {
+        use gov::GovernanceError as E;
+        use serde_json::{Value, json};
+        let message = e.to_string();
+        match e {
+            E::Invalid(e) => e.into(),
+            E::UnknownValue(e) => e.into(),
+            E::Forbidden(e) => e.into(),
+            E::NoProfile | E::DecisionNotFound(_) => ApiError::NotFound(message),
+            E::VersionConflict { current, .. } => ApiError::Conflict {
+                code: "version_conflict",
+                message,
+                details: json!({ "current_version": current }),
+            },
+            E::DecisionIdReused(_) => ApiError::conflict("decision_id_reused", message),
+            E::DecisionExists => ApiError::conflict("decision_exists", message),
+            E::UnknownAgent(a) => ApiError::Unprocessable {
+                code: "unknown_agent",
+                message,
+                details: json!({ "agent_id": a }),
+            },
+            E::UnknownMission(m) => ApiError::Unprocessable {
+                code: "unknown_mission",
+                message,
+                details: json!({ "mission_id": m }),
+            },
+            E::AlreadyResolved {
+                status,
+                requested,
+                transition,
+                ..
+            } => ApiError::Conflict {
+                code: "decision_already_resolved",
+                message,
+                details: json!({ "status": status, "requested": requested, "transition": transition.to_string() }),
+            },
+            E::TaskChanged => ApiError::Conflict {
+                code: "conflict",
+                message,
+                details: Value::Null,
+            },
+            E::IllegalTransition(e) => e.into(),
+            E::Replan(e) => (*e).into(),
+            E::Message(e) => e.into(),
+            E::Database(e) => e.into(),
+            E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use axum::{http::StatusCode, response::IntoResponse};
+    use uuid::Uuid;
+
+    use super::{ApiError, gov::GovernanceError};
+
+    async fn status_and_code(e: GovernanceError) -> (StatusCode, String) {
+        let r = ApiError::from(e).into_response();
+        let status = r.status();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        (status, v["error"]["code"].as_str().unwrap().to_owned())
+    }
+
+    #[tokio::test]
+    async fn governance_errors_keep_their_status_and_code() {
+        assert_eq!(
+            status_and_code(GovernanceError::VersionConflict {
+                what: "profile",
+                current: Some(2)
+            })
+            .await,
+            (StatusCode::CONFLICT, "version_conflict".to_owned())
+        );
+        assert_eq!(
+            status_and_code(GovernanceError::UnknownMission(Uuid::nil())).await,
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_mission".to_owned()
+            )
+        );
+        assert_eq!(
+            status_and_code(GovernanceError::DecisionNotFound(Uuid::nil())).await,
+            (StatusCode::NOT_FOUND, "not_found".to_owned())
+        );
+    }
+}

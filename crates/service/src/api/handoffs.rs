@@ -170,9 +170,7 @@ impl From<HandoffError> for ApiError {
                 details: json!({ "entity": "task", "status": status }),
             },
             HandoffError::NotFound { .. } => ApiError::NotFound(message),
-            // Still the HTTP error (see `TaskMoveError`): `e.into()` once
-            // the missions use case has its own enum.
-            HandoffError::TaskMove(e) => e,
+            HandoffError::TaskMove(e) => e.into(),
             HandoffError::Message(e) => e.into(),
             HandoffError::Database(e) => e.into(),
         }

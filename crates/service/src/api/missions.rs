@@ -627,3 +627,189 @@ pub struct RoutineSaved {
     /// The stored routine; new missions whose goal matches it are planned from it.
     pub routine: crate::planning::PlanTemplate,
 }
+
+// The mission use cases' errors as the one JSON error body.
+impl From<crate::missions::MissionError> for ApiError {
+    fn from(e: crate::missions::MissionError) -> Self {
+        use crate::missions::MissionError as E;
+        let message = e.to_string();
+        match e {
+            E::Invalid(e) => e.into(),
+            E::NotFound(_) => ApiError::NotFound(message),
+            E::Plan(e) => e.into(),
+            E::IllegalTransition(e) => e.into(),
+            E::Concurrent => ApiError::conflict("concurrent_update", message),
+            E::InvalidAssignments(problems) => ApiError::Unprocessable {
+                code: "invalid_assignments",
+                message,
+                details: json!({ "problems": problems }),
+            },
+            E::Review(e) => (*e).into(),
+            E::Database(e) => e.into(),
+            E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+impl From<crate::missions::planner::PlanningError> for ApiError {
+    fn from(e: crate::missions::planner::PlanningError) -> Self {
+        use crate::missions::planner::PlanningError as E;
+        let message = e.to_string();
+        match e {
+            E::Invalid { planner, problems } => ApiError::Unprocessable {
+                code: "plan_invalid",
+                message,
+                details: json!({ "planner": planner, "problems": problems }),
+            },
+            E::Decomposition { info, .. } => ApiError::Unprocessable {
+                code: "plan_decomposition_failed",
+                message,
+                details: info,
+            },
+            E::NoAlternative { tried } => ApiError::Unprocessable {
+                code: "no_alternative_plan",
+                message,
+                details: json!({ "tried": tried }),
+            },
+            E::Database(e) => e.into(),
+            E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+impl From<crate::missions::human::HumanActionError> for ApiError {
+    fn from(e: crate::missions::human::HumanActionError) -> Self {
+        use crate::missions::human::HumanActionError as E;
+        let message = e.to_string();
+        match e {
+            E::Invalid(e) => e.into(),
+            E::TaskNotFound { .. } => ApiError::NotFound(message),
+            E::WrongState(_) => ApiError::conflict("invalid_state", message),
+            E::InvalidTasks(problems) => ApiError::Unprocessable {
+                code: "invalid_tasks",
+                message,
+                details: json!({ "problems": problems }),
+            },
+            E::TaskChanged | E::ReopenRaced => ApiError::conflict("conflict", message),
+            E::IllegalTransition(e) => e.into(),
+            E::Mission(e) => e.into(),
+            E::Database(e) => e.into(),
+            E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+impl From<crate::missions::replan::ReplanError> for ApiError {
+    fn from(e: crate::missions::replan::ReplanError) -> Self {
+        use crate::missions::replan::ReplanError as E;
+        let message = e.to_string();
+        match e {
+            E::Invalid(e) => e.into(),
+            E::NotFound(_) | E::NoPlanVersion { .. } => ApiError::NotFound(message),
+            E::WrongState(_) => ApiError::conflict("invalid_state", message),
+            E::NeedsLlm => ApiError::Unprocessable {
+                code: "replan_needs_llm",
+                message,
+                details: Value::Null,
+            },
+            E::RoutineExists(name) => ApiError::Conflict {
+                code: "routine_exists",
+                message,
+                details: json!({ "name": name }),
+            },
+            E::Plan(e) => e.into(),
+            E::Mission(e) => e.into(),
+            E::Database(e) => e.into(),
+            E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use axum::{http::StatusCode, response::IntoResponse};
+    use uuid::Uuid;
+
+    use super::ApiError;
+    use crate::missions::{
+        MissionError, human::HumanActionError, planner::PlanningError, replan::ReplanError,
+    };
+
+    async fn status_and_code(e: impl Into<ApiError>) -> (StatusCode, String) {
+        let r = e.into().into_response();
+        let status = r.status();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        (status, v["error"]["code"].as_str().unwrap().to_owned())
+    }
+
+    fn expect(status: StatusCode, code: &str) -> (StatusCode, String) {
+        (status, code.to_owned())
+    }
+
+    #[tokio::test]
+    async fn mission_errors_keep_their_status_and_code() {
+        assert_eq!(
+            status_and_code(MissionError::NotFound(Uuid::nil())).await,
+            expect(StatusCode::NOT_FOUND, "not_found")
+        );
+        assert_eq!(
+            status_and_code(MissionError::Concurrent).await,
+            expect(StatusCode::CONFLICT, "concurrent_update")
+        );
+        assert_eq!(
+            status_and_code(MissionError::InvalidAssignments(vec!["x".into()])).await,
+            expect(StatusCode::UNPROCESSABLE_ENTITY, "invalid_assignments")
+        );
+    }
+
+    #[tokio::test]
+    async fn planning_errors_keep_their_status_and_code() {
+        assert_eq!(
+            status_and_code(PlanningError::Invalid {
+                planner: "explicit".into(),
+                problems: vec![]
+            })
+            .await,
+            expect(StatusCode::UNPROCESSABLE_ENTITY, "plan_invalid")
+        );
+        assert_eq!(
+            status_and_code(PlanningError::NoAlternative { tried: vec![] }).await,
+            expect(StatusCode::UNPROCESSABLE_ENTITY, "no_alternative_plan")
+        );
+    }
+
+    #[tokio::test]
+    async fn human_action_errors_keep_their_status_and_code() {
+        assert_eq!(
+            status_and_code(HumanActionError::WrongState("x".into())).await,
+            expect(StatusCode::CONFLICT, "invalid_state")
+        );
+        assert_eq!(
+            status_and_code(HumanActionError::TaskChanged).await,
+            expect(StatusCode::CONFLICT, "conflict")
+        );
+        assert_eq!(
+            status_and_code(HumanActionError::TaskNotFound {
+                mission: Uuid::nil(),
+                task: "t".into()
+            })
+            .await,
+            expect(StatusCode::NOT_FOUND, "not_found")
+        );
+    }
+
+    #[tokio::test]
+    async fn replan_errors_keep_their_status_and_code() {
+        assert_eq!(
+            status_and_code(ReplanError::NeedsLlm).await,
+            expect(StatusCode::UNPROCESSABLE_ENTITY, "replan_needs_llm")
+        );
+        assert_eq!(
+            status_and_code(ReplanError::RoutineExists("r".into())).await,
+            expect(StatusCode::CONFLICT, "routine_exists")
+        );
+    }
+}

@@ -452,3 +452,112 @@ async fn delegate(
     let p = wf::delegate_task(&state.pool, &state.http, &who, id, &task, req).await?;
     Ok((StatusCode::CREATED, Json(p)))
 }
+
+// The workforce use cases' errors as the one JSON error body.
+impl From<wf::WorkforceError> for ApiError {
+    fn from(e: wf::WorkforceError) -> Self {
+        use serde_json::json;
+        use wf::WorkforceError as E;
+        let message = e.to_string();
+        match e {
+            E::Invalid(e) => e.into(),
+            E::UnknownValue(e) => e.into(),
+            E::ContractorNotFound(_) | E::PackageNotFound(_) | E::MissionNotFound(_) => {
+                ApiError::NotFound(message)
+            }
+            E::VersionConflict { id, now, .. } => ApiError::Conflict {
+                code: "version_conflict",
+                message,
+                details: json!({ "id": id, "version": now }),
+            },
+            E::LostRace => ApiError::conflict("concurrent_update", message),
+            E::AlreadyDelegated { task_id } => ApiError::Conflict {
+                code: "already_delegated",
+                message,
+                details: json!({ "task_id": task_id }),
+            },
+            E::MissionFinished(_) => ApiError::conflict("invalid_state", message),
+            E::NotDelegable { status, .. } => ApiError::Conflict {
+                code: "invalid_state",
+                message,
+                details: json!({ "entity": "task", "status": status }),
+            },
+            E::AlreadyCompleted { id, rating } => ApiError::Conflict {
+                code: "already_completed",
+                message,
+                details: json!({ "id": id, "quality_rating": rating }),
+            },
+            E::PackageFinished { status, .. } => ApiError::Conflict {
+                code: "invalid_state",
+                message,
+                details: json!({ "entity": "work_package", "status": status }),
+            },
+            E::UnknownContractor(c) => ApiError::Unprocessable {
+                code: "unknown_contractor",
+                message,
+                details: json!({ "contractor_id": c }),
+            },
+            E::ContractorUnavailable(c) => ApiError::Conflict {
+                code: "contractor_unavailable",
+                message,
+                details: json!({ "contractor_id": c }),
+            },
+            E::NoCandidate { required_skills } => ApiError::Conflict {
+                code: "no_candidate",
+                message,
+                details: json!({ "required_skills": required_skills }),
+            },
+            E::IllegalTransition(e) => ApiError::Conflict {
+                code: "illegal_transition",
+                message,
+                details: json!({ "from": e.from, "to": e.to }),
+            },
+            E::Human(e) => (*e).into(),
+            E::Database(e) => e.into(),
+            E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use axum::{http::StatusCode, response::IntoResponse};
+    use uuid::Uuid;
+
+    use super::{ApiError, PackageStatus, wf::WorkforceError};
+
+    async fn status_and_code(e: WorkforceError) -> (StatusCode, String) {
+        let r = ApiError::from(e).into_response();
+        let status = r.status();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        (status, v["error"]["code"].as_str().unwrap().to_owned())
+    }
+
+    #[tokio::test]
+    async fn workforce_errors_keep_their_status_and_code() {
+        assert_eq!(
+            status_and_code(WorkforceError::UnknownContractor(Uuid::nil())).await,
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_contractor".to_owned()
+            )
+        );
+        assert_eq!(
+            status_and_code(WorkforceError::IllegalTransition(
+                super::wf::IllegalPackageTransition {
+                    from: PackageStatus::Draft,
+                    to: PackageStatus::Completed,
+                }
+            ))
+            .await,
+            (StatusCode::CONFLICT, "illegal_transition".to_owned())
+        );
+        assert_eq!(
+            status_and_code(WorkforceError::LostRace).await,
+            (StatusCode::CONFLICT, "concurrent_update".to_owned())
+        );
+    }
+}

@@ -13,10 +13,12 @@ use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::rules::{self, CommitmentStrategy, MissionTrigger, Verdict};
+use super::{
+    rules::{self, CommitmentStrategy, MissionTrigger, Verdict},
+    state::BdiError,
+};
 use crate::{
     domain::Autonomy,
-    error::ApiError,
     store::{bdi as store, events, missions::MissionRow},
 };
 
@@ -28,7 +30,7 @@ pub async fn strategy_of(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     mission_id: Uuid,
-) -> Result<Option<(CommitmentStrategy, bool)>, ApiError> {
+) -> Result<Option<(CommitmentStrategy, bool)>, BdiError> {
     let Some((autonomy, explicit)) =
         store::mission_commitment(conn, workspace_id, mission_id).await?
     else {

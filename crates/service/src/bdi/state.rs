@@ -12,7 +12,7 @@ use super::rules::{
     ReconsiderInputs, Verdict,
 };
 use crate::{
-    error::ApiError,
+    domain::{IllegalTransition, UnknownValue},
     store::{
         bdi::{
             self as store, BeliefView, DesireView, DropRecord, GoalView, IntentionView, NewDesire,
@@ -21,6 +21,111 @@ use crate::{
         events::{self, WorkspaceEvent},
     },
 };
+
+use coordinator_core::invalid::Invalid;
+
+/// Why a BDI use case (beliefs, desires, goals, intentions, missions as
+/// intentions) refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BdiError {
+    /// A request field is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// A number that must lie in [0, 1] does not.
+    #[error("{field} must be a number in [0, 1], not {value}")]
+    OutOfRange {
+        /// The field.
+        field: String,
+        /// What was given.
+        value: f64,
+    },
+    /// A desire's kind and the desires it serves disagree.
+    #[error("{0}")]
+    InvalidDesire(&'static str),
+    /// A named desire is not one of the agent's (active) desires.
+    #[error("{why}")]
+    UnknownDesire {
+        /// The desire named.
+        desire_id: Uuid,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A named goal is not one of the agent's goals.
+    #[error("{field} {goal_id} is not a goal of '{agent_id}'")]
+    UnknownGoal {
+        /// `parent_goal_id` or `goal_id`.
+        field: &'static str,
+        /// The goal named.
+        goal_id: Uuid,
+        /// The agent.
+        agent_id: String,
+    },
+    /// A goal's tier cannot sit under its parent's.
+    #[error(
+        "a {tier} goal cannot sit under a {parent_tier} goal (strategic → tactical → operational)"
+    )]
+    InvalidTier {
+        /// The new goal's tier.
+        tier: GoalTier,
+        /// The parent's tier.
+        parent_tier: GoalTier,
+    },
+    /// The agent is not registered.
+    #[error("no agent '{0}'")]
+    UnknownAgent(String),
+    /// The agent has no such desire, goal or intention.
+    #[error("no {what} {id} of '{agent_id}'")]
+    NotFound {
+        /// `desire`, `goal` or `intention`.
+        what: &'static str,
+        /// Its id.
+        id: Uuid,
+        /// The agent.
+        agent_id: String,
+    },
+    /// The row changed since the version the caller read.
+    #[error("{what} {id} changed meanwhile (now version {current}); reload and retry")]
+    Stale {
+        /// `desire`, `goal` or `intention`.
+        what: &'static str,
+        /// Its id.
+        id: Uuid,
+        /// The version there is now.
+        current: i64,
+    },
+    /// A desire or intention is not in a status that allows the change.
+    #[error("{message}")]
+    WrongState {
+        /// `desire` or `intention`.
+        entity: &'static str,
+        /// Its status.
+        status: String,
+        /// What is refused.
+        message: String,
+    },
+    /// A goal named as parent or target is not active.
+    #[error("{}goal {id} is {status}", if *.parent { "parent " } else { "" })]
+    InactiveGoal {
+        /// Whether it was named as the parent.
+        parent: bool,
+        /// The goal.
+        id: Uuid,
+        /// Its status.
+        status: String,
+    },
+    /// A stored value is not one this build knows.
+    #[error(transparent)]
+    UnknownValue(#[from] UnknownValue),
+    /// The lifecycle refuses the move.
+    #[error(transparent)]
+    IllegalTransition(#[from] IllegalTransition),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// Anything else.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
 
 /// Event kinds written by BDI state changes.
 pub mod kind {
@@ -42,26 +147,17 @@ pub mod kind {
     pub const INTENTION_RECONSIDERED: &str = "bdi.intention.reconsidered";
 }
 
-fn unprocessable(code: &'static str, message: impl Into<String>, details: Value) -> ApiError {
-    ApiError::Unprocessable {
-        code,
-        message: message.into(),
-        details,
+/// A 422 `invalid_value` for a number outside [0, 1].
+pub fn out_of_range(field: &str, value: f64) -> BdiError {
+    BdiError::OutOfRange {
+        field: field.to_owned(),
+        value,
     }
 }
 
-/// A 422 `invalid_value` for a number outside [0, 1].
-pub fn out_of_range(field: &str, value: f64) -> ApiError {
-    unprocessable(
-        "invalid_value",
-        format!("{field} must be a number in [0, 1], not {value}"),
-        json!({ "field": field, "value": value }),
-    )
-}
-
-fn check_text(field: &str, v: &str, max: usize) -> Result<(), ApiError> {
+fn check_text(field: &str, v: &str, max: usize) -> Result<(), Invalid> {
     if v.trim().is_empty() || v.len() > max {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             field,
             format!("{field} must be 1–{max} bytes"),
         ));
@@ -69,16 +165,17 @@ fn check_text(field: &str, v: &str, max: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn stale(what: &str, id: Uuid, current: i64) -> ApiError {
-    ApiError::Conflict {
-        code: "version_conflict",
-        message: format!("{what} {id} changed meanwhile (now version {current}); reload and retry"),
-        details: json!({ "id": id, "version": current }),
-    }
+fn stale(what: &'static str, id: Uuid, current: i64) -> BdiError {
+    BdiError::Stale { what, id, current }
 }
 
 /// Refuses a caller-supplied version that is not the current one.
-fn check_version(what: &str, id: Uuid, current: i64, given: Option<i64>) -> Result<(), ApiError> {
+fn check_version(
+    what: &'static str,
+    id: Uuid,
+    current: i64,
+    given: Option<i64>,
+) -> Result<(), BdiError> {
     match given {
         Some(v) if v != current => Err(stale(what, id, current)),
         _ => Ok(()),
@@ -90,11 +187,11 @@ pub async fn require_agent(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     agent_id: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), BdiError> {
     if crate::store::messages::agent_exists(&mut *conn, workspace_id, agent_id).await? {
         Ok(())
     } else {
-        Err(ApiError::NotFound(format!("no agent '{agent_id}'")))
+        Err(BdiError::UnknownAgent(agent_id.to_owned()))
     }
 }
 
@@ -144,17 +241,14 @@ pub async fn update_belief(
     agent_id: &str,
     w: BeliefWrite,
     actor: &str,
-) -> Result<(BeliefOutcome, BeliefView, RevisionView), ApiError> {
+) -> Result<(BeliefOutcome, BeliefView, RevisionView), BdiError> {
     if !rules::unit_interval(w.certainty) {
         return Err(out_of_range("certainty", w.certainty));
     }
     check_text("subject", &w.subject, 256)?;
     check_text("content", &w.content, 4000)?;
     if w.reason.len() > 1000 {
-        return Err(ApiError::invalid(
-            "reason",
-            "reason must be at most 1000 bytes",
-        ));
+        return Err(Invalid::new("reason", "reason must be at most 1000 bytes").into());
     }
     require_agent(&mut *conn, workspace_id, agent_id).await?;
     let category = w.category.as_str();
@@ -211,7 +305,7 @@ pub async fn update_belief(
         }
     }
     let Some(old) = existing else {
-        return Err(ApiError::Unexpected(anyhow::anyhow!(
+        return Err(BdiError::Unexpected(anyhow::anyhow!(
             "belief vanished between insert and lock"
         )));
     };
@@ -300,7 +394,7 @@ pub async fn create_desire(
     agent_id: &str,
     d: DesireCreate,
     actor: &str,
-) -> Result<(DesireView, Vec<DesireConflict>), ApiError> {
+) -> Result<(DesireView, Vec<DesireConflict>), BdiError> {
     if let Some((field, v)) = d.inputs.invalid_component() {
         return Err(out_of_range(field, v));
     }
@@ -310,27 +404,20 @@ pub async fn create_desire(
             .iter()
             .any(|r| r.trim().is_empty() || r.len() > 200)
     {
-        return Err(ApiError::invalid(
-            "resources",
-            "at most 50 resources of 1–200 bytes each",
-        ));
+        return Err(Invalid::new("resources", "at most 50 resources of 1–200 bytes each").into());
     }
     if let Some(s) = &d.strategy {
         check_text("strategy", s, 200)?;
     }
     match d.kind {
         DesireKind::Terminal if !d.serves.is_empty() => {
-            return Err(unprocessable(
-                "invalid_desire",
+            return Err(BdiError::InvalidDesire(
                 "a terminal desire serves no other desire; make it instrumental",
-                json!({ "field": "serves" }),
             ));
         }
         DesireKind::Instrumental if d.serves.is_empty() => {
-            return Err(unprocessable(
-                "invalid_desire",
+            return Err(BdiError::InvalidDesire(
                 "an instrumental desire must name the desires it serves",
-                json!({ "field": "serves" }),
             ));
         }
         _ => {}
@@ -339,11 +426,10 @@ pub async fn create_desire(
     let all = store::lock_desires(&mut *conn, workspace_id, agent_id).await?;
     for s in d.serves.iter().chain(&d.incompatible_with) {
         if !all.iter().any(|e| e.id == *s && e.status == "active") {
-            return Err(unprocessable(
-                "unknown_desire",
-                format!("{s} is not an active desire of '{agent_id}'"),
-                json!({ "desire_id": s }),
-            ));
+            return Err(BdiError::UnknownDesire {
+                desire_id: *s,
+                why: format!("{s} is not an active desire of '{agent_id}'"),
+            });
         }
     }
     let id = Uuid::new_v4();
@@ -407,21 +493,23 @@ pub async fn drop_desire(
     reason: &str,
     version: Option<i64>,
     actor: &str,
-) -> Result<DropRecord, ApiError> {
+) -> Result<DropRecord, BdiError> {
     check_text("reason", reason, 1000)?;
     require_agent(&mut *conn, workspace_id, agent_id).await?;
     let all = store::lock_desires(&mut *conn, workspace_id, agent_id).await?;
     let Some(target) = all.iter().find(|d| d.id == desire_id) else {
-        return Err(ApiError::NotFound(format!(
-            "no desire {desire_id} of '{agent_id}'"
-        )));
+        return Err(BdiError::NotFound {
+            what: "desire",
+            id: desire_id,
+            agent_id: agent_id.to_owned(),
+        });
     };
     check_version("desire", desire_id, target.version, version)?;
     if target.status != "active" {
-        return Err(ApiError::Conflict {
-            code: "invalid_state",
+        return Err(BdiError::WrongState {
+            entity: "desire",
+            status: target.status.clone(),
             message: format!("desire {desire_id} is already {}", target.status),
-            details: json!({ "entity": "desire", "status": target.status }),
         });
     }
     let links: Vec<DesireLink> = all
@@ -509,51 +597,46 @@ pub async fn create_goal(
     agent_id: &str,
     g: GoalCreate,
     actor: &str,
-) -> Result<GoalView, ApiError> {
+) -> Result<GoalView, BdiError> {
     check_text("description", &g.description, 4000)?;
     if g.success_criteria.len() > 4000 {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "success_criteria",
             "success_criteria must be at most 4000 bytes",
-        ));
+        )
+        .into());
     }
     require_agent(&mut *conn, workspace_id, agent_id).await?;
     if let Some(p) = g.parent_goal_id {
         let parent = store::lock_goal(&mut *conn, workspace_id, agent_id, p)
             .await?
-            .ok_or_else(|| {
-                unprocessable(
-                    "unknown_goal",
-                    format!("parent_goal_id {p} is not a goal of '{agent_id}'"),
-                    json!({ "parent_goal_id": p }),
-                )
+            .ok_or_else(|| BdiError::UnknownGoal {
+                field: "parent_goal_id",
+                goal_id: p,
+                agent_id: agent_id.to_owned(),
             })?;
         let parent_tier: GoalTier = parent.tier.parse()?;
         if !rules::tier_fits_parent(g.tier, parent_tier) {
-            return Err(unprocessable(
-                "invalid_tier",
-                format!(
-                    "a {} goal cannot sit under a {} goal (strategic → tactical → operational)",
-                    g.tier, parent_tier
-                ),
-                json!({ "tier": g.tier, "parent_tier": parent_tier }),
-            ));
+            return Err(BdiError::InvalidTier {
+                tier: g.tier,
+                parent_tier,
+            });
         }
         if parent.status != GoalStatus::Active.as_str() {
-            return Err(ApiError::conflict(
-                "invalid_state",
-                format!("parent goal {p} is {}", parent.status),
-            ));
+            return Err(BdiError::InactiveGoal {
+                parent: true,
+                id: p,
+                status: parent.status.clone(),
+            });
         }
     }
     if let Some(d) = g.desire_id {
         let desires = store::list_desires(&mut *conn, workspace_id, agent_id, None).await?;
         if !desires.iter().any(|x| x.id == d) {
-            return Err(unprocessable(
-                "unknown_desire",
-                format!("desire_id {d} is not a desire of '{agent_id}'"),
-                json!({ "desire_id": d }),
-            ));
+            return Err(BdiError::UnknownDesire {
+                desire_id: d,
+                why: format!("desire_id {d} is not a desire of '{agent_id}'"),
+            });
         }
     }
     let goal = store::insert_goal(
@@ -590,10 +673,14 @@ pub async fn set_goal_status(
     to: GoalStatus,
     version: Option<i64>,
     actor: &str,
-) -> Result<GoalView, ApiError> {
+) -> Result<GoalView, BdiError> {
     let g = store::lock_goal(&mut *conn, workspace_id, agent_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no goal {id} of '{agent_id}'")))?;
+        .ok_or_else(|| BdiError::NotFound {
+            what: "goal",
+            id,
+            agent_id: agent_id.to_owned(),
+        })?;
     check_version("goal", id, g.version, version)?;
     let from: GoalStatus = g.status.parse()?;
     let to = rules::goal_next(from, to)?;
@@ -636,7 +723,7 @@ pub async fn commit_intention(
     agent_id: &str,
     i: IntentionCreate,
     actor: &str,
-) -> Result<IntentionView, ApiError> {
+) -> Result<IntentionView, BdiError> {
     check_text("description", &i.description, 4000)?;
     if let Some(p) = i.priority
         && !rules::unit_interval(p)
@@ -650,30 +737,26 @@ pub async fn commit_intention(
         let desire = desires
             .iter()
             .find(|x| x.id == d && x.status == "active")
-            .ok_or_else(|| {
-                unprocessable(
-                    "unknown_desire",
-                    format!("desire_id {d} is not an active desire of '{agent_id}'"),
-                    json!({ "desire_id": d }),
-                )
+            .ok_or_else(|| BdiError::UnknownDesire {
+                desire_id: d,
+                why: format!("desire_id {d} is not an active desire of '{agent_id}'"),
             })?;
         priority = desire.priority;
     }
     if let Some(g) = i.goal_id {
         let goal = store::lock_goal(&mut *conn, workspace_id, agent_id, g)
             .await?
-            .ok_or_else(|| {
-                unprocessable(
-                    "unknown_goal",
-                    format!("goal_id {g} is not a goal of '{agent_id}'"),
-                    json!({ "goal_id": g }),
-                )
+            .ok_or_else(|| BdiError::UnknownGoal {
+                field: "goal_id",
+                goal_id: g,
+                agent_id: agent_id.to_owned(),
             })?;
         if goal.status != GoalStatus::Active.as_str() {
-            return Err(ApiError::conflict(
-                "invalid_state",
-                format!("goal {g} is {}", goal.status),
-            ));
+            return Err(BdiError::InactiveGoal {
+                parent: false,
+                id: g,
+                status: goal.status.clone(),
+            });
         }
     }
     let it = store::insert_intention(
@@ -705,10 +788,14 @@ async fn lock_intention(
     workspace_id: Uuid,
     agent_id: &str,
     id: Uuid,
-) -> Result<IntentionView, ApiError> {
+) -> Result<IntentionView, BdiError> {
     store::lock_intention(&mut *conn, workspace_id, agent_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no intention {id} of '{agent_id}'")))
+        .ok_or_else(|| BdiError::NotFound {
+            what: "intention",
+            id,
+            agent_id: agent_id.to_owned(),
+        })
 }
 
 /// Moves an intention along its lifecycle ([`rules::intention_next`]).
@@ -720,7 +807,7 @@ pub async fn set_intention_status(
     to: IntentionStatus,
     version: Option<i64>,
     actor: &str,
-) -> Result<IntentionView, ApiError> {
+) -> Result<IntentionView, BdiError> {
     let it = lock_intention(&mut *conn, workspace_id, agent_id, id).await?;
     check_version("intention", id, it.version, version)?;
     let from: IntentionStatus = it.status.parse()?;
@@ -748,20 +835,20 @@ pub async fn record_progress(
     progress: f64,
     version: Option<i64>,
     actor: &str,
-) -> Result<IntentionView, ApiError> {
+) -> Result<IntentionView, BdiError> {
     if !rules::unit_interval(progress) {
         return Err(out_of_range("progress", progress));
     }
     let it = lock_intention(&mut *conn, workspace_id, agent_id, id).await?;
     check_version("intention", id, it.version, version)?;
     if it.status != IntentionStatus::Active.as_str() {
-        return Err(ApiError::Conflict {
-            code: "invalid_state",
+        return Err(BdiError::WrongState {
+            entity: "intention",
+            status: it.status.clone(),
             message: format!(
                 "intention {id} is {}; only an active one makes progress",
                 it.status
             ),
-            details: json!({ "entity": "intention", "status": it.status }),
         });
     }
     let moved = store::set_progress(&mut *conn, workspace_id, id, it.version, progress)
@@ -812,14 +899,14 @@ pub async fn reconsider_intention(
     blocked: bool,
     apply: bool,
     actor: &str,
-) -> Result<Reconsideration, ApiError> {
+) -> Result<Reconsideration, BdiError> {
     let it = lock_intention(&mut *conn, workspace_id, agent_id, id).await?;
     let status: IntentionStatus = it.status.parse()?;
     if !matches!(status, IntentionStatus::Active | IntentionStatus::Suspended) {
-        return Err(ApiError::Conflict {
-            code: "invalid_state",
+        return Err(BdiError::WrongState {
+            entity: "intention",
+            status: it.status.clone(),
             message: format!("intention {id} is {}; nothing to reconsider", it.status),
-            details: json!({ "entity": "intention", "status": it.status }),
         });
     }
     let strategy: CommitmentStrategy = it.strategy.parse()?;

@@ -58,7 +58,7 @@ pub enum TenderError {
     UnknownStatus(#[from] UnknownValue),
     /// The caller's role may not do this.
     #[error("{0}")]
-    Forbidden(String),
+    Forbidden(#[from] crate::auth::Forbidden),
     /// An agent token named another agent as the proposer.
     #[error("an agent token can only propose as itself")]
     NotYours,
@@ -165,8 +165,7 @@ impl TenderError {
 
 /// Refuses unless the caller has one of `roles`.
 fn require(who: &Principal, roles: &[Role]) -> Result<(), TenderError> {
-    who.require(roles)
-        .map_err(|e| TenderError::Forbidden(e.to_string()))
+    who.require(roles).map_err(TenderError::from)
 }
 
 /// The 404 for a tender.

@@ -37,11 +37,6 @@ pub mod kind {
     pub const HANDOFF_CREATED: &str = "handoff.created";
 }
 
-/// What the missions use case that moves the task returns on failure.
-// A seam: `missions::human` still answers with the HTTP error; when it has
-// its own error enum, only this alias changes.
-pub type TaskMoveError = crate::error::ApiError;
-
 /// Why a handoff failed.
 #[derive(Debug, thiserror::Error)]
 pub enum HandoffError {
@@ -50,7 +45,7 @@ pub enum HandoffError {
     Invalid(#[from] Invalid),
     /// The caller's role may not hand off this way.
     #[error("{0}")]
-    Forbidden(String),
+    Forbidden(#[from] crate::auth::Forbidden),
     /// An agent token named another agent as `from`.
     #[error("an agent token may only hand off as itself ('{me}'), not as '{from}'")]
     NotYours {
@@ -93,7 +88,7 @@ pub enum HandoffError {
     },
     /// Moving the task (the missions use case) failed.
     #[error(transparent)]
-    TaskMove(TaskMoveError),
+    TaskMove(#[from] crate::missions::human::HumanActionError),
     /// Sending the HANDOFF message failed.
     #[error(transparent)]
     Message(#[from] MessageError),
@@ -218,10 +213,7 @@ pub fn validate(h: &CreateHandoff) -> Result<(), Invalid> {
 
 /// Who may hand off which way, and as whom: returns the `from` party.
 fn sender(who: &Principal, h: &CreateHandoff) -> Result<String, HandoffError> {
-    let require = |roles: &[Role]| {
-        who.require(roles)
-            .map_err(|e| HandoffError::Forbidden(e.to_string()))
-    };
+    let require = |roles: &[Role]| who.require(roles).map_err(HandoffError::from);
     match h.direction {
         Direction::AgentToHuman => {
             require(&[Role::Admin, Role::Operator, Role::Agent])?;

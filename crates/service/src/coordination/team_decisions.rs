@@ -31,7 +31,7 @@ pub enum TeamDecisionError {
     Invalid(#[from] Invalid),
     /// The caller's role may not do this.
     #[error("{0}")]
-    Forbidden(String),
+    Forbidden(#[from] crate::auth::Forbidden),
     /// No such mission or decision in the workspace.
     #[error("no {what} {id}")]
     NotFound {
@@ -76,8 +76,7 @@ pub enum TeamDecisionError {
 
 /// Refuses unless the caller has one of `roles`.
 fn require(who: &Principal, roles: &[Role]) -> Result<(), TeamDecisionError> {
-    who.require(roles)
-        .map_err(|e| TeamDecisionError::Forbidden(e.to_string()))
+    who.require(roles).map_err(TeamDecisionError::from)
 }
 
 /// The 404 for a decision.

@@ -30,7 +30,7 @@ pub enum ToolApprovalError {
     Invalid(#[from] Invalid),
     /// The caller's role may not resolve approvals.
     #[error("{0}")]
-    Forbidden(String),
+    Forbidden(#[from] crate::auth::Forbidden),
     /// No such attempt.
     #[error("no attempt {attempt_id}")]
     NoAttempt {
@@ -562,8 +562,7 @@ pub async fn resolve(
     id: Uuid,
     req: ResolveApproval,
 ) -> Result<ApprovalView, ToolApprovalError> {
-    who.require(RESOLVERS)
-        .map_err(|e| ToolApprovalError::Forbidden(e.to_string()))?;
+    who.require(RESOLVERS).map_err(ToolApprovalError::from)?;
     check_text("rationale", &req.rationale, 4000)?;
     expire_overdue(pool, who.workspace_id, Some(id)).await?;
     let mut tx = pool.begin().await?;

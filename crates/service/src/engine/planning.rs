@@ -15,7 +15,6 @@ use tracing::Instrument;
 use super::EngineConfig;
 use crate::{
     domain::MissionEvent,
-    error::ApiError,
     missions::{PlanningConfig, install_plan, plan_ready, planner, replan},
     planning::{
         AgentCapability, PlanProvenance, PlanSpec, ValidationContext, llm::LlmError,
@@ -255,6 +254,6 @@ async fn log_call(
     .await
 }
 
-fn api_error(e: ApiError) -> anyhow::Error {
+fn api_error(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }

@@ -8,11 +8,12 @@ use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::{MissionView, locked, replan::MAX_FEEDBACK_CHARS, transition_error, view};
+use super::{
+    MissionError, MissionView, locked, replan::MAX_FEEDBACK_CHARS, transition_error, view,
+};
 use crate::{
     auth::Principal,
-    domain::{MissionEvent, MissionStatus, TaskEvent, TaskStatus},
-    error::ApiError,
+    domain::{IllegalTransition, MissionEvent, MissionStatus, TaskEvent, TaskStatus},
     missions::finish::finish_mission_if_done,
     store::{
         agents,
@@ -22,6 +23,49 @@ use crate::{
         tasks::{self, Change, TaskRow},
     },
 };
+
+use coordinator_core::invalid::Invalid;
+
+/// Why a person's action on a task (resolve, cancel, reject results,
+/// hand to a person) was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HumanActionError {
+    /// A request field is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The mission has no such task.
+    #[error("mission {mission} has no task '{task}'")]
+    TaskNotFound {
+        /// The mission.
+        mission: Uuid,
+        /// The task as named (key or id).
+        task: String,
+    },
+    /// The mission or task is not in a state that allows the action.
+    #[error("{0}")]
+    WrongState(String),
+    /// Some named tasks cannot be redone.
+    #[error("{}", .0.join("; "))]
+    InvalidTasks(Vec<String>),
+    /// The task changed between reading and writing it.
+    #[error("the task changed meanwhile; reload and try again")]
+    TaskChanged,
+    /// A task to reopen changed between reading and writing it.
+    #[error("a task changed meanwhile; reload and try again")]
+    ReopenRaced,
+    /// The task's lifecycle refuses the move.
+    #[error(transparent)]
+    IllegalTransition(#[from] IllegalTransition),
+    /// Reading, locking or moving the mission failed.
+    #[error(transparent)]
+    Mission(#[from] MissionError),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// Anything else.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
 
 /// What a person does with a task waiting for them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -52,12 +96,13 @@ pub struct ResolveRequest {
     pub feedback: Option<String>,
 }
 
-fn check_feedback(feedback: Option<&str>) -> Result<(), ApiError> {
+fn check_feedback(feedback: Option<&str>) -> Result<(), HumanActionError> {
     if feedback.is_some_and(|f| f.chars().count() > MAX_FEEDBACK_CHARS) {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "feedback",
             format!("feedback is longer than {MAX_FEEDBACK_CHARS} characters"),
-        ));
+        )
+        .into());
     }
     Ok(())
 }
@@ -67,12 +112,15 @@ async fn task_of(
     conn: &mut PgConnection,
     run: &MissionRow,
     task: &str,
-) -> Result<TaskRow, ApiError> {
+) -> Result<TaskRow, HumanActionError> {
     let rows = tasks::list_for_mission(conn, run.id).await?;
     let id = task.parse::<Uuid>().ok();
     rows.into_iter()
         .find(|t| Some(t.id) == id || t.task_key == task)
-        .ok_or_else(|| ApiError::NotFound(format!("mission {} has no task '{task}'", run.id)))
+        .ok_or_else(|| HumanActionError::TaskNotFound {
+            mission: run.id,
+            task: task.to_owned(),
+        })
 }
 
 /// `roots` and every task that depends on one of them, directly or not
@@ -99,13 +147,10 @@ pub async fn resolve(
     id: Uuid,
     task: &str,
     req: ResolveRequest,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, HumanActionError> {
     check_feedback(req.feedback.as_deref())?;
     if req.output.is_some() && req.action != HumanAction::Complete {
-        return Err(ApiError::invalid(
-            "output",
-            "output is only taken with action 'complete'",
-        ));
+        return Err(Invalid::new("output", "output is only taken with action 'complete'").into());
     }
     let actor = who.actor();
     let mut tx = pool.begin().await?;
@@ -127,7 +172,7 @@ pub async fn resolve(
     missions::notify_wake(&mut tx).await?;
     tx.commit().await?;
     crate::worker::notify_cancelled(http, cancelled);
-    view(pool, who.workspace_id, id).await
+    Ok(view(pool, who.workspace_id, id).await?)
 }
 
 /// How a task waiting for a person is settled, and by what.
@@ -154,16 +199,13 @@ pub async fn settle(
     t: &TaskRow,
     s: Settlement,
     actor: &str,
-) -> Result<Vec<Cancelled>, ApiError> {
+) -> Result<Vec<Cancelled>, HumanActionError> {
     check_feedback(s.feedback.as_deref())?;
     if t.status() != TaskStatus::AwaitingHuman {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!(
-                "task '{}' is {}; only a task awaiting a person can be resolved",
-                t.task_key, t.status
-            ),
-        ));
+        return Err(HumanActionError::WrongState(format!(
+            "task '{}' is {}; only a task awaiting a person can be resolved",
+            t.task_key, t.status
+        )));
     }
     let event = match s.action {
         HumanAction::Complete => TaskEvent::CompleteByHuman,
@@ -174,7 +216,7 @@ pub async fn settle(
     let to = t
         .status()
         .next(event)
-        .map_err(|e| ApiError::conflict("invalid_state", e.to_string()))?;
+        .map_err(|e| HumanActionError::WrongState(e.to_string()))?;
     let output = match s.action {
         HumanAction::Complete => Some(s.output.clone().unwrap_or(Value::Null)),
         _ => None,
@@ -202,10 +244,7 @@ pub async fn settle(
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() != 1 {
-        return Err(ApiError::conflict(
-            "conflict",
-            "the task changed meanwhile; reload and try again",
-        ));
+        return Err(HumanActionError::TaskChanged);
     }
     if to == TaskStatus::Queued {
         tasks::enqueue(
@@ -242,7 +281,7 @@ pub async fn settle(
     let cancelled = if to.is_terminal() {
         finish_mission_if_done(&mut *tx, run, actor)
             .await
-            .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?
+            .map_err(|e| HumanActionError::Unexpected(anyhow::anyhow!("{e}")))?
     } else {
         Vec::new()
     };
@@ -261,7 +300,7 @@ pub async fn hand_to_person(
     t: &TaskRow,
     actor: &str,
     payload: Value,
-) -> Result<(bool, Vec<Cancelled>), ApiError> {
+) -> Result<(bool, Vec<Cancelled>), HumanActionError> {
     if t.status() == TaskStatus::AwaitingHuman {
         return Ok((false, Vec::new()));
     }
@@ -278,10 +317,7 @@ pub async fn hand_to_person(
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() != 1 {
-        return Err(ApiError::conflict(
-            "conflict",
-            "the task changed meanwhile; reload and try again",
-        ));
+        return Err(HumanActionError::TaskChanged);
     }
     sqlx::query!("DELETE FROM task_queue WHERE task_id = $1", t.id)
         .execute(&mut *tx)
@@ -317,7 +353,7 @@ pub async fn lock_task(
     tx: &mut PgConnection,
     workspace_id: Uuid,
     task_id: Uuid,
-) -> Result<Option<(MissionRow, TaskRow)>, ApiError> {
+) -> Result<Option<(MissionRow, TaskRow)>, HumanActionError> {
     let Some(run_id) = sqlx::query_scalar!(
         "SELECT run_id FROM orchestration_tasks WHERE id = $1 AND workspace_id = $2",
         task_id,
@@ -340,7 +376,7 @@ pub async fn task_of_mission(
     conn: &mut PgConnection,
     run: &MissionRow,
     task: &str,
-) -> Result<TaskRow, ApiError> {
+) -> Result<TaskRow, HumanActionError> {
     task_of(conn, run, task).await
 }
 
@@ -353,31 +389,28 @@ pub async fn reject_results(
     id: Uuid,
     feedback: &str,
     named: &[String],
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, HumanActionError> {
     if feedback.trim().is_empty() {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "feedback",
             "rejecting results needs feedback saying what to change",
-        ));
+        )
+        .into());
     }
     check_feedback(Some(feedback))?;
     if named.is_empty() {
-        return Err(ApiError::invalid(
-            "tasks",
-            "name the tasks to redo (keys or ids) in 'tasks'",
-        ));
+        return Err(
+            Invalid::new("tasks", "name the tasks to redo (keys or ids) in 'tasks'").into(),
+        );
     }
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
     if run.status() != MissionStatus::AwaitingReview {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!(
-                "only results awaiting review can be rejected; the mission is {}",
-                run.status
-            ),
-        ));
+        return Err(HumanActionError::WrongState(format!(
+            "only results awaiting review can be rejected; the mission is {}",
+            run.status
+        )));
     }
     let rows = tasks::list_for_mission(&mut tx, id).await?;
     let mut roots = BTreeSet::new();
@@ -399,11 +432,7 @@ pub async fn reject_results(
         }
     }
     if !problems.is_empty() {
-        return Err(ApiError::Unprocessable {
-            code: "invalid_tasks",
-            message: problems.join("; "),
-            details: json!({ "problems": problems }),
-        });
+        return Err(HumanActionError::InvalidTasks(problems));
     }
     // Everything downstream used the old results: redo it too.
     let edges = tasks::edges_for_mission(&mut tx, id).await?;
@@ -442,10 +471,7 @@ pub async fn reject_results(
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() != 1 {
-            return Err(ApiError::conflict(
-                "conflict",
-                "a task changed meanwhile; reload and try again",
-            ));
+            return Err(HumanActionError::ReopenRaced);
         }
         tasks::record(
             &mut tx,
@@ -463,7 +489,7 @@ pub async fn reject_results(
     tasks::promote_ready(&mut tx, run.workspace_id, id, None, run.priority, &actor).await?;
     missions::notify_wake(&mut tx).await?;
     tx.commit().await?;
-    view(pool, who.workspace_id, id).await
+    Ok(view(pool, who.workspace_id, id).await?)
 }
 
 /// `POST /v1/missions/{id}/tasks/{task}/cancel` body (optional).
@@ -485,23 +511,23 @@ pub async fn cancel_task(
     id: Uuid,
     task: &str,
     req: CancelTaskRequest,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, HumanActionError> {
     check_feedback(req.reason.as_deref())?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
     if run.status().is_terminal() {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!("the mission is {}; its tasks cannot change", run.status),
-        ));
+        return Err(HumanActionError::WrongState(format!(
+            "the mission is {}; its tasks cannot change",
+            run.status
+        )));
     }
     let t = task_of(&mut tx, &run, task).await?;
     if t.status().is_terminal() {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!("task '{}' is {} already", t.task_key, t.status),
-        ));
+        return Err(HumanActionError::WrongState(format!(
+            "task '{}' is {} already",
+            t.task_key, t.status
+        )));
     }
     let edges = tasks::edges_for_mission(&mut tx, id).await?;
     let doomed: Vec<Uuid> = downstream(&edges, BTreeSet::from([t.id]))
@@ -514,11 +540,11 @@ pub async fn cancel_task(
     let live = tasks::cancel_tasks(&mut tx, &run, &doomed, &actor, &reason, t.id).await?;
     let cancelled = finish_mission_if_done(&mut tx, &mut run, &actor)
         .await
-        .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
+        .map_err(|e| HumanActionError::Unexpected(anyhow::anyhow!("{e}")))?;
     missions::notify_wake(&mut tx).await?;
     tx.commit().await?;
     crate::worker::notify_cancelled(http, live.into_iter().chain(cancelled).collect());
-    view(pool, who.workspace_id, id).await
+    Ok(view(pool, who.workspace_id, id).await?)
 }
 
 #[cfg(test)]

@@ -19,8 +19,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::Principal,
-    domain::{Autonomy, MissionEvent, MissionStatus},
-    error::ApiError,
+    domain::{Autonomy, IllegalTransition, MissionEvent, MissionStatus},
     planning::{
         PlanProvenance, PlanSpec, TemplateLibrary, ValidatedPlan, ValidationRules, llm::LlmPlanner,
     },
@@ -31,7 +30,41 @@ use crate::{
         tasks,
     },
 };
-use planner::{PlanInput, Planned};
+use coordinator_core::invalid::Invalid;
+use planner::{PlanInput, Planned, PlanningError};
+
+/// Why a mission use case (create, approve, cancel, pause, resume, review,
+/// view) refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MissionError {
+    /// A request field is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// No such mission in the workspace.
+    #[error("no mission {0}")]
+    NotFound(Uuid),
+    /// No acceptable plan.
+    #[error(transparent)]
+    Plan(#[from] PlanningError),
+    /// The mission's lifecycle refuses the move.
+    #[error(transparent)]
+    IllegalTransition(#[from] IllegalTransition),
+    /// The mission changed between reading and writing it.
+    #[error("the mission changed while this request ran; retry")]
+    Concurrent,
+    /// Approval pins tasks to agents that cannot take them.
+    #[error("{}", .0.join("; "))]
+    InvalidAssignments(Vec<String>),
+    /// Rejecting results in review failed.
+    #[error(transparent)]
+    Review(Box<human::HumanActionError>),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// Anything else.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
 
 /// Longest goal accepted, in characters.
 pub const MAX_GOAL_CHARS: usize = 10_000;
@@ -109,56 +142,50 @@ pub async fn create(
     planning: &PlanningConfig,
     who: &Principal,
     req: CreateMission,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, MissionError> {
     let goal = req.goal.trim();
     if goal.is_empty() {
-        return Err(ApiError::invalid("goal", "goal must not be empty"));
+        return Err(Invalid::new("goal", "goal must not be empty").into());
     }
     if goal.chars().count() > MAX_GOAL_CHARS {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "goal",
             format!("goal is longer than {MAX_GOAL_CHARS} characters"),
-        ));
+        )
+        .into());
     }
     if let Some(b) = req.budget
         && (!b.is_finite() || b < 0.0)
     {
-        return Err(ApiError::invalid(
-            "budget",
-            "budget must be a non-negative number",
-        ));
+        return Err(Invalid::new("budget", "budget must be a non-negative number").into());
     }
     let priority = req.priority.unwrap_or(0);
     if !(-100..=100).contains(&priority) {
-        return Err(ApiError::invalid(
-            "priority",
-            "priority must be between -100 and 100",
-        ));
+        return Err(Invalid::new("priority", "priority must be between -100 and 100").into());
     }
     let constraints = req.constraints.unwrap_or_else(|| json!({}));
     if !constraints.is_object() {
-        return Err(ApiError::invalid(
-            "constraints",
-            "constraints must be a JSON object",
-        ));
+        return Err(Invalid::new("constraints", "constraints must be a JSON object").into());
     }
     if constraints
         .get("human_escalation")
         .is_some_and(|v| !v.is_boolean())
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "constraints.human_escalation",
             "constraints.human_escalation must be true or false",
-        ));
+        )
+        .into());
     }
     let autonomy = req.autonomy.unwrap_or(Autonomy::Approve);
     if let Some(a) = &req.allocation {
         coordinator_core::contract_net::check_allocation(a, req.tender_window_ms)?;
     } else if req.tender_window_ms.is_some() {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "tender_window_ms",
             "tender_window_ms goes with allocation: tender",
-        ));
+        )
+        .into());
     }
 
     let planned = planner::plan(
@@ -245,7 +272,7 @@ pub(crate) async fn install_plan(
     provenance: &PlanProvenance,
     details: &Value,
     actor: &str,
-) -> Result<usize, ApiError> {
+) -> Result<usize, MissionError> {
     let kept = tasks::list_for_mission(tx, run.id).await?;
     let existing: BTreeMap<String, Uuid> =
         kept.iter().map(|t| (t.task_key.clone(), t.id)).collect();
@@ -273,7 +300,7 @@ pub(crate) async fn plan_ready(
     tx: &mut sqlx::PgConnection,
     run: &mut MissionRow,
     actor: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), MissionError> {
     let autonomy = run.autonomy();
     missions::transition(tx, run, MissionEvent::PlanReady(autonomy), actor, None)
         .await
@@ -292,7 +319,7 @@ pub(crate) async fn request_llm_plan(
     match_outcome: &crate::planning::MatchOutcome,
     feedback: Option<&str>,
     actor: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), MissionError> {
     missions::set_planning_feedback(tx, run.id, feedback).await?;
     events::append(
         tx,
@@ -320,19 +347,16 @@ pub(crate) async fn start_execution(
     tx: &mut sqlx::PgConnection,
     run: &MissionRow,
     actor: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), MissionError> {
     tasks::promote_ready(tx, run.workspace_id, run.id, None, run.priority, actor).await?;
     missions::notify_wake(tx).await?;
     Ok(())
 }
 
-pub(crate) fn transition_error(e: TransitionError) -> ApiError {
+pub(crate) fn transition_error(e: TransitionError) -> MissionError {
     match e {
         TransitionError::Illegal(i) => i.into(),
-        TransitionError::Lost => ApiError::conflict(
-            "concurrent_update",
-            "the mission changed while this request ran; retry",
-        ),
+        TransitionError::Lost => MissionError::Concurrent,
         TransitionError::Db(e) => e.into(),
     }
 }
@@ -341,10 +365,10 @@ pub(crate) async fn locked(
     tx: &mut sqlx::PgConnection,
     who: &Principal,
     id: Uuid,
-) -> Result<MissionRow, ApiError> {
+) -> Result<MissionRow, MissionError> {
     missions::lock(tx, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no mission {id}")))
+        .ok_or(MissionError::NotFound(id))
 }
 
 /// `POST /v1/missions/{id}/approve` body (optional).
@@ -363,7 +387,7 @@ pub async fn approve(
     who: &Principal,
     id: Uuid,
     req: ApproveRequest,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, MissionError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
@@ -385,7 +409,7 @@ async fn check_assignments(
     who: &Principal,
     id: Uuid,
     assignments: &BTreeMap<String, String>,
-) -> Result<(), ApiError> {
+) -> Result<(), MissionError> {
     let rows = tasks::list_for_mission(tx, id).await?;
     let mut problems = Vec::new();
     for (key, agent_id) in assignments {
@@ -409,11 +433,7 @@ async fn check_assignments(
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::Unprocessable {
-            code: "invalid_assignments",
-            message: problems.join("; "),
-            details: json!({ "problems": problems }),
-        })
+        Err(MissionError::InvalidAssignments(problems))
     }
 }
 
@@ -424,7 +444,7 @@ pub async fn cancel(
     http: &reqwest::Client,
     who: &Principal,
     id: Uuid,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, MissionError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
@@ -442,7 +462,7 @@ pub async fn cancel(
 }
 
 /// Pauses an executing mission: nothing new is dispatched; live attempts finish.
-pub async fn pause(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionView, ApiError> {
+pub async fn pause(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionView, MissionError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
@@ -460,7 +480,7 @@ pub async fn resume(
     http: &reqwest::Client,
     who: &Principal,
     id: Uuid,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, MissionError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
@@ -470,7 +490,7 @@ pub async fn resume(
     start_execution(&mut tx, &run, &actor).await?;
     let cancelled = finish::finish_mission_if_done(&mut tx, &mut run, &actor)
         .await
-        .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
+        .map_err(|e| MissionError::Unexpected(anyhow::anyhow!("{e}")))?;
     tx.commit().await?;
     crate::worker::notify_cancelled(http, cancelled);
     view(pool, who.workspace_id, id).await
@@ -496,24 +516,24 @@ pub async fn review(
     who: &Principal,
     id: Uuid,
     req: ReviewRequest,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, MissionError> {
     let event = match req.decision.as_str() {
         "accept" if !req.tasks.is_empty() => {
-            return Err(ApiError::invalid(
-                "tasks",
-                "tasks is only taken with decision 'reject'",
-            ));
+            return Err(Invalid::new("tasks", "tasks is only taken with decision 'reject'").into());
         }
         "accept" => MissionEvent::AcceptResults,
         "reject" => {
             let feedback = req.feedback.as_deref().unwrap_or("");
-            return human::reject_results(pool, who, id, feedback, &req.tasks).await;
+            return human::reject_results(pool, who, id, feedback, &req.tasks)
+                .await
+                .map_err(|e| MissionError::Review(Box::new(e)));
         }
         other => {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "decision",
                 format!("decision must be 'accept' or 'reject', not '{other}'"),
-            ));
+            )
+            .into());
         }
     };
     let actor = who.actor();
@@ -637,10 +657,14 @@ pub struct TaskView {
 }
 
 /// The full view of one mission (tasks, edges, progress).
-pub async fn view(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> Result<MissionView, ApiError> {
+pub async fn view(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    id: Uuid,
+) -> Result<MissionView, MissionError> {
     let run = missions::get(pool, workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no mission {id}")))?;
+        .ok_or(MissionError::NotFound(id))?;
     let mut conn = pool.acquire().await?;
     let rows = tasks::list_for_mission(&mut conn, id).await?;
     let edges = tasks::edges_for_mission(&mut conn, id).await?;

@@ -11,15 +11,65 @@ use uuid::Uuid;
 
 use super::PlanningConfig;
 use crate::{
-    error::ApiError,
     planning::{
-        AgentCapability, MatchOutcome, PLANNER_CASE, PLANNER_GENERIC, PLANNER_TEMPLATE,
-        PlanProblem, PlanProvenance, PlanSpec, TemplateLibrary, ValidatedPlan, ValidationContext,
+        AgentCapability, Decomposition, MatchOutcome, PLANNER_CASE, PLANNER_GENERIC,
+        PLANNER_TEMPLATE, PlanProblem, PlanProvenance, PlanSpec, TemplateLibrary, TemplateScore,
+        ValidatedPlan, ValidationContext,
         cases::{self, CaseChoice},
         validate_plan,
     },
     store::{agents, plan_cases, templates},
 };
+
+/// Why no plan could be made for a mission.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanningError {
+    /// The plan fails validation; every problem is listed.
+    #[error("{}", invalid_plan_message(.problems))]
+    Invalid {
+        /// Which planner made it (`explicit`, `template`, …).
+        planner: String,
+        /// Every problem found.
+        problems: Vec<PlanProblem>,
+    },
+    /// A matched method could not be decomposed for this goal.
+    #[error("method '{template}' could not be decomposed: {reason}")]
+    Decomposition {
+        /// The method.
+        template: String,
+        /// Why.
+        reason: String,
+        /// The decomposition's own detail.
+        info: Value,
+    },
+    /// Every fitting method was tried and no LLM planner is configured.
+    #[error(
+        "every method that fits this goal was already tried and no LLM planner is configured; submit a plan explicitly or cancel the mission"
+    )]
+    NoAlternative {
+        /// The methods already tried.
+        tried: Vec<String>,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// Anything else.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+fn invalid_plan_message(problems: &[PlanProblem]) -> String {
+    format!(
+        "the plan is not valid ({} problem{}): {}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" },
+        problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
+}
 
 /// What planning produced.
 #[derive(Debug)]
@@ -66,7 +116,7 @@ pub async fn capabilities(
     pool: &PgPool,
     cfg: &PlanningConfig,
     workspace_id: Uuid,
-) -> Result<Vec<AgentCapability>, ApiError> {
+) -> Result<Vec<AgentCapability>, PlanningError> {
     let mut caps: Vec<AgentCapability> = agents::capabilities(pool, workspace_id)
         .await?
         .into_iter()
@@ -83,7 +133,7 @@ pub async fn library(
     pool: &PgPool,
     cfg: &PlanningConfig,
     workspace_id: Uuid,
-) -> Result<TemplateLibrary, ApiError> {
+) -> Result<TemplateLibrary, PlanningError> {
     let routines = templates::routines(pool, workspace_id).await?;
     Ok(if routines.is_empty() {
         (*cfg.library).clone()
@@ -99,7 +149,7 @@ pub fn validate(
     budget: Option<f64>,
     plan: PlanSpec,
     planner: &str,
-) -> Result<ValidatedPlan, ApiError> {
+) -> Result<ValidatedPlan, PlanningError> {
     validate_plan(
         plan,
         &ValidationContext {
@@ -111,21 +161,11 @@ pub fn validate(
     .map_err(|problems| invalid_plan(planner, &problems))
 }
 
-/// The 422 for an invalid plan.
-pub fn invalid_plan(planner: &str, problems: &[PlanProblem]) -> ApiError {
-    ApiError::Unprocessable {
-        code: "plan_invalid",
-        message: format!(
-            "the plan is not valid ({} problem{}): {}",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
-            problems
-                .iter()
-                .map(|p| p.message.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        details: json!({ "planner": planner, "problems": problems }),
+/// The error for an invalid plan (a 422 listing each problem).
+pub fn invalid_plan(planner: &str, problems: &[PlanProblem]) -> PlanningError {
+    PlanningError::Invalid {
+        planner: planner.to_owned(),
+        problems: problems.to_vec(),
     }
 }
 
@@ -135,7 +175,7 @@ pub async fn plan(
     pool: &PgPool,
     cfg: &PlanningConfig,
     input: PlanInput<'_>,
-) -> Result<Planned, ApiError> {
+) -> Result<Planned, PlanningError> {
     let agents = capabilities(pool, cfg, input.workspace_id).await?;
     if let Some(explicit) = input.explicit {
         let plan = validate(cfg, &agents, input.budget, explicit, "explicit")?;
@@ -168,38 +208,7 @@ pub async fn plan(
 
     let library = library(pool, cfg, input.workspace_id).await?;
     let outcome = library.match_goal_with(input.goal, input.constraints, cfg.match_threshold);
-    // The best method not excluded, among those above the threshold, whose
-    // plan does not have the shape of a similar failed case.
-    let mut avoided = Vec::new();
-    let mut chosen = None;
-    for candidate in outcome
-        .scores
-        .iter()
-        .filter(|s| s.score >= cfg.match_threshold && s.score > 0.0)
-        .filter(|s| !input.exclude.contains(&s.template))
-    {
-        let decomposition = library
-            .decompose(&candidate.template, input.goal, input.constraints)
-            .map_err(|e| ApiError::Unprocessable {
-                code: "plan_decomposition_failed",
-                message: format!(
-                    "method '{}' could not be decomposed: {e}",
-                    candidate.template
-                ),
-                details: json!(e.info()),
-            })?;
-        let structure = cases::structure_signature(&decomposition.plan);
-        if let Some(negative) = choice.negatives.iter().find(|n| n.structure == structure) {
-            avoided.push(json!({
-                "template": candidate.template,
-                "negative_case": negative.case_id,
-                "similarity": negative.score,
-            }));
-            continue;
-        }
-        chosen = Some((candidate.clone(), decomposition));
-        break;
-    }
+    let (chosen, avoided) = choose_method(&library, cfg, &input, &outcome, &choice)?;
     let case_reason = case_reason(&choice, &avoided, case_note.as_deref());
     if let Some((best, decomposition)) = chosen {
         let plan = validate(
@@ -244,15 +253,13 @@ pub async fn plan(
     }
     let generic = library.generic().name.clone();
     if input.exclude.contains(&generic) {
-        return Err(ApiError::Unprocessable {
-            code: "no_alternative_plan",
-            message: "every method that fits this goal was already tried and no LLM planner is configured; submit a plan explicitly or cancel the mission".into(),
-            details: json!({ "tried": input.exclude }),
+        return Err(PlanningError::NoAlternative {
+            tried: input.exclude.to_vec(),
         });
     }
     let decomposition = library
         .decompose(&generic, input.goal, input.constraints)
-        .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("generic method: {e}")))?;
+        .map_err(|e| PlanningError::Unexpected(anyhow::anyhow!("generic method: {e}")))?;
     // The generic method is the last resort: used even in a failed case's
     // shape, but the log says so.
     let generic_structure = cases::structure_signature(&decomposition.plan);
@@ -292,6 +299,47 @@ pub async fn plan(
         },
         details: with_case_details(Value::Null, &choice, &avoided, case_note.as_deref()),
     })
+}
+
+/// A chosen method with its decomposition (if any), and the methods skipped.
+type ChosenMethod = (Option<(TemplateScore, Decomposition)>, Vec<Value>);
+
+/// The best method not excluded, among those above the threshold, whose plan
+/// does not have the shape of a similar failed case; with the methods
+/// skipped for that shape (for the plan's reason and details).
+fn choose_method(
+    library: &TemplateLibrary,
+    cfg: &PlanningConfig,
+    input: &PlanInput<'_>,
+    outcome: &MatchOutcome,
+    choice: &CaseChoice,
+) -> Result<ChosenMethod, PlanningError> {
+    let mut avoided = Vec::new();
+    for candidate in outcome
+        .scores
+        .iter()
+        .filter(|s| s.score >= cfg.match_threshold && s.score > 0.0)
+        .filter(|s| !input.exclude.contains(&s.template))
+    {
+        let decomposition = library
+            .decompose(&candidate.template, input.goal, input.constraints)
+            .map_err(|e| PlanningError::Decomposition {
+                template: candidate.template.clone(),
+                reason: e.to_string(),
+                info: json!(e.info()),
+            })?;
+        let structure = cases::structure_signature(&decomposition.plan);
+        if let Some(negative) = choice.negatives.iter().find(|n| n.structure == structure) {
+            avoided.push(json!({
+                "template": candidate.template,
+                "negative_case": negative.case_id,
+                "similarity": negative.score,
+            }));
+            continue;
+        }
+        return Ok((Some((candidate.clone(), decomposition)), avoided));
+    }
+    Ok((None, avoided))
 }
 
 /// Plans from a success case: its plan, adapted to the new goal and

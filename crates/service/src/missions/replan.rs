@@ -14,14 +14,13 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::{
-    MissionView, PlanningConfig, install_plan, locked, plan_ready,
-    planner::{self, PlanInput, Planned},
+    MissionError, MissionView, PlanningConfig, install_plan, locked, plan_ready,
+    planner::{self, PlanInput, Planned, PlanningError},
     request_llm_plan, transition_error, view,
 };
 use crate::{
     auth::Principal,
     domain::{MissionEvent, MissionStatus, TaskStatus},
-    error::ApiError,
     planning::{Criterion, PlanProvenance, PlanSpec, PlanTemplate, TaskSpec, routine_from_plan},
     store::{
         events::{self, NewEvent, kind},
@@ -30,6 +29,54 @@ use crate::{
         templates,
     },
 };
+
+use coordinator_core::invalid::Invalid;
+
+/// Why changing a mission's plan (reject, instructions, plan versions,
+/// routines, replanning around a task) was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplanError {
+    /// A request field is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// No such mission in the workspace.
+    #[error("no mission {0}")]
+    NotFound(Uuid),
+    /// The mission has no such plan version (`None`: no plan yet).
+    #[error("{}", match .version {
+        Some(v) => format!("mission {} has no plan version {v}", .mission),
+        None => format!("mission {} has no plan yet", .mission),
+    })]
+    NoPlanVersion {
+        /// The mission.
+        mission: Uuid,
+        /// The version asked for.
+        version: Option<i32>,
+    },
+    /// The mission is not in a state that allows the change.
+    #[error("{0}")]
+    WrongState(String),
+    /// Replanning a running mission from instructions needs an LLM or a plan.
+    #[error(
+        "replanning a running mission from instructions needs an LLM planner (COORDINATOR_LLM_BASE_URL) or an explicit plan in the request"
+    )]
+    NeedsLlm,
+    /// A routine of that name exists.
+    #[error("a routine named '{0}' already exists")]
+    RoutineExists(String),
+    /// No acceptable plan.
+    #[error(transparent)]
+    Plan(#[from] PlanningError),
+    /// Locking, moving or viewing the mission failed.
+    #[error(transparent)]
+    Mission(#[from] MissionError),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// Anything else.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
 
 /// Longest feedback or instructions accepted, in characters.
 pub const MAX_FEEDBACK_CHARS: usize = 5_000;
@@ -56,15 +103,12 @@ pub struct InstructionsRequest {
     pub plan: Option<PlanSpec>,
 }
 
-fn check_text(field: &str, text: &str) -> Result<(), ApiError> {
+fn check_text(field: &str, text: &str) -> Result<(), Invalid> {
     if text.trim().is_empty() {
-        return Err(ApiError::invalid(
-            field,
-            format!("{field} must not be empty"),
-        ));
+        return Err(Invalid::new(field, format!("{field} must not be empty")));
     }
     if text.chars().count() > MAX_FEEDBACK_CHARS {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             field,
             format!("{field} is longer than {MAX_FEEDBACK_CHARS} characters"),
         ));
@@ -82,7 +126,7 @@ fn replaceable(t: &TaskRow) -> bool {
 }
 
 /// The kept tasks of a mission as plan tasks (depending on each other by key).
-pub async fn kept_specs(conn: &mut PgConnection, run_id: Uuid) -> Result<Vec<TaskSpec>, ApiError> {
+pub async fn kept_specs(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<Vec<TaskSpec>> {
     let rows = tasks::list_for_mission(conn, run_id).await?;
     let edges = tasks::edges_for_mission(conn, run_id).await?;
     let key_of: BTreeMap<Uuid, String> = rows.iter().map(|t| (t.id, t.task_key.clone())).collect();
@@ -130,19 +174,16 @@ pub async fn reject_plan(
     who: &Principal,
     id: Uuid,
     req: RejectPlanRequest,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, ReplanError> {
     check_text("feedback", &req.feedback)?;
     let run = missions::get(pool, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no mission {id}")))?;
+        .ok_or(ReplanError::NotFound(id))?;
     if run.status() != MissionStatus::AwaitingApproval {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!(
-                "only a plan awaiting approval can be rejected; the mission is {}",
-                run.status
-            ),
-        ));
+        return Err(ReplanError::WrongState(format!(
+            "only a plan awaiting approval can be rejected; the mission is {}",
+            run.status
+        )));
     }
     replace_plan(pool, cfg, who, run, req.plan, &req.feedback, "feedback").await
 }
@@ -156,26 +197,21 @@ pub async fn instructions(
     who: &Principal,
     id: Uuid,
     req: InstructionsRequest,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, ReplanError> {
     check_text("instructions", &req.instructions)?;
     let run = missions::get(pool, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no mission {id}")))?;
+        .ok_or(ReplanError::NotFound(id))?;
     match run.status() {
         MissionStatus::AwaitingApproval | MissionStatus::Executing | MissionStatus::Paused => {}
         other => {
-            return Err(ApiError::conflict(
-                "invalid_state",
-                format!("a mission that is {other} cannot take new instructions"),
-            ));
+            return Err(ReplanError::WrongState(format!(
+                "a mission that is {other} cannot take new instructions"
+            )));
         }
     }
     if run.status() != MissionStatus::AwaitingApproval && req.plan.is_none() && cfg.llm.is_none() {
-        return Err(ApiError::Unprocessable {
-            code: "replan_needs_llm",
-            message: "replanning a running mission from instructions needs an LLM planner (COORDINATOR_LLM_BASE_URL) or an explicit plan in the request".into(),
-            details: Value::Null,
-        });
+        return Err(ReplanError::NeedsLlm);
     }
     replace_plan(
         pool,
@@ -198,7 +234,7 @@ pub(crate) async fn replan_around(
     run: &mut MissionRow,
     feedback: &str,
     actor: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), ReplanError> {
     let kept = kept_specs(conn, run.id).await?.len();
     missions::transition(conn, run, MissionEvent::Replan, actor, Some(feedback))
         .await
@@ -218,7 +254,7 @@ pub(crate) async fn replan_around(
     )
     .await?;
     let no_match = crate::planning::MatchOutcome::from_scores(Vec::new(), Vec::new(), 1.0);
-    request_llm_plan(conn, run, &no_match, Some(feedback), actor).await
+    Ok(request_llm_plan(conn, run, &no_match, Some(feedback), actor).await?)
 }
 
 async fn replace_plan(
@@ -229,7 +265,7 @@ async fn replace_plan(
     explicit: Option<PlanSpec>,
     feedback: &str,
     field: &str,
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, ReplanError> {
     let id = run.id;
     let used = {
         let mut conn = pool.acquire().await?;
@@ -248,7 +284,7 @@ async fn apply(
     feedback: &str,
     field: &str,
     used: &[String],
-) -> Result<MissionView, ApiError> {
+) -> Result<MissionView, ReplanError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
@@ -339,7 +375,7 @@ async fn apply(
         }
     }
     tx.commit().await?;
-    view(pool, who.workspace_id, id).await
+    Ok(view(pool, who.workspace_id, id).await?)
 }
 
 /// A plan version of a mission (the current one when `version` is `None`).
@@ -348,15 +384,15 @@ pub async fn plan_version(
     who: &Principal,
     id: Uuid,
     version: Option<i32>,
-) -> Result<PlanRecord, ApiError> {
+) -> Result<PlanRecord, ReplanError> {
     if missions::get(pool, who.workspace_id, id).await?.is_none() {
-        return Err(ApiError::NotFound(format!("no mission {id}")));
+        return Err(ReplanError::NotFound(id));
     }
     missions::get_plan(pool, who.workspace_id, id, version)
         .await?
-        .ok_or_else(|| match version {
-            Some(v) => ApiError::NotFound(format!("mission {id} has no plan version {v}")),
-            None => ApiError::NotFound(format!("mission {id} has no plan yet")),
+        .ok_or(ReplanError::NoPlanVersion {
+            mission: id,
+            version,
         })
 }
 
@@ -386,7 +422,7 @@ pub async fn save_as_routine(
     who: &Principal,
     id: Uuid,
     req: SaveRoutineRequest,
-) -> Result<PlanTemplate, ApiError> {
+) -> Result<PlanTemplate, ReplanError> {
     let name = req.name.map(|n| n.trim().to_owned());
     if let Some(n) = &name
         && (n.is_empty()
@@ -395,22 +431,20 @@ pub async fn save_as_routine(
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ' ')))
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "name",
             "name must be 1–100 characters: letters, digits, spaces, '-' or '_'",
-        ));
+        )
+        .into());
     }
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let run = locked(&mut tx, who, id).await?;
     if run.status() != MissionStatus::Completed {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!(
-                "only a completed mission can be saved as a routine; this one is {}",
-                run.status
-            ),
-        ));
+        return Err(ReplanError::WrongState(format!(
+            "only a completed mission can be saved as a routine; this one is {}",
+            run.status
+        )));
     }
     let plan = PlanSpec {
         tasks: kept_specs(&mut tx, id).await?,
@@ -419,11 +453,7 @@ pub async fn save_as_routine(
     let routine = routine_from_plan(&name, &run.goal, &plan);
     templates::insert_routine(&mut tx, who.workspace_id, &routine, id)
         .await?
-        .ok_or_else(|| ApiError::Conflict {
-            code: "routine_exists",
-            message: format!("a routine named '{name}' already exists"),
-            details: json!({ "name": name }),
-        })?;
+        .ok_or_else(|| ReplanError::RoutineExists(name.clone()))?;
     events::append(
         &mut tx,
         who.workspace_id,

@@ -16,7 +16,7 @@ use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use sha2::Sha256;
 
-use crate::error::ApiError;
+use coordinator_core::invalid::Invalid;
 
 /// Header with `sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">`.
 pub const SIGNATURE_HEADER: &str = "x-coordinator-signature";
@@ -45,34 +45,31 @@ pub struct CreateWebhook {
 
 impl CreateWebhook {
     /// Checks the request; returns the kinds to store.
-    pub fn validate(&self) -> Result<Vec<String>, ApiError> {
+    pub fn validate(&self) -> Result<Vec<String>, Invalid> {
         let url = reqwest::Url::parse(&self.url)
-            .map_err(|e| ApiError::invalid("url", format!("not a URL: {e}")))?;
+            .map_err(|e| Invalid::new("url", format!("not a URL: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "url",
                 "url must be an http or https URL with a host",
             ));
         }
         if self.url.len() > 2048 {
-            return Err(ApiError::invalid(
-                "url",
-                "url must be at most 2048 characters",
-            ));
+            return Err(Invalid::new("url", "url must be at most 2048 characters"));
         }
         let n = self.secret.chars().count();
         if !(16..=256).contains(&n) {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "secret",
                 "secret must be 16 to 256 characters",
             ));
         }
         if self.events.len() > 64 {
-            return Err(ApiError::invalid("events", "at most 64 event kinds"));
+            return Err(Invalid::new("events", "at most 64 event kinds"));
         }
         for k in &self.events {
             if !crate::store::events::is_kind_pattern(k) {
-                return Err(ApiError::invalid(
+                return Err(Invalid::new(
                     "events",
                     format!("{k:?} is not an event kind (e.g. task.succeeded or task.*)"),
                 ));
@@ -191,7 +188,7 @@ mod tests {
             ),
         ] {
             match bad.validate() {
-                Err(ApiError::BadRequest { details, .. }) => assert_eq!(details["field"], field),
+                Err(e) => assert_eq!(e.field, field),
                 other => panic!("{field}: expected a 400, got {other:?}"),
             }
         }

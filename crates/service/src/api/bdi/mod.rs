@@ -69,7 +69,7 @@ fn parse_value<T: FromStr<Err = UnknownValue>>(field: &str, s: &str) -> Result<T
 
 /// Writers: the agent itself, or an admin/operator.
 fn require_writer(who: &Principal, agent_id: &str) -> Result<(), ApiError> {
-    who.require_self_or(agent_id, &[Role::Admin, Role::Operator])
+    Ok(who.require_self_or(agent_id, &[Role::Admin, Role::Operator])?)
 }
 
 mod beliefs;
@@ -84,3 +84,99 @@ mod maintenance;
 pub use maintenance::*;
 mod missions;
 pub use missions::*;
+
+// The BDI use cases' errors as the one JSON error body.
+impl From<crate::bdi::state::BdiError> for ApiError {
+    fn from(e: crate::bdi::state::BdiError) -> Self {
+        use crate::bdi::state::BdiError as E;
+        use serde_json::{Value, json};
+        let message = e.to_string();
+        let unprocessable =
+            |code: &'static str, message: String, details: Value| ApiError::Unprocessable {
+                code,
+                message,
+                details,
+            };
+        match e {
+            E::Invalid(e) => e.into(),
+            E::OutOfRange { field, value } => unprocessable(
+                "invalid_value",
+                message,
+                json!({ "field": field, "value": value }),
+            ),
+            E::InvalidDesire(_) => {
+                unprocessable("invalid_desire", message, json!({ "field": "serves" }))
+            }
+            E::UnknownDesire { desire_id, .. } => {
+                unprocessable("unknown_desire", message, json!({ "desire_id": desire_id }))
+            }
+            E::UnknownGoal { field, goal_id, .. } => {
+                unprocessable("unknown_goal", message, json!({ field: goal_id }))
+            }
+            E::InvalidTier { tier, parent_tier } => unprocessable(
+                "invalid_tier",
+                message,
+                json!({ "tier": tier, "parent_tier": parent_tier }),
+            ),
+            E::UnknownAgent(_) | E::NotFound { .. } => ApiError::NotFound(message),
+            E::Stale { id, current, .. } => ApiError::Conflict {
+                code: "version_conflict",
+                message,
+                details: json!({ "id": id, "version": current }),
+            },
+            E::WrongState { entity, status, .. } => ApiError::Conflict {
+                code: "invalid_state",
+                message,
+                details: json!({ "entity": entity, "status": status }),
+            },
+            E::InactiveGoal { .. } => ApiError::conflict("invalid_state", message),
+            E::UnknownValue(e) => e.into(),
+            E::IllegalTransition(e) => e.into(),
+            E::Database(e) => e.into(),
+            E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use axum::{http::StatusCode, response::IntoResponse};
+    use uuid::Uuid;
+
+    use super::ApiError;
+    use crate::bdi::state::BdiError;
+
+    async fn status_and_body(e: BdiError) -> (StatusCode, serde_json::Value) {
+        let r = ApiError::from(e).into_response();
+        let status = r.status();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn bdi_errors_keep_their_status_code_and_details() {
+        let (status, body) = status_and_body(BdiError::UnknownGoal {
+            field: "parent_goal_id",
+            goal_id: Uuid::nil(),
+            agent_id: "a".into(),
+        })
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(body["error"]["code"], "unknown_goal");
+        assert_eq!(
+            body["error"]["details"]["parent_goal_id"],
+            Uuid::nil().to_string()
+        );
+        let (status, body) = status_and_body(BdiError::Stale {
+            what: "goal",
+            id: Uuid::nil(),
+            current: 3,
+        })
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(body["error"]["code"], "version_conflict");
+        assert_eq!(body["error"]["details"]["version"], 3);
+    }
+}

@@ -35,14 +35,14 @@ pub(crate) fn action_of(
     action_type: &str,
     impact: Option<&Impact>,
     exceptional: bool,
-) -> Result<Action, ApiError> {
+) -> Result<Action, Invalid> {
     check_len("action_type", action_type, 64)?;
     let impact = impact.cloned().unwrap_or_default();
     if let Some(c) = impact.estimated_cost {
         check_amount("estimated_impact.estimated_cost", c)?;
     }
     if impact.headcount.is_some_and(|h| h < 0) {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "estimated_impact.headcount",
             "headcount must be non-negative",
         ));
@@ -60,7 +60,7 @@ pub async fn check_action(
     pool: &PgPool,
     who: &Principal,
     req: CheckRequest,
-) -> Result<CheckResult, ApiError> {
+) -> Result<CheckResult, GovernanceError> {
     let action = action_of(
         &req.action_type,
         req.estimated_impact.as_ref(),

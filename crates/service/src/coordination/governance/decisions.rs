@@ -193,8 +193,8 @@ pub async fn request_decision(
     pool: &PgPool,
     who: &Principal,
     req: DecisionRequest,
-) -> Result<DecisionView, ApiError> {
-    who.require(&[Role::Admin, Role::Operator, Role::Agent])?;
+) -> Result<DecisionView, GovernanceError> {
+    GovernanceError::require(who, &[Role::Admin, Role::Operator, Role::Agent])?;
     check_len("description", &req.description, 2000)?;
     let action = action_of(
         req.action_type.as_deref().unwrap_or(OPERATIONAL),
@@ -202,35 +202,36 @@ pub async fn request_decision(
         req.exceptional,
     )?;
     if req.options.len() > 10 {
-        return Err(ApiError::invalid("options", "at most 10 options"));
+        return Err(Invalid::new("options", "at most 10 options").into());
     }
     for o in &req.options {
         check_len("options.label", &o.label, 200)?;
         if o.description.chars().count() > 2000 {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "options.description",
                 "an option's description must be at most 2000 characters",
-            ));
+            )
+            .into());
         }
     }
     if let Some(r) = &req.recommended_option
         && !req.options.iter().any(|o| &o.label == r)
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "recommended_option",
             "recommended_option must be the label of one of the options",
-        ));
+        )
+        .into());
     }
     let impact = req.impact_analysis.clone().unwrap_or(json!({}));
     if !impact.is_object() {
-        return Err(ApiError::invalid(
-            "impact_analysis",
-            "impact_analysis must be a JSON object",
-        ));
+        return Err(
+            Invalid::new("impact_analysis", "impact_analysis must be a JSON object").into(),
+        );
     }
     let agent_id = match (&who.agent_id, &req.agent_id) {
         (Some(me), Some(named)) if me != named => {
-            return Err(ApiError::Forbidden(
+            return Err(GovernanceError::Forbidden(
                 "an agent token can only request decisions as itself".into(),
             ));
         }
@@ -245,29 +246,18 @@ pub async fn request_decision(
         {
             Ok(existing.view())
         } else {
-            Err(ApiError::conflict(
-                "decision_id_reused",
-                format!("decision {id} was already requested with different content"),
-            ))
+            Err(GovernanceError::DecisionIdReused(id))
         };
     }
     if let Some(a) = &agent_id
         && !crate::store::messages::agent_exists(&mut tx, who.workspace_id, a).await?
     {
-        return Err(ApiError::Unprocessable {
-            code: "unknown_agent",
-            message: format!("no agent '{a}' is registered"),
-            details: json!({ "agent_id": a }),
-        });
+        return Err(GovernanceError::UnknownAgent(a.clone()));
     }
     if let Some(m) = req.mission_id
         && !crate::store::messages::mission_exists(&mut tx, who.workspace_id, m).await?
     {
-        return Err(ApiError::Unprocessable {
-            code: "unknown_mission",
-            message: format!("mission_id names no mission {m}"),
-            details: json!({ "mission_id": m }),
-        });
+        return Err(GovernanceError::UnknownMission(m));
     }
     let profile = store::profile(&mut tx, who.workspace_id).await?;
     let mut checked = serde_json::to_value(check(profile.map(|p| p.rules()).as_ref(), &action))
@@ -296,7 +286,7 @@ pub async fn request_decision(
         },
     )
     .await?
-    .ok_or_else(|| ApiError::conflict("decision_exists", "the decision already exists"))?;
+    .ok_or(GovernanceError::DecisionExists)?;
     decision_event(&mut tx, &row, kind::DECISION_REQUESTED, &actor).await?;
     tx.commit().await?;
     Ok(row.view())
@@ -335,7 +325,7 @@ pub async fn list_decisions(
     who: &Principal,
     status: Option<&str>,
     limit: i64,
-) -> Result<Vec<DecisionReview>, ApiError> {
+) -> Result<Vec<DecisionReview>, GovernanceError> {
     let status = status
         .map(|s| s.parse::<DecisionStatus>())
         .transpose()?
@@ -351,11 +341,11 @@ pub async fn get_decision(
     pool: &PgPool,
     who: &Principal,
     id: Uuid,
-) -> Result<DecisionReview, ApiError> {
+) -> Result<DecisionReview, GovernanceError> {
     let mut conn = pool.acquire().await?;
     let d = store::get_decision(&mut conn, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no decision {id}")))?;
+        .ok_or(GovernanceError::DecisionNotFound(id))?;
     let profile = store::profile(&mut conn, who.workspace_id).await?;
     Ok(review(&d, profile.as_ref()))
 }
@@ -407,20 +397,17 @@ pub async fn resolve(
     who: &Principal,
     id: Uuid,
     req: ResolveRequest,
-) -> Result<DecisionView, ApiError> {
-    who.require(&[Role::Stakeholder])?;
+) -> Result<DecisionView, GovernanceError> {
+    GovernanceError::require(who, &[Role::Stakeholder])?;
     if req
         .rationale
         .as_ref()
         .is_some_and(|r| r.chars().count() > 4000)
     {
-        return Err(ApiError::invalid(
-            "rationale",
-            "rationale must be at most 4000 characters",
-        ));
+        return Err(Invalid::new("rationale", "rationale must be at most 4000 characters").into());
     }
     if req.conditions.len() > 20 {
-        return Err(ApiError::invalid("conditions", "at most 20 conditions"));
+        return Err(Invalid::new("conditions", "at most 20 conditions").into());
     }
     for c in &req.conditions {
         check_len("conditions", c, 500)?;
@@ -428,16 +415,18 @@ pub async fn resolve(
     let modifications = match (req.outcome, &req.modifications) {
         (Outcome::Modified, Some(Value::Object(m))) if !m.is_empty() => Value::Object(m.clone()),
         (Outcome::Modified, _) => {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "modifications",
                 "a 'modified' outcome needs modifications: a non-empty JSON object",
-            ));
+            )
+            .into());
         }
         (_, Some(_)) => {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "modifications",
                 "modifications are only taken with outcome 'modified'",
-            ));
+            )
+            .into());
         }
         (_, None) => json!({}),
     };
@@ -445,18 +434,20 @@ pub async fn resolve(
         (Outcome::Deferred, ms) => {
             let ms = ms.unwrap_or(DEFAULT_RECHECK_MS);
             if !(100..=30 * 86_400_000).contains(&ms) {
-                return Err(ApiError::invalid(
+                return Err(Invalid::new(
                     "recheck_after_ms",
                     "recheck_after_ms must be between 100 and 2592000000",
-                ));
+                )
+                .into());
             }
             Some(OffsetDateTime::now_utc() + time::Duration::milliseconds(ms))
         }
         (_, Some(_)) => {
-            return Err(ApiError::invalid(
+            return Err(Invalid::new(
                 "recheck_after_ms",
                 "recheck_after_ms is only taken with outcome 'deferred'",
-            ));
+            )
+            .into());
         }
         (_, None) => None,
     };
@@ -464,7 +455,7 @@ pub async fn resolve(
     let mut tx = pool.begin().await?;
     let mission = store::decision_mission(&mut tx, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no decision {id}")))?;
+        .ok_or(GovernanceError::DecisionNotFound(id))?;
     // Lock order: the mission first (as dispatch does), then the decision.
     let mut run = match mission {
         Some(m) => missions::lock(&mut tx, who.workspace_id, m).await?,
@@ -472,12 +463,16 @@ pub async fn resolve(
     };
     let d = store::lock_decision(&mut tx, who.workspace_id, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no decision {id}")))?;
-    let step = d.status().resolve(req.outcome).map_err(|e| ApiError::Conflict {
-        code: "decision_already_resolved",
-        message: format!("decision {id} is already {}; it cannot become {}", d.status, req.outcome),
-        details: json!({ "status": d.status, "requested": req.outcome, "transition": e.to_string() }),
-    })?;
+        .ok_or(GovernanceError::DecisionNotFound(id))?;
+    let step =
+        d.status()
+            .resolve(req.outcome)
+            .map_err(|transition| GovernanceError::AlreadyResolved {
+                id,
+                status: d.status.clone(),
+                requested: req.outcome,
+                transition,
+            })?;
     if step == Resolution::AlreadyDone {
         return Ok(d.view());
     }
@@ -514,7 +509,7 @@ pub(crate) async fn settle(
     s: Settlement<'_>,
     actor: &str,
     replan_with_llm: bool,
-) -> Result<DecisionRow, ApiError> {
+) -> Result<DecisionRow, GovernanceError> {
     let status = s.outcome.status();
     let row = store::resolve_decision(
         conn,
@@ -578,7 +573,7 @@ pub(crate) async fn apply_to_task(
     task_id: Uuid,
     actor: &str,
     replan_with_llm: bool,
-) -> Result<(), ApiError> {
+) -> Result<(), GovernanceError> {
     let t = tasks::get(conn, task_id).await?;
     if t.status() != TaskStatus::AwaitingApproval || t.workspace_id != d.workspace_id {
         // Cancelled with its mission meanwhile: the decision stands alone.
@@ -592,10 +587,7 @@ pub(crate) async fn apply_to_task(
                 "rationale": d.rationale,
             });
             if !store::release_task(conn, &t, d.id, &d.modifications, &governance).await? {
-                return Err(ApiError::conflict(
-                    "conflict",
-                    "the task changed meanwhile; try again",
-                ));
+                return Err(GovernanceError::TaskChanged);
             }
             tasks::enqueue(
                 conn,
@@ -628,10 +620,7 @@ pub(crate) async fn apply_to_task(
                 d.rationale.as_deref().unwrap_or("no rationale given")
             );
             if !store::skip_task(conn, &t, &reason).await? {
-                return Err(ApiError::conflict(
-                    "conflict",
-                    "the task changed meanwhile; try again",
-                ));
+                return Err(GovernanceError::TaskChanged);
             }
             tasks::record(
                 conn,
@@ -664,7 +653,7 @@ pub(crate) async fn replan_trigger(
     reason: &str,
     actor: &str,
     replan_with_llm: bool,
-) -> Result<(), ApiError> {
+) -> Result<(), GovernanceError> {
     let replanning = replan_with_llm && run.status == "executing";
     events::append(
         conn,
@@ -695,7 +684,9 @@ pub(crate) async fn replan_trigger(
             t.title,
             d.rationale.as_deref().unwrap_or("no rationale given")
         );
-        return crate::missions::replan::replan_around(conn, run, &feedback, actor).await;
+        return crate::missions::replan::replan_around(conn, run, &feedback, actor)
+            .await
+            .map_err(|e| GovernanceError::Replan(Box::new(e)));
     }
     tasks::promote_ready(
         conn,
@@ -708,7 +699,7 @@ pub(crate) async fn replan_trigger(
     .await?;
     crate::missions::finish::finish_mission_if_done(conn, run, actor)
         .await
-        .map_err(|e| ApiError::Unexpected(anyhow::anyhow!("{e}")))?;
+        .map_err(|e| GovernanceError::Unexpected(anyhow::anyhow!("{e}")))?;
     missions::notify_wake(conn).await?;
     Ok(())
 }

@@ -128,9 +128,9 @@ impl ProfileRow {
     }
 }
 
-pub(crate) fn check_len(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
+pub(crate) fn check_len(field: &str, s: &str, max: usize) -> Result<(), Invalid> {
     if s.trim().is_empty() || s.chars().count() > max {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             field,
             format!("{field} must be 1–{max} characters"),
         ));
@@ -138,9 +138,9 @@ pub(crate) fn check_len(field: &str, s: &str, max: usize) -> Result<(), ApiError
     Ok(())
 }
 
-pub(crate) fn check_amount(field: &str, v: f64) -> Result<(), ApiError> {
+pub(crate) fn check_amount(field: &str, v: f64) -> Result<(), Invalid> {
     if !v.is_finite() || v < 0.0 {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             field,
             format!("{field} must be a non-negative number"),
         ));
@@ -149,12 +149,12 @@ pub(crate) fn check_amount(field: &str, v: f64) -> Result<(), ApiError> {
 }
 
 /// The workspace's profile; 404 when none is set.
-pub async fn get_profile(pool: &PgPool, who: &Principal) -> Result<ProfileView, ApiError> {
+pub async fn get_profile(pool: &PgPool, who: &Principal) -> Result<ProfileView, GovernanceError> {
     let mut conn = pool.acquire().await?;
     store::profile(&mut conn, who.workspace_id)
         .await?
         .map(|p| p.view())
-        .ok_or_else(|| ApiError::NotFound("no stakeholder profile is set".into()))
+        .ok_or(GovernanceError::NoProfile)
 }
 
 /// Creates or replaces the workspace's stakeholder profile.
@@ -162,8 +162,8 @@ pub async fn put_profile(
     pool: &PgPool,
     who: &Principal,
     req: ProfileRequest,
-) -> Result<ProfileView, ApiError> {
-    who.require(&[Role::Admin, Role::Stakeholder])?;
+) -> Result<ProfileView, GovernanceError> {
+    GovernanceError::require(who, &[Role::Admin, Role::Stakeholder])?;
     let stakeholder = req.stakeholder_id.clone().unwrap_or_else(|| who.actor());
     check_len("stakeholder_id", &stakeholder, 128)?;
     let budget = req.approval_thresholds.budget.as_ref();
@@ -176,26 +176,25 @@ pub async fn put_profile(
     if let Some(h) = &req.approval_thresholds.hiring
         && h.headcount < 0
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "approval_thresholds.hiring.headcount",
             "headcount must be non-negative",
-        ));
+        )
+        .into());
     }
     if req.auto_approve_categories.len() > 50 {
-        return Err(ApiError::invalid(
-            "auto_approve_categories",
-            "at most 50 categories",
-        ));
+        return Err(Invalid::new("auto_approve_categories", "at most 50 categories").into());
     }
     for c in &req.auto_approve_categories {
         check_len("auto_approve_categories", c, 64)?;
     }
     let prefs = req.communication_preferences.clone().unwrap_or(json!({}));
     if !prefs.is_object() {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "communication_preferences",
             "communication_preferences must be a JSON object",
-        ));
+        )
+        .into());
     }
     let categories: Vec<String> = req
         .auto_approve_categories
@@ -251,10 +250,6 @@ pub async fn put_profile(
     Ok(view)
 }
 
-pub(crate) fn version_conflict(what: &str, current: Option<i64>) -> ApiError {
-    ApiError::Conflict {
-        code: "version_conflict",
-        message: format!("the {what} changed meanwhile; reload it and try again"),
-        details: json!({ "current_version": current }),
-    }
+pub(crate) fn version_conflict(what: &'static str, current: Option<i64>) -> GovernanceError {
+    GovernanceError::VersionConflict { what, current }
 }

@@ -27,7 +27,7 @@ pub async fn add_contractor(
     pool: &PgPool,
     who: &Principal,
     req: AddContractor,
-) -> Result<ContractorView, ApiError> {
+) -> Result<ContractorView, WorkforceError> {
     check_text("name", &req.name, 200, true)?;
     let skills = normalise_skills("skills", &req.skills)?;
     check_money("hourly_rate", req.hourly_rate)?;
@@ -69,11 +69,11 @@ pub async fn contractor(
     pool: &PgPool,
     who: &Principal,
     id: Uuid,
-) -> Result<ContractorView, ApiError> {
+) -> Result<ContractorView, WorkforceError> {
     let mut conn = pool.acquire().await?;
     let mut c = store::get_contractor(&mut conn, who.workspace_id, id, false)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no contractor {id}")))?;
+        .ok_or(WorkforceError::ContractorNotFound(id))?;
     drop(conn);
     c.trust_history = Some(store::trust_history(pool, who.workspace_id, id).await?);
     Ok(c)
@@ -87,13 +87,10 @@ pub async fn contractors(
     min_trust: Option<f64>,
     availability: Option<Availability>,
     limit: i64,
-) -> Result<Vec<ContractorView>, ApiError> {
+) -> Result<Vec<ContractorView>, WorkforceError> {
     let skills = normalise_skills("skills", skills)?;
     if min_trust.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
-        return Err(ApiError::invalid(
-            "min_trust",
-            "min_trust must be between 0 and 1",
-        ));
+        return Err(Invalid::new("min_trust", "min_trust must be between 0 and 1").into());
     }
     let mut conn = pool.acquire().await?;
     Ok(store::list_contractors(
@@ -139,7 +136,7 @@ pub async fn update_contractor(
     who: &Principal,
     id: Uuid,
     req: UpdateContractor,
-) -> Result<ContractorView, ApiError> {
+) -> Result<ContractorView, WorkforceError> {
     if let Some(n) = &req.name {
         check_text("name", n, 200, true)?;
     }
@@ -156,7 +153,7 @@ pub async fn update_contractor(
     let mut tx = pool.begin().await?;
     let current = store::get_contractor(&mut tx, who.workspace_id, id, true)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no contractor {id}")))?;
+        .ok_or(WorkforceError::ContractorNotFound(id))?;
     if let Some(v) = req.version
         && v != current.version
     {

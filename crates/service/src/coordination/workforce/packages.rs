@@ -58,7 +58,7 @@ struct PackageSpec {
     budget: Option<f64>,
 }
 
-fn package_spec(req: &CreatePackage, task: Option<&TaskRow>) -> Result<PackageSpec, ApiError> {
+fn package_spec(req: &CreatePackage, task: Option<&TaskRow>) -> Result<PackageSpec, Invalid> {
     let title = req
         .title
         .clone()
@@ -82,7 +82,7 @@ fn package_spec(req: &CreatePackage, task: Option<&TaskRow>) -> Result<PackageSp
         .as_deref()
         .map(|d| {
             time::Date::parse(d, &time::format_description::well_known::Iso8601::DATE)
-                .map_err(|_| ApiError::invalid("deadline", "deadline must be a date, YYYY-MM-DD"))
+                .map_err(|_| Invalid::new("deadline", "deadline must be a date, YYYY-MM-DD"))
         })
         .transpose()?;
     Ok(PackageSpec {
@@ -101,7 +101,7 @@ async fn insert_package(
     spec: &PackageSpec,
     link: Option<(Uuid, Uuid)>,
     actor: &str,
-) -> Result<PackageView, ApiError> {
+) -> Result<PackageView, WorkforceError> {
     let p = store::insert_package(
         &mut *tx,
         who.workspace_id,
@@ -118,10 +118,8 @@ async fn insert_package(
         actor,
     )
     .await?
-    .ok_or_else(|| ApiError::Conflict {
-        code: "already_delegated",
-        message: "the task already has a work package that is not completed or cancelled".into(),
-        details: json!({ "task_id": link.map(|l| l.1) }),
+    .ok_or(WorkforceError::AlreadyDelegated {
+        task_id: link.map(|l| l.1),
     })?;
     events::record(
         &mut *tx,
@@ -144,7 +142,7 @@ pub async fn create_package(
     http: &reqwest::Client,
     who: &Principal,
     req: CreatePackage,
-) -> Result<PackageView, ApiError> {
+) -> Result<PackageView, WorkforceError> {
     let spec = package_spec(&req, None)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
@@ -170,28 +168,21 @@ pub async fn delegate_task(
     mission: Uuid,
     task: &str,
     req: CreatePackage,
-) -> Result<PackageView, ApiError> {
+) -> Result<PackageView, WorkforceError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let run = mission_store::lock(&mut tx, who.workspace_id, mission)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no mission {mission}")))?;
+        .ok_or(WorkforceError::MissionNotFound(mission))?;
     if run.status().is_terminal() {
-        return Err(ApiError::conflict(
-            "invalid_state",
-            format!("the mission is {}; its tasks cannot change", run.status),
-        ));
+        return Err(WorkforceError::MissionFinished(run.status.clone()));
     }
     let t = human::task_of_mission(&mut tx, &run, task).await?;
     use crate::domain::TaskStatus as T;
     if !matches!(t.status(), T::Queued | T::RetryWait | T::AwaitingHuman) {
-        return Err(ApiError::Conflict {
-            code: "invalid_state",
-            message: format!(
-                "task '{}' is {}; only a queued, retry_wait or awaiting_human task can be delegated",
-                t.task_key, t.status
-            ),
-            details: json!({ "entity": "task", "status": t.status }),
+        return Err(WorkforceError::NotDelegable {
+            key: t.task_key.clone(),
+            status: t.status.clone(),
         });
     }
     let spec = package_spec(&req, Some(&t))?;
@@ -230,17 +221,21 @@ pub async fn packages(
     who: &Principal,
     f: &PackageFilter,
     limit: i64,
-) -> Result<Vec<PackageView>, ApiError> {
+) -> Result<Vec<PackageView>, WorkforceError> {
     let mut conn = pool.acquire().await?;
     Ok(store::list_packages(&mut conn, who.workspace_id, f, limit).await?)
 }
 
 /// One package.
-pub async fn package(pool: &PgPool, who: &Principal, id: Uuid) -> Result<PackageView, ApiError> {
+pub async fn package(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+) -> Result<PackageView, WorkforceError> {
     let mut conn = pool.acquire().await?;
     store::get_package(&mut conn, who.workspace_id, id, false)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no work package {id}")))
+        .ok_or(WorkforceError::PackageNotFound(id))
 }
 
 /// `POST /v1/work-packages/{id}/transition` body.
@@ -298,9 +293,9 @@ impl Move {
     }
 }
 
-fn check_move(req: &TransitionRequest) -> Result<(), ApiError> {
+fn check_move(req: &TransitionRequest) -> Result<(), Invalid> {
     if req.progress.is_some_and(|p| !(0..=100).contains(&p)) {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "progress",
             "progress must be between 0 and 100",
         ));
@@ -315,7 +310,7 @@ fn check_move(req: &TransitionRequest) -> Result<(), ApiError> {
         check_json_size("deliverable", d)?;
     }
     if req.contractor_id.is_some() && req.to != PackageStatus::Assigned {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "contractor_id",
             "contractor_id is only taken when moving to 'assigned'",
         ));
@@ -323,17 +318,17 @@ fn check_move(req: &TransitionRequest) -> Result<(), ApiError> {
     if req.deliverable.is_some()
         && !matches!(req.to, PackageStatus::Review | PackageStatus::Completed)
     {
-        return Err(ApiError::invalid(
+        return Err(Invalid::new(
             "deliverable",
             "deliverable is only taken when moving to 'review' or 'completed'",
         ));
     }
     match (req.to, req.quality_rating) {
-        (PackageStatus::Completed, None) => Err(ApiError::invalid(
+        (PackageStatus::Completed, None) => Err(Invalid::new(
             "quality_rating",
             "completing a work package needs a quality_rating",
         )),
-        (to, Some(_)) if to != PackageStatus::Completed => Err(ApiError::invalid(
+        (to, Some(_)) if to != PackageStatus::Completed => Err(Invalid::new(
             "quality_rating",
             "quality_rating is only taken when moving to 'completed'",
         )),
@@ -350,21 +345,21 @@ pub async fn transition(
     who: &Principal,
     id: Uuid,
     req: TransitionRequest,
-) -> Result<PackageView, ApiError> {
+) -> Result<PackageView, WorkforceError> {
     check_move(&req)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     // Lock order: the delegated task's mission first, then the package.
     let peek = store::get_package(&mut tx, who.workspace_id, id, false)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no work package {id}")))?;
+        .ok_or(WorkforceError::PackageNotFound(id))?;
     let run = match peek.mission_id {
         Some(m) => mission_store::lock(&mut tx, who.workspace_id, m).await?,
         None => None,
     };
     let p = store::get_package(&mut tx, who.workspace_id, id, true)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no work package {id}")))?;
+        .ok_or(WorkforceError::PackageNotFound(id))?;
     let from: PackageStatus = p.status.parse()?;
     // A retried final move answers as the first one did, whatever version it names.
     if from == req.to && from.is_terminal() {
@@ -373,13 +368,9 @@ pub async fn transition(
         if req.to == PackageStatus::Cancelled || same_rating {
             return Ok(p);
         }
-        return Err(ApiError::Conflict {
-            code: "already_completed",
-            message: format!(
-                "work package {id} was completed with rating '{}' already",
-                p.quality_rating.as_deref().unwrap_or("")
-            ),
-            details: json!({ "id": id, "quality_rating": p.quality_rating }),
+        return Err(WorkforceError::AlreadyCompleted {
+            id,
+            rating: p.quality_rating.clone(),
         });
     }
     if let Some(v) = req.version
@@ -424,7 +415,7 @@ pub async fn assign(
     who: &Principal,
     id: Uuid,
     req: AssignRequest,
-) -> Result<PackageView, ApiError> {
+) -> Result<PackageView, WorkforceError> {
     transition(
         pool,
         http,
@@ -465,18 +456,12 @@ pub async fn record_progress(
     who: &Principal,
     id: Uuid,
     req: ProgressRequest,
-) -> Result<PackageView, ApiError> {
+) -> Result<PackageView, WorkforceError> {
     if req.progress.is_none() && req.note.is_none() {
-        return Err(ApiError::invalid(
-            "progress",
-            "give progress, a note, or both",
-        ));
+        return Err(Invalid::new("progress", "give progress, a note, or both").into());
     }
     if req.progress.is_some_and(|p| !(0..=100).contains(&p)) {
-        return Err(ApiError::invalid(
-            "progress",
-            "progress must be between 0 and 100",
-        ));
+        return Err(Invalid::new("progress", "progress must be between 0 and 100").into());
     }
     if let Some(n) = &req.note {
         check_text("note", n, 4000, true)?;
@@ -485,7 +470,7 @@ pub async fn record_progress(
     let mut tx = pool.begin().await?;
     let p = store::get_package(&mut tx, who.workspace_id, id, true)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no work package {id}")))?;
+        .ok_or(WorkforceError::PackageNotFound(id))?;
     if let Some(v) = req.version
         && v != p.version
     {
@@ -493,11 +478,7 @@ pub async fn record_progress(
     }
     let status: PackageStatus = p.status.parse()?;
     if status.is_terminal() {
-        return Err(ApiError::Conflict {
-            code: "invalid_state",
-            message: format!("work package {id} is {status}; it no longer changes"),
-            details: json!({ "entity": "work_package", "status": status }),
-        });
+        return Err(WorkforceError::PackageFinished { id, status });
     }
     let updated = store::update_package(
         &mut tx,
@@ -547,7 +528,7 @@ async fn apply_transition(
     p: PackageView,
     mv: Move,
     actor: &str,
-) -> Result<(PackageView, Vec<Cancelled>), ApiError> {
+) -> Result<(PackageView, Vec<Cancelled>), WorkforceError> {
     let from: PackageStatus = p.status.parse()?;
     let to = from.next(mv.to)?;
     let mut candidates = None;
@@ -564,17 +545,9 @@ async fn apply_transition(
                 Some(c) => {
                     let c = store::get_contractor(tx, who.workspace_id, c, false)
                         .await?
-                        .ok_or_else(|| ApiError::Unprocessable {
-                            code: "unknown_contractor",
-                            message: format!("no contractor {c}"),
-                            details: json!({ "contractor_id": c }),
-                        })?;
+                        .ok_or(WorkforceError::UnknownContractor(c))?;
                     if c.availability == Availability::Unavailable.as_str() {
-                        return Err(ApiError::Conflict {
-                            code: "contractor_unavailable",
-                            message: format!("contractor {} is unavailable", c.id),
-                            details: json!({ "contractor_id": c.id }),
-                        });
+                        return Err(WorkforceError::ContractorUnavailable(c.id));
                     }
                     c.id
                 }
@@ -583,11 +556,8 @@ async fn apply_transition(
                     let found = candidates_now(tx, who.workspace_id, &p.required_skills).await?;
                     let top = found.first().map(|c| c.contractor_id);
                     candidates = Some(json!(found));
-                    top.ok_or_else(|| ApiError::Conflict {
-                        code: "no_candidate",
-                        message: "no contractor matches this package; name one in contractor_id"
-                            .into(),
-                        details: json!({ "required_skills": p.required_skills }),
+                    top.ok_or_else(|| WorkforceError::NoCandidate {
+                        required_skills: p.required_skills.clone(),
                     })?
                 }
             };
@@ -643,38 +613,19 @@ async fn apply_transition(
     if let (Some(run), Some(task_id)) = (run.as_mut(), updated.task_id)
         && matches!(to, PackageStatus::Completed | PackageStatus::Cancelled)
     {
-        let t = crate::store::tasks::get(tx, task_id).await?;
-        if t.workspace_id == who.workspace_id
-            && t.status() == crate::domain::TaskStatus::AwaitingHuman
-            && !run.status().is_terminal()
-        {
-            let settlement = if to == PackageStatus::Completed {
-                Settlement {
-                    action: HumanAction::Complete,
-                    output: Some(json!({
-                        "work_package_id": updated.id,
-                        "contractor_id": updated.contractor_id,
-                        "deliverable": updated.deliverable,
-                        "notes": updated.notes,
-                        "quality_rating": updated.quality_rating,
-                    })),
-                    feedback: mv.reason.clone(),
-                    via: Some(json!({ "work_package_id": updated.id })),
-                }
-            } else {
-                Settlement {
-                    action: HumanAction::Retry,
-                    output: None,
-                    feedback: mv.reason.clone(),
-                    via: Some(json!({ "work_package_id": updated.id })),
-                }
-            };
-            cancelled = human::settle(tx, run, &t, settlement, actor).await?;
-            payload["task"] = json!({ "id": t.id, "key": t.task_key, "action": if to == PackageStatus::Completed { "complete" } else { "retry" } });
-            mission_store::notify_wake(tx).await?;
-        } else {
-            payload["task"] = json!({ "id": t.id, "key": t.task_key, "untouched": t.status });
-        }
+        let (task, live) = follow_package(
+            tx,
+            who,
+            run,
+            task_id,
+            &updated,
+            to,
+            mv.reason.clone(),
+            actor,
+        )
+        .await?;
+        payload["task"] = task;
+        cancelled = live;
     }
     if let Some(r) = &mv.reason {
         payload["reason"] = json!(r);
@@ -695,12 +646,71 @@ async fn apply_transition(
     Ok((updated, cancelled))
 }
 
+/// Moves a delegated task after its package completed (the task completes
+/// with the deliverable) or was cancelled (the task is retried); a task no
+/// longer waiting for a person is left alone. Returns the event's `task`
+/// entry and the attempts whose workers must be told they were cancelled.
+#[allow(clippy::too_many_arguments)]
+async fn follow_package(
+    tx: &mut PgConnection,
+    who: &Principal,
+    run: &mut MissionRow,
+    task_id: Uuid,
+    updated: &PackageView,
+    to: PackageStatus,
+    reason: Option<String>,
+    actor: &str,
+) -> Result<(Value, Vec<Cancelled>), WorkforceError> {
+    let t = crate::store::tasks::get(tx, task_id).await?;
+    if t.workspace_id != who.workspace_id
+        || t.status() != crate::domain::TaskStatus::AwaitingHuman
+        || run.status().is_terminal()
+    {
+        return Ok((
+            json!({ "id": t.id, "key": t.task_key, "untouched": t.status }),
+            Vec::new(),
+        ));
+    }
+    let settlement = if to == PackageStatus::Completed {
+        Settlement {
+            action: HumanAction::Complete,
+            output: Some(json!({
+                "work_package_id": updated.id,
+                "contractor_id": updated.contractor_id,
+                "deliverable": updated.deliverable,
+                "notes": updated.notes,
+                "quality_rating": updated.quality_rating,
+            })),
+            feedback: reason,
+            via: Some(json!({ "work_package_id": updated.id })),
+        }
+    } else {
+        Settlement {
+            action: HumanAction::Retry,
+            output: None,
+            feedback: reason,
+            via: Some(json!({ "work_package_id": updated.id })),
+        }
+    };
+    let cancelled = human::settle(tx, run, &t, settlement, actor).await?;
+    mission_store::notify_wake(tx).await?;
+    let action = if to == PackageStatus::Completed {
+        "complete"
+    } else {
+        "retry"
+    };
+    Ok((
+        json!({ "id": t.id, "key": t.task_key, "action": action }),
+        cancelled,
+    ))
+}
+
 /// Auto-matching against the workspace's contractors as they are now.
 async fn candidates_now(
     tx: &mut PgConnection,
     workspace_id: Uuid,
     skills: &[String],
-) -> Result<Vec<Candidate>, ApiError> {
+) -> Result<Vec<Candidate>, WorkforceError> {
     let pool: Vec<Profile> = store::match_pool(tx, workspace_id, skills)
         .await?
         .into_iter()
@@ -724,10 +734,10 @@ async fn rate_contractor(
     rating: QualityRating,
     reason: Option<&str>,
     actor: &str,
-) -> Result<Value, ApiError> {
+) -> Result<Value, WorkforceError> {
     let c = store::get_contractor(tx, workspace_id, contractor_id, true)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no contractor {contractor_id}")))?;
+        .ok_or(WorkforceError::ContractorNotFound(contractor_id))?;
     let new = updated_trust(c.trust_score, rating);
     let written = store::apply_trust(
         tx,
