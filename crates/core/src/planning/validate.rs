@@ -13,7 +13,7 @@ use petgraph::algo::{kosaraju_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::{Deserialize, Serialize};
 
-use super::spec::PlanSpec;
+use super::spec::{PlanSpec, TaskSpec};
 
 /// Stable problem codes carried in [`PlanProblem::code`]; clients may match on them.
 pub mod codes {
@@ -159,29 +159,77 @@ pub fn validate_plan(
     let mut problems = Vec::new();
     let tasks = &plan.tasks;
     let n = tasks.len();
+    size_problems(n, ctx.rules, &mut problems);
 
-    if n < ctx.rules.min_tasks {
+    let (index, first_holder) = index_ids(tasks);
+    let agents: Vec<PreparedAgent> = ctx.agents.iter().map(PreparedAgent::new).collect();
+    let mut graph_ok = true;
+    let mut deps: Vec<Vec<usize>> = Vec::with_capacity(n);
+    let mut total_cost = 0.0;
+    // Per-task checks, grouped by task so the report reads top to bottom.
+    for (i, task) in tasks.iter().enumerate() {
+        let checked = check_task(i, task, &index, first_holder[i], &agents, &mut problems);
+        graph_ok &= checked.graph_ok;
+        total_cost += checked.cost;
+        deps.push(checked.deps);
+    }
+    if let Some(budget) = ctx.budget
+        && total_cost > budget
+    {
+        problems.push(PlanProblem::plan(
+            codes::OVER_BUDGET,
+            format!("plan costs an estimated {total_cost} which exceeds the budget of {budget}"),
+        ));
+    }
+    if !graph_ok || n == 0 {
+        return Err(problems);
+    }
+
+    let graph = dependency_graph(&deps);
+    graph_problems(tasks, &graph, &deps, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+
+    let order = stable_topological_order(&graph, &deps);
+    let critical = critical_path(&plan, &deps, &order);
+    let topological_order = order.iter().map(|&i| tasks[i].id.clone()).collect();
+    let critical_path = critical.iter().map(|&i| tasks[i].id.clone()).collect();
+    Ok(ValidatedPlan {
+        plan,
+        topological_order,
+        critical_path,
+        total_estimated_cost: total_cost,
+    })
+}
+
+/// Too few or too many tasks.
+fn size_problems(n: usize, rules: &ValidationRules, problems: &mut Vec<PlanProblem>) {
+    if n < rules.min_tasks {
         problems.push(PlanProblem::plan(
             codes::TOO_FEW_TASKS,
             format!(
                 "plan has {n} tasks; at least {} are required",
-                ctx.rules.min_tasks
+                rules.min_tasks
             ),
         ));
     }
-    if n > ctx.rules.max_tasks {
+    if n > rules.max_tasks {
         problems.push(PlanProblem::plan(
             codes::TOO_MANY_TASKS,
             format!(
                 "plan has {n} tasks; at most {} are allowed",
-                ctx.rules.max_tasks
+                rules.max_tasks
             ),
         ));
     }
+}
 
-    // First pass: index ids so that dependencies may refer forward in the list.
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
-    let mut first_holder: Vec<Option<usize>> = vec![None; n];
+/// Where each id is first used (so dependencies may refer forward in the
+/// list), and for each task that reuses an id, the task that used it first.
+fn index_ids(tasks: &[TaskSpec]) -> (HashMap<&str, usize>, Vec<Option<usize>>) {
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(tasks.len());
+    let mut first_holder: Vec<Option<usize>> = vec![None; tasks.len()];
     for (i, task) in tasks.iter().enumerate() {
         if task.id.trim().is_empty() {
             continue;
@@ -193,126 +241,147 @@ pub fn validate_plan(
             }
         }
     }
+    (index, first_holder)
+}
 
-    let agents: Vec<PreparedAgent> = ctx.agents.iter().map(PreparedAgent::new).collect();
+/// What the checks of one task found out for the plan as a whole.
+struct CheckedTask {
+    /// Indices of the tasks it depends on, sorted and deduplicated.
+    deps: Vec<usize>,
+    /// False when its id or a dependency leaves the graph undefined.
+    graph_ok: bool,
+    /// Its estimated cost (0 when the cost is invalid).
+    cost: f64,
+}
+
+/// The checks of task `i`, in the documented order.
+fn check_task(
+    i: usize,
+    task: &TaskSpec,
+    index: &HashMap<&str, usize>,
+    first_holder: Option<usize>,
+    agents: &[PreparedAgent],
+    problems: &mut Vec<PlanProblem>,
+) -> CheckedTask {
+    let id = task.id.as_str();
     let mut graph_ok = true;
-    let mut deps: Vec<Vec<usize>> = Vec::with_capacity(n);
-    let mut total_cost = 0.0;
-
-    // Second pass: per-task checks, grouped by task so the report reads top to bottom.
-    for (i, task) in tasks.iter().enumerate() {
-        let id = task.id.as_str();
-        if id.trim().is_empty() {
-            graph_ok = false;
-            problems.push(PlanProblem::task(
-                codes::EMPTY_ID,
-                id,
-                format!("task #{} has an empty id", i + 1),
-            ));
-        }
-        if task.title.trim().is_empty() {
-            problems.push(PlanProblem::task(
-                codes::EMPTY_TITLE,
-                id,
-                format!("task '{id}' has an empty title"),
-            ));
-        }
-        if let Some(first) = first_holder[i] {
-            graph_ok = false;
-            problems.push(PlanProblem::task(
-                codes::DUPLICATE_ID,
-                id,
-                format!(
-                    "task #{} reuses id '{id}' already used by task #{}",
-                    i + 1,
-                    first + 1
-                ),
-            ));
-        }
-
-        let mut task_deps = Vec::with_capacity(task.depends_on.len());
-        let mut reported_self = false;
-        for dep in &task.depends_on {
-            if dep == id {
-                if !reported_self {
-                    reported_self = true;
-                    problems.push(PlanProblem::task(
-                        codes::SELF_DEPENDENCY,
-                        id,
-                        format!("task '{id}' depends on itself"),
-                    ));
-                }
-                continue;
-            }
-            match index.get(dep.as_str()) {
-                Some(&d) => task_deps.push(d),
-                None => {
-                    graph_ok = false;
-                    problems.push(PlanProblem::task(
-                        codes::UNKNOWN_DEPENDENCY,
-                        id,
-                        format!("task '{id}' depends on unknown task '{dep}'"),
-                    ));
-                }
-            }
-        }
-        // Sorted and deduplicated so graph walks are deterministic and repeats are harmless.
-        task_deps.sort_unstable();
-        task_deps.dedup();
-        deps.push(task_deps);
-
-        let cost = task.estimated_cost;
-        if cost.is_finite() && cost >= 0.0 {
-            total_cost += cost;
-        } else {
-            problems.push(PlanProblem::task(
-                codes::NEGATIVE_COST,
-                id,
-                format!("task '{id}' has estimated_cost {cost}; it must be a finite number >= 0"),
-            ));
-        }
-        if !task.success_criteria.iter().any(|c| c.must_pass) {
-            problems.push(PlanProblem::task(
-                codes::MISSING_MUST_PASS,
-                id,
-                format!("task '{id}' has no success criterion with must_pass: true"),
-            ));
-        }
-        if !task.inputs.is_object() {
-            problems.push(PlanProblem::task(
-                codes::INPUTS_NOT_OBJECT,
-                id,
-                format!("task '{id}' has inputs that are not a JSON object"),
-            ));
-        }
-        if !agents.iter().any(|a| a.can_do(task)) {
-            let message = if agents.is_empty() {
-                format!("task '{id}' cannot be assigned: no agents are available")
-            } else {
-                format!(
-                    "task '{id}' cannot be assigned: no agent has all of skills [{}] and tools [{}]",
-                    task.required_skills.join(", "),
-                    task.required_tools.join(", ")
-                )
-            };
-            problems.push(PlanProblem::task(codes::UNASSIGNABLE, id, message));
-        }
-    }
-
-    if let Some(budget) = ctx.budget
-        && total_cost > budget
-    {
-        problems.push(PlanProblem::plan(
-            codes::OVER_BUDGET,
-            format!("plan costs an estimated {total_cost} which exceeds the budget of {budget}"),
+    if id.trim().is_empty() {
+        graph_ok = false;
+        problems.push(PlanProblem::task(
+            codes::EMPTY_ID,
+            id,
+            format!("task #{} has an empty id", i + 1),
         ));
     }
-
-    if !graph_ok || n == 0 {
-        return Err(problems);
+    if task.title.trim().is_empty() {
+        problems.push(PlanProblem::task(
+            codes::EMPTY_TITLE,
+            id,
+            format!("task '{id}' has an empty title"),
+        ));
     }
+    if let Some(first) = first_holder {
+        graph_ok = false;
+        problems.push(PlanProblem::task(
+            codes::DUPLICATE_ID,
+            id,
+            format!(
+                "task #{} reuses id '{id}' already used by task #{}",
+                i + 1,
+                first + 1
+            ),
+        ));
+    }
+    let (deps, deps_known) = dependencies(task, index, problems);
+    graph_ok &= deps_known;
 
-    // Edges point from a dependency to its dependent, i.e. in execution order.
+    let mut cost = task.estimated_cost;
+    if !(cost.is_finite() && cost >= 0.0) {
+        problems.push(PlanProblem::task(
+            codes::NEGATIVE_COST,
+            id,
+            format!("task '{id}' has estimated_cost {cost}; it must be a finite number >= 0"),
+        ));
+        cost = 0.0;
+    }
+    if !task.success_criteria.iter().any(|c| c.must_pass) {
+        problems.push(PlanProblem::task(
+            codes::MISSING_MUST_PASS,
+            id,
+            format!("task '{id}' has no success criterion with must_pass: true"),
+        ));
+    }
+    if !task.inputs.is_object() {
+        problems.push(PlanProblem::task(
+            codes::INPUTS_NOT_OBJECT,
+            id,
+            format!("task '{id}' has inputs that are not a JSON object"),
+        ));
+    }
+    if !agents.iter().any(|a| a.can_do(task)) {
+        let message = if agents.is_empty() {
+            format!("task '{id}' cannot be assigned: no agents are available")
+        } else {
+            format!(
+                "task '{id}' cannot be assigned: no agent has all of skills [{}] and tools [{}]",
+                task.required_skills.join(", "),
+                task.required_tools.join(", ")
+            )
+        };
+        problems.push(PlanProblem::task(codes::UNASSIGNABLE, id, message));
+    }
+    CheckedTask {
+        deps,
+        graph_ok,
+        cost,
+    }
+}
+
+/// A task's dependencies as indices (sorted and deduplicated, so graph walks
+/// are deterministic and repeats harmless), and whether every one is known.
+/// A self-dependency is reported once and left out of the graph.
+fn dependencies(
+    task: &TaskSpec,
+    index: &HashMap<&str, usize>,
+    problems: &mut Vec<PlanProblem>,
+) -> (Vec<usize>, bool) {
+    let id = task.id.as_str();
+    let mut deps = Vec::with_capacity(task.depends_on.len());
+    let mut all_known = true;
+    let mut reported_self = false;
+    for dep in &task.depends_on {
+        if dep == id {
+            if !reported_self {
+                reported_self = true;
+                problems.push(PlanProblem::task(
+                    codes::SELF_DEPENDENCY,
+                    id,
+                    format!("task '{id}' depends on itself"),
+                ));
+            }
+            continue;
+        }
+        match index.get(dep.as_str()) {
+            Some(&d) => deps.push(d),
+            None => {
+                all_known = false;
+                problems.push(PlanProblem::task(
+                    codes::UNKNOWN_DEPENDENCY,
+                    id,
+                    format!("task '{id}' depends on unknown task '{dep}'"),
+                ));
+            }
+        }
+    }
+    deps.sort_unstable();
+    deps.dedup();
+    (deps, all_known)
+}
+
+/// The dependency graph: edges point from a dependency to its dependent,
+/// i.e. in execution order.
+fn dependency_graph(deps: &[Vec<usize>]) -> DiGraph<(), ()> {
+    let n = deps.len();
     let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, deps.iter().map(Vec::len).sum());
     for _ in 0..n {
         graph.add_node(());
@@ -322,10 +391,19 @@ pub fn validate_plan(
             graph.add_edge(NodeIndex::new(dep), NodeIndex::new(task), ());
         }
     }
+    graph
+}
 
+/// Cycles (one per strongly connected component) and a plan with no root.
+fn graph_problems(
+    tasks: &[TaskSpec],
+    graph: &DiGraph<(), ()>,
+    deps: &[Vec<usize>],
+    problems: &mut Vec<PlanProblem>,
+) {
     // petgraph's toposort is iterative, so deep chains cannot overflow the stack.
-    if toposort(&graph, None).is_err() {
-        for path in find_cycles(&graph, &deps) {
+    if toposort(graph, None).is_err() {
+        for path in find_cycles(graph, deps) {
             let text = path
                 .iter()
                 .map(|&i| tasks[i].id.as_str())
@@ -344,21 +422,6 @@ pub fn validate_plan(
             "every task depends on another task, so no task can start".to_owned(),
         ));
     }
-
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-
-    let order = stable_topological_order(&graph, &deps);
-    let critical = critical_path(&plan, &deps, &order);
-    let topological_order = order.iter().map(|&i| tasks[i].id.clone()).collect();
-    let critical_path = critical.iter().map(|&i| tasks[i].id.clone()).collect();
-    Ok(ValidatedPlan {
-        plan,
-        topological_order,
-        critical_path,
-        total_estimated_cost: total_cost,
-    })
 }
 
 impl AgentCapability {
