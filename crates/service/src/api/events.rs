@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::{
     AppState, doc,
     extract::{Json, Query},
+    page::Limit,
     stream,
 };
 use crate::{
@@ -48,8 +49,9 @@ struct Params {
     #[param(min_length = 1, max_length = 64)]
     role: Option<String>,
     /// Page size, 1–1000 (default 500; JSON pages only).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<500, 1000>,
 }
 
 impl Params {
@@ -120,13 +122,7 @@ async fn list(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
-    let limit = p.limit.unwrap_or(500);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 1000",
-        ));
-    }
+    let limit = p.limit.get()?;
     if p.after.is_some_and(|a| a < 0) {
         return Err(ApiError::invalid(
             "after",

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::{
     AppState, doc,
     extract::{Json, Path, Query},
+    page::Limit,
 };
 use crate::{
     auth::Principal,
@@ -109,7 +110,9 @@ struct ListParams {
     /// Only decisions with this status (`pending`, `approved`, `rejected`, `deferred`, `modified`).
     status: Option<String>,
     /// At most this many (1–500, default 100).
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 500>,
 }
 
 /// The decision queue, newest first, each enriched with the current
@@ -134,13 +137,7 @@ async fn list(
     who: Principal,
     Query(p): Query<ListParams>,
 ) -> ApiResult<Json<DecisionQueue>> {
-    let limit = p.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 500",
-        ));
-    }
+    let limit = p.limit.get()?;
     let decisions = gov::list_decisions(&state.pool, &who, p.status.as_deref(), limit).await?;
     Ok(Json(DecisionQueue { decisions }))
 }

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::{
     AppState, doc,
     extract::{Json, Path, Query},
+    page::Limit,
 };
 use crate::{
     auth::Principal,
@@ -23,9 +24,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list, create))
         .routes(routes!(show))
 }
-
-/// Most handoffs one listing answers.
-const MAX_LIST: i64 = 500;
 
 /// A list of handoffs.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -43,7 +41,9 @@ struct ListParams {
     /// Only this mission's handoffs.
     mission: Option<Uuid>,
     /// At most this many (1–500, default 500).
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<500, 500>,
 }
 
 /// Hands a task between an agent and a person with its context: `agent_to_human` moves the task to `awaiting_human` (ending a live attempt), `human_to_agent` queues it again for the named agent and sends that agent a HANDOFF message.
@@ -95,16 +95,7 @@ async fn list(
     who: Principal,
     Query(p): Query<ListParams>,
 ) -> ApiResult<Json<HandoffList>> {
-    let limit = match p.limit {
-        None => MAX_LIST,
-        Some(l) if (1..=MAX_LIST).contains(&l) => l,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "limit",
-                format!("limit must be between 1 and {MAX_LIST}"),
-            ));
-        }
-    };
+    let limit = p.limit.get()?;
     let handoffs = handoffs::list(&state.pool, &who, p.task, p.mission, limit).await?;
     Ok(Json(HandoffList { handoffs }))
 }

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::{
     AppState, doc,
     extract::{Json, Path, Query},
+    page::Limit,
 };
 use crate::{
     auth::{Principal, Role},
@@ -31,8 +32,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(ack))
 }
 
-/// Most entries one inbox page holds.
-const MAX_PAGE: i64 = 500;
 /// Most messages one conversation answer holds.
 const MAX_THREAD: i64 = 2000;
 
@@ -259,8 +258,9 @@ struct InboxParams {
     /// Only messages of this conversation.
     conversation: Option<Uuid>,
     /// Most entries (1–500, default 100).
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 500>,
 }
 
 /// An inbox page.
@@ -302,13 +302,7 @@ async fn inbox(
         &agent_id,
         &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker],
     )?;
-    let limit = p.limit.unwrap_or(100);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 500",
-        ));
-    }
+    let limit = p.limit.get()?;
     let mut conn = state.pool.acquire().await?;
     if !store::agent_exists(&mut conn, who.workspace_id, &agent_id).await? {
         return Err(ApiError::NotFound(format!("no agent '{agent_id}'")));

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::{
     AppState, doc,
     extract::{Json, Path, Query},
+    page::Limit,
 };
 use crate::{
     auth::Principal,
@@ -78,8 +79,9 @@ struct ListParams {
     #[param(value_type = Option<MissionStatus>)]
     status: Option<String>,
     /// Page size, 1–500 (default 50).
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<50, 500>,
     /// The `next_cursor` of the previous page.
     cursor: Option<Uuid>,
 }
@@ -110,13 +112,7 @@ async fn list(
         .as_deref()
         .map(str::parse::<MissionStatus>)
         .transpose()?;
-    let limit = p.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 500",
-        ));
-    }
+    let limit = p.limit.get()?;
     let rows = store::list(&state.pool, who.workspace_id, status, p.cursor, limit).await?;
     let next_cursor = (rows.len() as i64 == limit)
         .then(|| rows.last().map(|r| r.id))
@@ -523,8 +519,9 @@ struct EventParams {
     /// Only events with `seq` greater than this.
     after: Option<i64>,
     /// Page size, 1–1000 (default 500; JSON pages only).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<500, 1000>,
 }
 
 /// A mission's events, oldest first: a JSON page, or a live Server-Sent Events stream with `Accept: text/event-stream`.
@@ -584,13 +581,7 @@ async fn list_event_page(
     id: Uuid,
     p: EventParams,
 ) -> ApiResult<Json<Value>> {
-    let limit = p.limit.unwrap_or(500);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 1000",
-        ));
-    }
+    let limit = p.limit.get()?;
     let after = p.after.unwrap_or(0).max(0);
     if store::get(&state.pool, who.workspace_id, id)
         .await?

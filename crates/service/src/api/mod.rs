@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod missions;
 pub mod openapi;
 pub mod organisation;
+pub mod page;
 pub mod plan_library;
 pub mod rate_limit;
 pub mod reservations;

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::{
     AppState, doc,
     extract::{Json, Path, Query},
+    page::Limit,
 };
 use crate::{
     auth::{Principal, Role},
@@ -144,8 +145,9 @@ struct ListParams {
     /// Only this task's.
     task: Option<Uuid>,
     /// Most rows (1–1000, default 200).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<200, 1000>,
 }
 
 /// Reservations, newest first.
@@ -176,13 +178,7 @@ async fn list(
     who: Principal,
     Query(p): Query<ListParams>,
 ) -> ApiResult<Json<ReservationList>> {
-    let limit = p.limit.unwrap_or(200);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 1000",
-        ));
-    }
+    let limit = p.limit.get()?;
     if let Some(scope) = &p.scope {
         reservations::validate_scope(scope)?;
     }

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::{
     AppState, doc,
     extract::{Json, Path, Query, bearer},
+    page::Limit,
 };
 use crate::{
     auth::Principal,
@@ -147,7 +148,9 @@ struct ListParams {
     #[param(inline)]
     status: Option<ApprovalStatus>,
     /// At most this many (1–500, default 100).
-    limit: Option<i64>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 500>,
 }
 
 /// Tool-approval requests of the workspace.
@@ -179,13 +182,7 @@ async fn list(
     who: Principal,
     Query(p): Query<ListParams>,
 ) -> ApiResult<Json<ApprovalList>> {
-    let limit = p.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 500",
-        ));
-    }
+    let limit = p.limit.get()?;
     let tool_approvals = policy::list(&state.pool, &who, p.status, limit).await?;
     Ok(Json(ApprovalList { tool_approvals }))
 }
