@@ -8,8 +8,8 @@ use std::{path::Path, time::Instant};
 use anyhow::Context;
 
 use super::{
-    BenchArgs, Measured, idle::IdleReport, long::LongReport, loadavg, memory::MemoryReport,
-    report, streams::StreamReport,
+    BenchArgs, Measured, idle::IdleReport, loadavg, long::LongReport, memory::MemoryReport, report,
+    streams::StreamReport,
 };
 
 /// Prints the report and returns its last line (already printed).

@@ -208,4 +208,3 @@ async fn wait_completed(pool: &PgPool, runs: &[Uuid], limit: Duration) -> anyhow
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
-
