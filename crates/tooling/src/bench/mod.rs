@@ -24,6 +24,10 @@
 //! round trip to the worker: the least one dispatch step can cost) turns the
 //! figures into ratios, so runs on different machines compare. The last line
 //! is space-separated `key=value` figures.
+//!
+//! Layout: `env` holds the shared set-up (database, token, instant worker,
+//! in-process replicas), `throughput` the throughput, dispatch and chain
+//! sections, `output` the printed report and the JSON figures.
 
 use std::{
     path::PathBuf,
