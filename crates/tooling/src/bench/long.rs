@@ -11,23 +11,19 @@
 //! has to step over dead index entries left by the churn gets slower here
 //! first.
 
-use std::{
-    net::SocketAddr,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{Api, BenchArgs, fanout_plan};
-use crate::{
-    api::{Application, Settings},
-    auth, db,
-    worker::simulate::{SimulatedWorker, SimulationConfig},
+use super::{
+    Api, BenchArgs,
+    env::{Replica, instant_worker, mission_id},
+    fanout_plan,
 };
+use crate::{auth, db, worker::simulate::SimulatedWorker};
 
 /// One window's figures.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -134,150 +130,182 @@ pub async fn run(url: &str, args: &BenchArgs) -> anyhow::Result<LongReport> {
     let pool = db::connect(url, 4).await?;
     let token = auth::generate_token();
     auth::ensure_bootstrap(&pool, Some(&token)).await?;
-    let worker = SimulatedWorker::spawn(
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        SimulationConfig {
-            latency_ms: 0,
-            inline: true,
-            cost_per_task: 0.0,
-            ..SimulationConfig::default()
-        },
-    )
-    .await?;
-    let app = Application::build(
-        db::connect(url, 20).await?,
-        Settings::new(SocketAddr::from(([127, 0, 0, 1], 0))),
-    )
-    .await?;
+    let worker = instant_worker().await?;
+    let replica = Replica::start(url, 20).await?;
     let api = Api {
         http: reqwest::Client::new(),
-        base: app.url(),
+        base: replica.base.clone(),
         token,
     };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until_stopped(async {
-        let _ = stopped.await;
-    }));
+    // The replica is stopped and the pool closed whatever the run did.
     let result = async {
-        for i in 0..args.agents {
-            api.post(
-                "/v1/agents",
-                json!({"agent_id": format!("long-{i}"), "role": "bench", "skills": ["research"],
-                       "endpoint_url": worker.url(), "max_concurrency": args.agent_cap}),
-            )
-            .await?;
-        }
-        let plan = fanout_plan(args.tasks);
-        let warmup = Duration::from_secs(3);
-        let total = warmup + window * windows as u32;
-        eprintln!(
-            "[long] feeding {} missions in flight for {} s ({windows} windows of {} s after a {} s warm-up)…",
-            args.long_inflight,
-            total.as_secs(),
-            window.as_secs(),
-            warmup.as_secs()
-        );
-        let started = Instant::now();
-        let mut t0: Option<time::OffsetDateTime> = None;
-        let mut samples: Vec<Window> = Vec::new();
-        let mut next_mark = warmup;
-        let mut in_flight: Vec<Uuid> = Vec::new();
-        while started.elapsed() < total {
-            if started.elapsed() >= next_mark {
-                if t0.is_none() {
-                    t0 = Some(sqlx::query_scalar("SELECT now()").fetch_one(&pool).await?);
-                    samples.push(probe(&pool).await?);
-                } else {
-                    samples.push(probe(&pool).await?);
-                    eprintln!(
-                        "[long] window {}: claim probe {:.0} µs",
-                        samples.len() - 1,
-                        samples.last().map_or(f64::NAN, |s| s.claim_us)
-                    );
-                }
-                next_mark += window;
-            }
-            in_flight = still_live(&pool, &in_flight).await?;
-            let missing = args.long_inflight.saturating_sub(in_flight.len());
-            if missing == 0 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
-            let results: Vec<anyhow::Result<Value>> = stream::iter(0..missing)
-                .map(|_| {
-                    let (api, plan) = (&api, plan.clone());
-                    async move {
-                        api.post(
-                            "/v1/missions",
-                            json!({"goal": "long mission", "autonomy": "autonomous", "plan": plan}),
-                        )
-                        .await
-                    }
-                })
-                .buffer_unordered(args.client_concurrency)
-                .collect()
-                .await;
-            for r in results {
-                let m = r?;
-                in_flight.push(
-                    m["id"]
-                        .as_str()
-                        .and_then(|s| s.parse().ok())
-                        .context("mission id")?,
-                );
-            }
-        }
-        samples.push(probe(&pool).await?);
-        let t0 = t0.ok_or_else(|| anyhow::anyhow!("the long run ended before its warm-up"))?;
-        let failed: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM orchestration_runs WHERE status IN ('failed', 'cancelled')",
-        )
-        .fetch_one(&pool)
-        .await?;
-        anyhow::ensure!(failed == 0, "{failed} long-run mission(s) failed");
-        let counts: Vec<(i32, i64)> = sqlx::query_as(
-            "SELECT floor(extract(epoch FROM finished_at - $1) / $2)::int AS w, count(*)
-             FROM orchestration_tasks
-             WHERE status = 'succeeded' AND finished_at >= $1
-             GROUP BY w ORDER BY w",
-        )
-        .bind(t0)
-        .bind(window.as_secs_f64())
-        .fetch_all(&pool)
-        .await?;
-        let per_window = |w: usize| {
-            counts
-                .iter()
-                .find(|(i, _)| *i as usize == w)
-                .map_or(0, |c| c.1)
-        };
-        let claim_at_start = samples
-            .first()
-            .map_or((f64::NAN, 0), |s| (s.claim_us, s.claim_buffers));
-        let mut samples = samples.into_iter().skip(1);
-        let windows = (0..windows)
-            .map(|w| Window {
-                tasks_per_s: per_window(w) as f64 / window.as_secs_f64(),
-                ..samples.next().unwrap_or(Window {
-                    tasks_per_s: f64::NAN,
-                    claim_us: f64::NAN,
-                    claim_buffers: 0,
-                    queue_kib: 0,
-                    tasks_stored: 0,
-                    queue_dead: 0,
-                    queue_vacuums: 0,
-                })
-            })
-            .collect();
-        Ok(LongReport {
-            windows,
-            window,
-            claim_at_start,
-        })
+        register_agents(&api, &worker, args).await?;
+        let fed = feed(&pool, &api, args, window, windows).await?;
+        tally(&pool, fed, window, windows).await
     }
     .await;
-    let _ = stop.send(());
-    let _ = server.await;
+    replica.stop().await;
     pool.close().await;
     result
+}
+
+/// Registers `--agents` agents (`long-N`) at the instant worker.
+async fn register_agents(
+    api: &Api,
+    worker: &SimulatedWorker,
+    args: &BenchArgs,
+) -> anyhow::Result<()> {
+    for i in 0..args.agents {
+        api.post(
+            "/v1/agents",
+            json!({"agent_id": format!("long-{i}"), "role": "bench", "skills": ["research"],
+                   "endpoint_url": worker.url(), "max_concurrency": args.agent_cap}),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// What feeding recorded: when the first window began (database clock), and
+/// a probe at the start of the windows and at the end of each.
+struct Fed {
+    t0: time::OffsetDateTime,
+    samples: Vec<Window>,
+}
+
+/// Keeps `--long-inflight` missions in flight through a warm-up and
+/// `windows` windows, probing the claim query at every window boundary.
+async fn feed(
+    pool: &PgPool,
+    api: &Api,
+    args: &BenchArgs,
+    window: Duration,
+    windows: usize,
+) -> anyhow::Result<Fed> {
+    let plan = fanout_plan(args.tasks);
+    let warmup = Duration::from_secs(3);
+    let total = warmup + window * windows as u32;
+    eprintln!(
+        "[long] feeding {} missions in flight for {} s ({windows} windows of {} s after a {} s warm-up)…",
+        args.long_inflight,
+        total.as_secs(),
+        window.as_secs(),
+        warmup.as_secs()
+    );
+    let started = Instant::now();
+    let mut t0: Option<time::OffsetDateTime> = None;
+    let mut samples: Vec<Window> = Vec::new();
+    let mut next_mark = warmup;
+    let mut in_flight: Vec<Uuid> = Vec::new();
+    while started.elapsed() < total {
+        if started.elapsed() >= next_mark {
+            if t0.is_none() {
+                t0 = Some(sqlx::query_scalar("SELECT now()").fetch_one(pool).await?);
+                samples.push(probe(pool).await?);
+            } else {
+                samples.push(probe(pool).await?);
+                eprintln!(
+                    "[long] window {}: claim probe {:.0} µs",
+                    samples.len() - 1,
+                    samples.last().map_or(f64::NAN, |s| s.claim_us)
+                );
+            }
+            next_mark += window;
+        }
+        in_flight = still_live(pool, &in_flight).await?;
+        let missing = args.long_inflight.saturating_sub(in_flight.len());
+        if missing == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let created = create_missions(api, &plan, missing, args.client_concurrency).await?;
+        in_flight.extend(created);
+    }
+    samples.push(probe(pool).await?);
+    let t0 = t0.ok_or_else(|| anyhow::anyhow!("the long run ended before its warm-up"))?;
+    Ok(Fed { t0, samples })
+}
+
+/// Creates `count` autonomous missions of `plan`, `concurrency` at a time.
+async fn create_missions(
+    api: &Api,
+    plan: &Value,
+    count: usize,
+    concurrency: usize,
+) -> anyhow::Result<Vec<Uuid>> {
+    let results: Vec<anyhow::Result<Value>> = stream::iter(0..count)
+        .map(|_| {
+            let plan = plan.clone();
+            async move {
+                api.post(
+                    "/v1/missions",
+                    json!({"goal": "long mission", "autonomy": "autonomous", "plan": plan}),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let mut ids = Vec::with_capacity(count);
+    for r in results {
+        ids.push(mission_id(&r?)?);
+    }
+    Ok(ids)
+}
+
+/// Checks that no mission failed and counts the tasks completed in each
+/// window from their `finished_at` (so counting cost the run nothing).
+async fn tally(
+    pool: &PgPool,
+    fed: Fed,
+    window: Duration,
+    windows: usize,
+) -> anyhow::Result<LongReport> {
+    let failed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM orchestration_runs WHERE status IN ('failed', 'cancelled')",
+    )
+    .fetch_one(pool)
+    .await?;
+    anyhow::ensure!(failed == 0, "{failed} long-run mission(s) failed");
+    let counts: Vec<(i32, i64)> = sqlx::query_as(
+        "SELECT floor(extract(epoch FROM finished_at - $1) / $2)::int AS w, count(*)
+         FROM orchestration_tasks
+         WHERE status = 'succeeded' AND finished_at >= $1
+         GROUP BY w ORDER BY w",
+    )
+    .bind(fed.t0)
+    .bind(window.as_secs_f64())
+    .fetch_all(pool)
+    .await?;
+    let per_window = |w: usize| {
+        counts
+            .iter()
+            .find(|(i, _)| *i as usize == w)
+            .map_or(0, |c| c.1)
+    };
+    let claim_at_start = fed
+        .samples
+        .first()
+        .map_or((f64::NAN, 0), |s| (s.claim_us, s.claim_buffers));
+    let mut samples = fed.samples.into_iter().skip(1);
+    let windows = (0..windows)
+        .map(|w| Window {
+            tasks_per_s: per_window(w) as f64 / window.as_secs_f64(),
+            ..samples.next().unwrap_or(Window {
+                tasks_per_s: f64::NAN,
+                claim_us: f64::NAN,
+                claim_buffers: 0,
+                queue_kib: 0,
+                tasks_stored: 0,
+                queue_dead: 0,
+                queue_vacuums: 0,
+            })
+        })
+        .collect();
+    Ok(LongReport {
+        windows,
+        window,
+        claim_at_start,
+    })
 }

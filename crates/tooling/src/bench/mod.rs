@@ -24,31 +24,33 @@
 //! round trip to the worker: the least one dispatch step can cost) turns the
 //! figures into ratios, so runs on different machines compare. The last line
 //! is space-separated `key=value` figures.
+//!
+//! Layout: `env` holds the shared set-up (database, token, instant worker,
+//! in-process replicas), `throughput` the throughput, dispatch and chain
+//! sections, `output` the printed report and the JSON figures.
 
 use std::{
-    net::SocketAddr,
     path::PathBuf,
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, Instant},
 };
 
 use anyhow::{Context, bail};
-use futures::{StreamExt, stream};
 use serde_json::{Value, json};
-use sqlx::{Connection, Executor, PgPool};
+use sqlx::{Connection, Executor};
 use uuid::Uuid;
 
-use crate::{
-    api::{Application, Settings},
-    auth, db,
-    local_postgres::LocalPostgres,
-    worker::simulate::{SimulatedWorker, SimulationConfig},
-};
+use crate::db;
 
+mod env;
 pub mod idle;
 pub mod long;
 pub mod memory;
+mod output;
 pub mod report;
 pub mod streams;
+mod throughput;
+
+use env::BenchEnv;
 
 /// `coordinator bench` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -195,62 +197,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     percentile(&v, 50.0)
 }
 
-/// Milliseconds from each parent's completion to its child's arrival at the worker.
-async fn dispatch_latencies(
-    pool: &PgPool,
-    runs: &[Uuid],
-    arrivals: &std::collections::HashMap<Uuid, SystemTime>,
-) -> anyhow::Result<Vec<f64>> {
-    let rows: Vec<(Uuid, time::OffsetDateTime)> = sqlx::query_as(
-        "SELECT a.id, p.finished_at
-         FROM orchestration_task_dependencies d
-         JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
-         JOIN task_attempts a ON a.task_id = d.task_id AND a.attempt_number = 1
-         WHERE d.run_id = ANY($1) AND p.finished_at IS NOT NULL",
-    )
-    .bind(runs)
-    .fetch_all(pool)
-    .await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for (attempt, parent_done) in rows {
-        if let Some(arrived) = arrivals.get(&attempt) {
-            let arrived = time::OffsetDateTime::from(*arrived);
-            out.push((arrived - parent_done).as_seconds_f64() * 1000.0);
-        }
-    }
-    out.sort_by(f64::total_cmp);
-    Ok(out)
-}
-
-/// Waits until every mission's work is done (approve-mode missions stop at
-/// the review gate, which counts as done here).
-async fn wait_completed(pool: &PgPool, runs: &[Uuid], limit: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let (done, failed): (i64, i64) = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
-                    count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
-             FROM orchestration_runs WHERE id = ANY($1)",
-        )
-        .bind(runs)
-        .fetch_one(pool)
-        .await?;
-        if failed > 0 {
-            bail!("{failed} benchmark mission(s) failed");
-        }
-        if done as usize == runs.len() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "only {done} of {} missions completed within {limit:?}",
-                runs.len()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// Creates an empty database on the server at `base`: (name, URL).
 pub(crate) async fn create_database(base: &str) -> anyhow::Result<(String, String)> {
     let name = format!("coordinator_bench_{}", Uuid::new_v4().simple());
@@ -287,507 +233,144 @@ where
     result
 }
 
+/// Every figure a run measured, section by section (the report's input).
+pub(crate) struct Measured {
+    baseline: report::Baseline,
+    throughput: Vec<report::Throughput>,
+    dispatch: report::Dispatch,
+    chain: report::Chain,
+    streams: Option<streams::StreamReport>,
+    idle: Option<idle::IdleReport>,
+    memory: Option<memory::MemoryReport>,
+    long: Option<long::LongReport>,
+}
+
 /// Runs the benchmark and prints its report (or, with `report`, renders the page).
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(BenchCommand::Report(r)) = &args.command {
         return report::run(r);
     }
-    let bench_started = Instant::now();
+    let started = Instant::now();
     let load_start = loadavg();
+    check(&args)?;
+    let env = BenchEnv::start(&args).await?;
+    let measured = measure(&env, &args).await?;
+    let last_line = output::print(&args, &measured);
+    if let Some(path) = &args.json_out {
+        let run = output::RunContext {
+            postgres_version: env.postgres_version.clone(),
+            temporary_postgres: env.server.is_some(),
+            load_start,
+            started,
+        };
+        output::write_json(path, &args, run, measured, last_line)?;
+    }
+    env.stop().await
+}
+
+/// Refuses option values the plans and replica set-up cannot take.
+fn check(args: &BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!((3..=20).contains(&args.tasks), "--tasks must be 3–20");
     anyhow::ensure!((3..=20).contains(&args.chain), "--chain must be 3–20");
     anyhow::ensure!(
         !args.replicas.is_empty() && args.replicas.iter().all(|r| (1..=8).contains(r)),
         "--replicas must be 1–8 each"
     );
-
-    // A database of its own: never the user's data.
-    let (server_url, server) = match &args.database_url {
-        Some(base) => (base.clone(), None),
-        None => {
-            let pg = LocalPostgres::start_temporary().await?;
-            (pg.url().to_owned(), Some(pg))
-        }
-    };
-    let url = if server.is_some() {
-        server_url.clone()
-    } else {
-        create_database(&server_url).await?.1
-    };
-    let pool = db::connect(&url, 10).await?;
-    db::migrate(&pool).await?;
-    let postgres_version: String = sqlx::query_scalar("SHOW server_version")
-        .fetch_one(&pool)
-        .await?;
-    let token = auth::generate_token();
-    auth::ensure_bootstrap(&pool, Some(&token)).await?;
-
-    let worker = SimulatedWorker::spawn(
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        SimulationConfig {
-            latency_ms: 0,
-            inline: true,
-            cost_per_task: 0.0,
-            ..SimulationConfig::default()
-        },
-    )
-    .await?;
-    let http = reqwest::Client::new();
-
-    eprintln!("measuring the baseline…");
-    // Baseline: one committed insert + one HTTP round trip to the worker.
-    let mut commits = Vec::new();
-    let mut rtts = Vec::new();
-    for i in 0..200 {
-        let t = Instant::now();
-        sqlx::query("INSERT INTO workspaces (id, name) VALUES ($1, $2)")
-            .bind(Uuid::now_v7())
-            .bind(format!("bench-baseline-{i}"))
-            .execute(&pool)
-            .await?;
-        commits.push(t.elapsed().as_secs_f64() * 1000.0);
-        let t = Instant::now();
-        http.get(format!("{}/healthz", worker.url()))
-            .send()
-            .await?
-            .error_for_status()?;
-        rtts.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    let commit_ms = median(commits);
-    let http_ms = median(rtts);
-    let baseline_ms = commit_ms + http_ms;
-
-    let mut throughput: Vec<(usize, f64, f64)> = Vec::new();
-    let mut latencies = Vec::new();
-    let mut registered = false;
-    for &replicas in &args.replicas {
-        let mut apps = Vec::new();
-        let mut stops = Vec::new();
-        for _ in 0..replicas {
-            let app_pool = db::connect(&url, 20).await?;
-            let app = Application::build(
-                app_pool,
-                Settings::new(SocketAddr::from(([127, 0, 0, 1], 0))),
-            )
-            .await?;
-            let base = app.url();
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            apps.push((
-                base,
-                tokio::spawn(app.run_until_stopped(async {
-                    let _ = rx.await;
-                })),
-            ));
-            stops.push(tx);
-        }
-        let api = Api {
-            http: http.clone(),
-            base: apps[0].0.clone(),
-            token: token.clone(),
-        };
-        if !registered {
-            for i in 0..args.agents {
-                api.post(
-                    "/v1/agents",
-                    json!({"agent_id": format!("bench-{i}"), "role": "bench", "skills": ["research"],
-                           "endpoint_url": worker.url(), "max_concurrency": args.agent_cap}),
-                )
-                .await?;
-            }
-            registered = true;
-        }
-        eprintln!(
-            "[{replicas} replica(s)] creating {} missions…",
-            args.missions
-        );
-        let plan = fanout_plan(args.tasks);
-        let ids: Vec<Uuid> = stream::iter(0..args.missions)
-            .map(|i| {
-                let (api, plan) = (&api, plan.clone());
-                async move {
-                    let m = api
-                        .post(
-                            "/v1/missions",
-                            json!({"goal": format!("bench mission {i}"), "plan": plan}),
-                        )
-                        .await?;
-                    m["id"]
-                        .as_str()
-                        .and_then(|s| s.parse::<Uuid>().ok())
-                        .context("mission id")
-                }
-            })
-            .buffer_unordered(args.client_concurrency)
-            .collect::<Vec<anyhow::Result<Uuid>>>()
-            .await
-            .into_iter()
-            .collect::<anyhow::Result<_>>()?;
-        eprintln!("[{replicas} replica(s)] approving and running them…");
-        let started = Instant::now();
-        let approvals: Vec<anyhow::Result<Value>> = stream::iter(ids.iter().enumerate())
-            .map(|(i, id)| {
-                // Spread approvals over the replicas like a load balancer would.
-                let base = apps[i % apps.len()].0.clone();
-                let api = Api {
-                    http: http.clone(),
-                    base,
-                    token: token.clone(),
-                };
-                async move {
-                    api.post(&format!("/v1/missions/{id}/approve"), json!({}))
-                        .await
-                }
-            })
-            .buffer_unordered(args.client_concurrency)
-            .collect()
-            .await;
-        for a in approvals {
-            a?;
-        }
-        wait_completed(&pool, &ids, Duration::from_secs(600)).await?;
-        let elapsed = started.elapsed().as_secs_f64();
-        throughput.push((replicas, (ids.len() * args.tasks) as f64 / elapsed, elapsed));
-        if replicas == args.replicas[0] {
-            latencies = dispatch_latencies(&pool, &ids, &worker.arrivals()).await?;
-        }
-        for s in stops {
-            let _ = s.send(());
-        }
-        for (_, handle) in apps {
-            let _ = handle.await;
-        }
-    }
-
-    eprintln!("running a {}-step sequential mission…", args.chain);
-    // Step overhead: one sequential mission on one replica.
-    let app = Application::build(
-        db::connect(&url, 10).await?,
-        Settings::new(SocketAddr::from(([127, 0, 0, 1], 0))),
-    )
-    .await?;
-    let api = Api {
-        http: http.clone(),
-        base: app.url(),
-        token: token.clone(),
-    };
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let handle = tokio::spawn(app.run_until_stopped(async {
-        let _ = rx.await;
-    }));
-    let m = api
-        .post("/v1/missions", json!({"goal": "bench chain", "autonomy": "autonomous", "plan": chain_plan(args.chain)}))
-        .await?;
-    let chain_id: Uuid = m["id"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .context("mission id")?;
-    wait_completed(&pool, &[chain_id], Duration::from_secs(120)).await?;
-    let (span_ms,): (f64,) = sqlx::query_as(
-        "SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 * 1000 FROM orchestration_tasks WHERE run_id = $1",
-    )
-    .bind(chain_id)
-    .fetch_one(&pool)
-    .await?;
-    let step_overhead_ms = span_ms / args.chain as f64;
-    let chain_latencies = dispatch_latencies(&pool, &[chain_id], &worker.arrivals()).await?;
-    let _ = tx.send(());
-    let _ = handle.await;
-
-    let streams = if args.stream_clients == 0 {
-        None
-    } else {
-        eprintln!(
-            "reading the event log as pages and as {} streams…",
-            args.stream_clients
-        );
-        Some(streams::measure(&pool, &token, args.stream_clients).await?)
-    };
-
-    let idle = if args.idle_levels.is_empty() {
-        None
-    } else {
-        eprintln!("timing engine ticks with idle missions…");
-        let (levels, budget) = (
-            args.idle_levels.clone(),
-            Duration::from_secs(args.idle_secs),
-        );
-        Some(
-            in_fresh_database(&server_url, |url| async move {
-                idle::measure(&url, &levels, budget).await
-            })
-            .await?,
-        )
-    };
-    let memory = if args.live_attempts == 0 {
-        None
-    } else {
-        eprintln!(
-            "measuring coordinator memory with {} live attempts…",
-            args.live_attempts
-        );
-        let target = args.live_attempts;
-        Some(
-            in_fresh_database(&server_url, |url| async move {
-                memory::measure(&url, target).await
-            })
-            .await?,
-        )
-    };
-    let long = if args.long_secs == 0 {
-        None
-    } else {
-        let args = &args;
-        Some(
-            in_fresh_database(
-                &server_url,
-                |url| async move { long::run(&url, args).await },
-            )
-            .await?,
-        )
-    };
-
-    let p = |v: &[f64], q| percentile(v, q);
-    let (p50, p95, p99) = (
-        p(&latencies, 50.0),
-        p(&latencies, 95.0),
-        p(&latencies, 99.0),
-    );
-    println!(
-        "coordinator bench: {} missions × {} tasks per phase, {} agents × cap {}, instant workers",
-        args.missions, args.tasks, args.agents, args.agent_cap
-    );
-    println!(
-        "baseline: commit {commit_ms:.3} ms + worker HTTP round trip {http_ms:.3} ms = {baseline_ms:.3} ms"
-    );
-    for (r, tps, secs) in &throughput {
-        println!("throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s)");
-    }
-    let throughput: Vec<report::Throughput> = throughput
-        .iter()
-        .map(|&(replicas, tasks_per_s, secs)| report::Throughput {
-            replicas,
-            tasks_per_s,
-            secs,
-        })
-        .collect();
-    let scaling = report::replica_scaling(&throughput);
-    let reference = scaling.first().map_or(1, |s| s.reference);
-    for s in scaling.iter().filter(|s| s.replicas != reference) {
-        println!(
-            "replica scaling, {} replicas: {:.2}× the throughput of {reference} ({:.2} per-replica efficiency)",
-            s.replicas, s.speedup, s.efficiency
-        );
-    }
-    println!(
-        "dispatch latency (parent commit → child at worker), {} edges: p50 {p50:.2} ms ({:.1}× baseline), p95 {p95:.2} ms, p99 {p99:.2} ms",
-        latencies.len(),
-        p50 / baseline_ms
-    );
-    println!(
-        "{}-step sequential mission: {step_overhead_ms:.2} ms per step ({:.1}× baseline); chain dispatch p50 {:.2} ms",
-        args.chain,
-        step_overhead_ms / baseline_ms,
-        p(&chain_latencies, 50.0)
-    );
-    let mut line = vec![format!(
-        "tasks_per_s={:.0}",
-        throughput.first().map_or(f64::NAN, |t| t.tasks_per_s)
-    )];
-    for t in &throughput {
-        line.push(format!("tasks_per_s_{}r={:.0}", t.replicas, t.tasks_per_s));
-    }
-    for s in scaling.iter().filter(|s| s.replicas != reference) {
-        line.push(format!(
-            "tasks_per_s_{}r_x_{reference}r={:.2}",
-            s.replicas, s.speedup
-        ));
-        line.push(format!(
-            "replica_efficiency_{}r={:.2}",
-            s.replicas, s.efficiency
-        ));
-    }
-    line.extend([
-        format!("dispatch_p50_ms={p50:.2}"),
-        format!("dispatch_p95_ms={p95:.2}"),
-        format!("dispatch_p99_ms={p99:.2}"),
-        format!("step_overhead_ms={step_overhead_ms:.2}"),
-        format!("baseline_ms={baseline_ms:.3}"),
-        format!("dispatch_p50_x_baseline={:.1}", p50 / baseline_ms),
-        format!(
-            "step_overhead_x_baseline={:.1}",
-            step_overhead_ms / baseline_ms
-        ),
-    ]);
-    if let Some(st) = &streams {
-        println!(
-            "event log, {} events: JSON pages {:.0} events/s (the stream baseline); one SSE stream {:.0} events/s ({:.2}× pages); {} streams at once {:.0} events/s in all ({:.2}× pages); a new event reached {} waiting streams in p50 {:.1} ms, max {:.1} ms from sending the request that wrote it ({:.1} ms for its own answer)",
-            st.events,
-            st.json_eps,
-            st.sse_one_eps,
-            st.sse_one_eps / st.json_eps,
-            st.clients,
-            st.sse_many_eps,
-            st.sse_many_eps / st.json_eps,
-            st.clients,
-            st.fanout_ms.0,
-            st.fanout_ms.1,
-            st.request_ms
-        );
-        line.extend([
-            format!("stream_one_x_pages={:.2}", st.sse_one_eps / st.json_eps),
-            format!("stream_many_x_pages={:.2}", st.sse_many_eps / st.json_eps),
-            format!("stream_fanout_p50_ms={:.1}", st.fanout_ms.0),
-        ]);
-    }
-    if let Some(idle) = &idle {
-        let first = idle.levels.first().map_or(f64::NAN, |l| l.tick_us);
-        for l in &idle.levels {
-            println!(
-                "idle tick, {} idle missions: {:.0} µs (claim {:.0}, leases {:.0}, sweep {:.0}; {:.2}× the {}-mission tick, {:.2}× baseline)",
-                l.missions,
-                l.tick_us,
-                l.claim_us,
-                l.lease_us,
-                l.sweep_us,
-                l.tick_us / first,
-                idle.levels[0].missions,
-                l.tick_us / 1000.0 / baseline_ms
-            );
-            line.push(format!("idle_tick_us_{}={:.0}", l.missions, l.tick_us));
-        }
-        for l in &idle.levels {
-            line.push(format!("idle_sweep_us_{}={:.0}", l.missions, l.sweep_us));
-        }
-        for l in &idle.levels {
-            line.push(format!("idle_hot_us_{}={:.0}", l.missions, l.hot_us));
-        }
-        if let (Some(f), Some(l)) = (idle.levels.first(), idle.levels.last()) {
-            println!(
-                "claim + lease reclaim alone (every tick between sweeps): {:.0} µs at {} missions, {:.0} µs at {} ({:.2}×)",
-                f.hot_us,
-                f.missions,
-                l.hot_us,
-                l.missions,
-                l.hot_us / f.hot_us
-            );
-            line.push(format!("idle_tick_growth={:.2}", l.tick_us / f.tick_us));
-            line.push(format!("idle_sweep_growth={:.2}", l.sweep_us / f.sweep_us));
-            line.push(format!("idle_hot_growth={:.2}", l.hot_us / f.hot_us));
-            let (queued, claim_us) = idle.paused_queued_claim;
-            println!(
-                "claim with {queued} ready tasks of paused missions in the queue: {claim_us:.0} µs ({:.1}× the idle claim)",
-                claim_us / l.claim_us
-            );
-            line.push(format!("paused_queued_claim_us_{queued}={claim_us:.0}"));
-        }
-    }
-    if let Some(m) = &memory {
-        println!(
-            "coordinator RSS (separate `serve` process): {} KiB idle, {} KiB with {} live attempts, {} KiB with {} ({} DB connections): {:.2} KiB per live attempt overall, {:.2} KiB marginal (second half)",
-            m.rss_idle_kib,
-            m.rss_half_kib,
-            m.half,
-            m.rss_live_kib,
-            m.live,
-            m.child_connections,
-            m.kib_per_attempt(),
-            m.marginal_kib_per_attempt()
-        );
-        line.extend([
-            format!("rss_kib_idle={}", m.rss_idle_kib),
-            format!("rss_kib_{}_live={}", m.half, m.rss_half_kib),
-            format!("rss_kib_{}_live={}", m.live, m.rss_live_kib),
-            format!("kib_per_live_attempt={:.2}", m.kib_per_attempt()),
-            format!(
-                "kib_per_live_attempt_marginal={:.2}",
-                m.marginal_kib_per_attempt()
-            ),
-        ]);
-    }
-    if let Some(l) = &long {
-        for (i, w) in l.windows.iter().enumerate() {
-            println!(
-                "long run, window {} ({} s): {:.0} tasks/s; claim probe {:.0} µs, {} buffers; queue {} KiB, {} dead rows, {} autovacuums; {} tasks stored",
-                i + 1,
-                l.window.as_secs(),
-                w.tasks_per_s,
-                w.claim_us,
-                w.claim_buffers,
-                w.queue_kib,
-                w.queue_dead,
-                w.queue_vacuums,
-                w.tasks_stored
-            );
-        }
-        if let (Some(f), Some(z)) = (l.windows.first(), l.windows.last()) {
-            println!(
-                "long run: last window / first = {:.2} (throughput), {:.2} (claim probe time); claim probe at the start {:.0} µs, {} buffers",
-                l.decay_ratio(),
-                z.claim_us / f.claim_us,
-                l.claim_at_start.0,
-                l.claim_at_start.1
-            );
-            line.extend([
-                format!("long_secs={}", l.window.as_secs() * l.windows.len() as u64),
-                format!("long_first_tps={:.0}", f.tasks_per_s),
-                format!("long_last_tps={:.0}", z.tasks_per_s),
-                format!("long_decay_ratio={:.2}", l.decay_ratio()),
-                format!("long_claim_us_first={:.0}", f.claim_us),
-                format!("long_claim_us_last={:.0}", z.claim_us),
-                format!("long_claim_ratio={:.2}", z.claim_us / f.claim_us),
-            ]);
-        }
-    }
-    let last_line = line.join(" ");
-    println!("{last_line}");
-
-    if let Some(path) = &args.json_out {
-        let figures = report::EngineFigures {
-            settings: report::RunSettings {
-                missions: args.missions,
-                tasks: args.tasks,
-                chain: args.chain,
-                agents: args.agents,
-                agent_cap: args.agent_cap,
-                long_secs: args.long_secs,
-                long_inflight: args.long_inflight,
-                idle_secs: args.idle_secs,
-            },
-            postgres_version,
-            temporary_postgres: server.is_some(),
-            loadavg: (load_start, loadavg()),
-            elapsed_secs: bench_started.elapsed().as_secs_f64(),
-            baseline: report::Baseline {
-                commit_ms,
-                http_ms,
-                total_ms: baseline_ms,
-            },
-            throughput,
-            dispatch: report::Dispatch {
-                edges: latencies.len(),
-                p50_ms: p50,
-                p95_ms: p95,
-                p99_ms: p99,
-            },
-            chain: report::Chain {
-                steps: args.chain,
-                step_overhead_ms,
-                dispatch_p50_ms: p(&chain_latencies, 50.0),
-            },
-            streams,
-            idle,
-            memory,
-            long,
-            last_line,
-        };
-        std::fs::write(path, serde_json::to_vec_pretty(&figures)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-
-    drop(worker);
-    pool.close().await;
-    if let Some(pg) = server {
-        pg.stop().await?;
-    }
     Ok(())
+}
+
+/// Runs every section in order: the engine ones in the main database, then
+/// the streams over the log they wrote, then idle, memory and the long run,
+/// each in a fresh database (so no section sees another's rows).
+async fn measure(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<Measured> {
+    eprintln!("measuring the baseline…");
+    let baseline = env.baseline().await?;
+    let (throughput, dispatch) = throughput::measure(env, args).await?;
+    let chain = throughput::chain(env, args).await?;
+    let streams = measure_streams(env, args).await?;
+    let idle = measure_idle(&env.server_url, args).await?;
+    let memory = measure_memory(&env.server_url, args).await?;
+    let long = measure_long(&env.server_url, args).await?;
+    Ok(Measured {
+        baseline,
+        throughput,
+        dispatch,
+        chain,
+        streams,
+        idle,
+        memory,
+        long,
+    })
+}
+
+/// The event-log section ([`streams`]), unless `--stream-clients 0`.
+async fn measure_streams(
+    env: &BenchEnv,
+    args: &BenchArgs,
+) -> anyhow::Result<Option<streams::StreamReport>> {
+    if args.stream_clients == 0 {
+        return Ok(None);
+    }
+    eprintln!(
+        "reading the event log as pages and as {} streams…",
+        args.stream_clients
+    );
+    Ok(Some(
+        streams::measure(&env.pool, &env.token, args.stream_clients).await?,
+    ))
+}
+
+/// The idle-tick section ([`idle`]), unless `--idle-levels` is empty.
+async fn measure_idle(
+    server_url: &str,
+    args: &BenchArgs,
+) -> anyhow::Result<Option<idle::IdleReport>> {
+    if args.idle_levels.is_empty() {
+        return Ok(None);
+    }
+    eprintln!("timing engine ticks with idle missions…");
+    let (levels, budget) = (
+        args.idle_levels.clone(),
+        Duration::from_secs(args.idle_secs),
+    );
+    Ok(Some(
+        in_fresh_database(server_url, |url| async move {
+            idle::measure(&url, &levels, budget).await
+        })
+        .await?,
+    ))
+}
+
+/// The memory section ([`memory`]), unless `--live-attempts 0`.
+async fn measure_memory(
+    server_url: &str,
+    args: &BenchArgs,
+) -> anyhow::Result<Option<memory::MemoryReport>> {
+    if args.live_attempts == 0 {
+        return Ok(None);
+    }
+    eprintln!(
+        "measuring coordinator memory with {} live attempts…",
+        args.live_attempts
+    );
+    let target = args.live_attempts;
+    Ok(Some(
+        in_fresh_database(server_url, |url| async move {
+            memory::measure(&url, target).await
+        })
+        .await?,
+    ))
+}
+
+/// The long run ([`long`]), unless `--long-secs 0`.
+async fn measure_long(
+    server_url: &str,
+    args: &BenchArgs,
+) -> anyhow::Result<Option<long::LongReport>> {
+    if args.long_secs == 0 {
+        return Ok(None);
+    }
+    Ok(Some(
+        in_fresh_database(server_url, |url| async move { long::run(&url, args).await }).await?,
+    ))
 }

@@ -392,6 +392,8 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<ExitCode> {
     result
 }
 
+/// The run itself, between creating the database and cleaning it up:
+/// set-up, the chaos, the drain, the audit and the report.
 async fn chaos(
     args: &ChaosArgs,
     seed: u64,
@@ -401,33 +403,123 @@ async fn chaos(
     dir: &std::path::Path,
 ) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let pool = db::connect(url, 4).await?;
-    db::migrate(&pool).await?;
-    let token = auth::generate_token();
-    auth::ensure_bootstrap(&pool, Some(&token)).await?;
+    let Setup {
+        pool,
+        token,
+        worker,
+        specs,
+        faults,
+    } = Setup::prepare(args, seed, url).await?;
+    let mut fleet = start_fleet(args, url, dir, &token, &worker).await?;
 
-    let sim = simulation(args, seed);
-    let worker = SimulatedWorker::spawn(SocketAddr::from(([127, 0, 0, 1], 0)), sim.clone()).await?;
-    let specs = Arc::new(plan::missions(
-        seed,
-        args.missions,
-        args.tasks_min,
-        args.tasks_max,
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampled = Arc::new(AtomicU64::new(0));
+    let sampler = sample_caps(pool.clone(), stop.clone(), sampled.clone());
+    let duration = Duration::from_secs(args.duration_secs);
+    let feeder = tokio::spawn(feed(
+        specs.clone(),
+        fleet.urls(),
+        token.clone(),
+        pool.clone(),
+        duration.mul_f64(2.0 / 3.0),
     ));
-    let tasks: usize = specs.iter().map(|m| m.keys().len()).sum();
-    let faults = plan::fault_plan(&sim, &specs);
-    println!(
-        "chaos: {} missions, {tasks} tasks; first attempts planned to fail {}, hang {}, answer twice {}, answer late {} (fault_plan={:016x})",
-        specs.len(),
-        faults.fails,
-        faults.hangs,
-        faults.duplicates,
-        faults.lates,
-        faults.fingerprint
-    );
 
+    let mut turmoil = Turmoil::run(args, seed, pg_restart, server, &mut fleet, &pool).await?;
+    let (fed, drained) = turmoil.drain(args, &mut fleet, feeder, &pool).await?;
+    stop.store(true, Ordering::Relaxed);
+    let samples = sampler.await?;
+    let crashes = fleet.crashes;
+    fleet.stop().await;
+    let stats = worker.stats();
+    drop(worker);
+    pool.close().await;
+
+    let (report, duplicates) = audit_database(url).await?;
+    let outcome = Outcome {
+        seed,
+        report,
+        requested: specs.len(),
+        fed,
+        duplicates,
+        sampled_cap_violations: sampled.load(Ordering::Relaxed) as i64,
+        samples,
+        kills: turmoil.kills,
+        pg_restarts: turmoil.pg_restarts,
+        crashes,
+        worker: stats,
+        fault_plan: faults.fingerprint,
+        drained,
+        secs: started.elapsed().as_secs_f64(),
+    };
+    println!("{}", outcome.summary());
+    println!("{}", outcome.figures());
+    Ok(if outcome.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// What the run starts from: the migrated database, the admin token, the
+/// misbehaving workers, and the seeded missions with their planned faults.
+struct Setup {
+    pool: PgPool,
+    token: String,
+    worker: SimulatedWorker,
+    specs: Arc<Vec<MissionSpec>>,
+    faults: plan::FaultPlan,
+}
+
+impl Setup {
+    /// Migrates the database, starts the workers and draws the missions
+    /// (printing what the seed planned).
+    async fn prepare(args: &ChaosArgs, seed: u64, url: &str) -> anyhow::Result<Setup> {
+        let pool = db::connect(url, 4).await?;
+        db::migrate(&pool).await?;
+        let token = auth::generate_token();
+        auth::ensure_bootstrap(&pool, Some(&token)).await?;
+
+        let sim = simulation(args, seed);
+        let worker =
+            SimulatedWorker::spawn(SocketAddr::from(([127, 0, 0, 1], 0)), sim.clone()).await?;
+        let specs = Arc::new(plan::missions(
+            seed,
+            args.missions,
+            args.tasks_min,
+            args.tasks_max,
+        ));
+        let tasks: usize = specs.iter().map(|m| m.keys().len()).sum();
+        let faults = plan::fault_plan(&sim, &specs);
+        println!(
+            "chaos: {} missions, {tasks} tasks; first attempts planned to fail {}, hang {}, answer twice {}, answer late {} (fault_plan={:016x})",
+            specs.len(),
+            faults.fails,
+            faults.hangs,
+            faults.duplicates,
+            faults.lates,
+            faults.fingerprint
+        );
+        Ok(Setup {
+            pool,
+            token,
+            worker,
+            specs,
+            faults,
+        })
+    }
+}
+
+/// Starts the replica processes and registers the [`FLEET`] agents (twice)
+/// at the workers.
+async fn start_fleet(
+    args: &ChaosArgs,
+    url: &str,
+    dir: &std::path::Path,
+    token: &str,
+    worker: &SimulatedWorker,
+) -> anyhow::Result<Fleet> {
     let exe = std::env::current_exe().context("locating the coordinator binary")?;
-    let mut fleet = Fleet::start(
+    let fleet = Fleet::start(
         ReplicaConfig {
             exe,
             database_url: url.to_owned(),
@@ -447,7 +539,7 @@ async fn chaos(
     let api = Api {
         http: reqwest::Client::new(),
         base: urls[0].clone(),
-        token: token.clone(),
+        token: token.to_owned(),
     };
     for copy in 0..2 {
         for (role, skills) in FLEET {
@@ -459,129 +551,164 @@ async fn chaos(
             .await?;
         }
     }
+    Ok(fleet)
+}
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampled = Arc::new(AtomicU64::new(0));
-    let sampler = sample_caps(pool.clone(), stop.clone(), sampled.clone());
-    let duration = Duration::from_secs(args.duration_secs);
-    let feeder = tokio::spawn(feed(
-        specs.clone(),
-        urls.clone(),
-        token.clone(),
-        pool.clone(),
-        duration.mul_f64(2.0 / 3.0),
-    ));
+/// The chaos phase's tally, and the clock its progress lines are told by
+/// (the drain continues both).
+struct Turmoil {
+    /// When the chaos began.
+    t0: Instant,
+    /// When a progress line was last printed.
+    last_report: Instant,
+    kills: usize,
+    pg_restarts: u32,
+}
 
-    // The chaos: kills on a fixed cadence, one PostgreSQL restart halfway.
-    let kill_every = Duration::from_secs(args.kill_every_secs);
-    let victims = plan::kill_victims(
-        seed,
-        args.replicas,
-        (args.duration_secs / args.kill_every_secs.max(1)) as usize + 1,
-    );
-    let t0 = Instant::now();
-    let mut kills = 0usize;
-    let mut next_kill = (args.kill_every_secs > 0).then(|| t0 + kill_every);
-    let embedded = matches!(server, Server::Embedded(..));
-    let mut restart_pg_at = (pg_restart && embedded).then(|| t0 + duration / 2);
-    let mut pg_restarts = 0;
-    let mut last_report = t0;
-    while t0.elapsed() < duration {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        fleet.revive_exited()?;
-        if let Some(at) = next_kill
-            && Instant::now() >= at
-        {
-            let victim = victims[kills % victims.len()];
-            fleet.kill_and_restart(victim).await?;
-            kills += 1;
-            next_kill = Some(at + kill_every);
-            eprintln!(
-                "[{:>5.1}s] SIGKILLed replica {victim} and restarted it",
-                t0.elapsed().as_secs_f64()
-            );
-        }
-        if let Some(at) = restart_pg_at
-            && Instant::now() >= at
-            && let Server::Embedded(pg, data) = server
-        {
-            restart_pg_at = None;
-            let old = pg.take().context("PostgreSQL is not running")?;
-            let old_url = old.url().to_owned();
-            eprintln!(
-                "[{:>5.1}s] stopping PostgreSQL…",
-                t0.elapsed().as_secs_f64()
-            );
-            old.stop().await?;
-            let new = LocalPostgres::start(data).await?;
-            if new.url() != old_url {
-                bail!("PostgreSQL came back on another address; the replicas cannot follow");
-            }
-            *pg = Some(new);
-            pg_restarts += 1;
-            eprintln!(
-                "[{:>5.1}s] PostgreSQL restarted",
-                t0.elapsed().as_secs_f64()
-            );
-        }
-        if last_report.elapsed() >= Duration::from_secs(10) {
-            last_report = Instant::now();
-            if let Ok((n, done)) = progress(&pool).await {
+impl Turmoil {
+    /// `--duration-secs` of chaos: kills on a fixed cadence, one PostgreSQL
+    /// restart halfway, exited replicas revived, progress every 10 s.
+    async fn run(
+        args: &ChaosArgs,
+        seed: u64,
+        pg_restart: bool,
+        server: &mut Server,
+        fleet: &mut Fleet,
+        pool: &PgPool,
+    ) -> anyhow::Result<Turmoil> {
+        let duration = Duration::from_secs(args.duration_secs);
+        let kill_every = Duration::from_secs(args.kill_every_secs);
+        let victims = plan::kill_victims(
+            seed,
+            args.replicas,
+            (args.duration_secs / args.kill_every_secs.max(1)) as usize + 1,
+        );
+        let t0 = Instant::now();
+        let mut turmoil = Turmoil {
+            t0,
+            last_report: t0,
+            kills: 0,
+            pg_restarts: 0,
+        };
+        let mut next_kill = (args.kill_every_secs > 0).then(|| t0 + kill_every);
+        let embedded = matches!(server, Server::Embedded(..));
+        let mut restart_pg_at = (pg_restart && embedded).then(|| t0 + duration / 2);
+        while t0.elapsed() < duration {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            fleet.revive_exited()?;
+            if let Some(at) = next_kill
+                && Instant::now() >= at
+            {
+                let victim = victims[turmoil.kills % victims.len()];
+                fleet.kill_and_restart(victim).await?;
+                turmoil.kills += 1;
+                next_kill = Some(at + kill_every);
                 eprintln!(
-                    "[{:>5.1}s] {n} missions created, {done} ended",
+                    "[{:>5.1}s] SIGKILLed replica {victim} and restarted it",
                     t0.elapsed().as_secs_f64()
                 );
             }
-        }
-    }
-
-    // The drain: no more kills; crashed replicas still come back.
-    eprintln!(
-        "[{:>5.1}s] chaos over ({kills} kills, {pg_restarts} PostgreSQL restarts); waiting for every mission to end…",
-        t0.elapsed().as_secs_f64()
-    );
-    let drain_deadline = Instant::now() + Duration::from_secs(args.drain_secs);
-    let fed = loop {
-        fleet.revive_exited()?;
-        if feeder.is_finished() {
-            break feeder.await?;
-        }
-        if Instant::now() > drain_deadline {
-            feeder.abort();
-            bail!("feeding the missions did not finish within --drain-secs");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let mut drained = false;
-    while Instant::now() <= drain_deadline {
-        fleet.revive_exited()?;
-        if let Ok((n, done)) = progress(&pool).await
-            && n == done
-            && n as usize >= fed.created
-        {
-            drained = true;
-            break;
-        }
-        if last_report.elapsed() >= Duration::from_secs(10) {
-            last_report = Instant::now();
-            if let Ok((n, done)) = progress(&pool).await {
-                eprintln!(
-                    "[{:>5.1}s] {done} of {n} missions ended",
-                    t0.elapsed().as_secs_f64()
-                );
+            if let Some(at) = restart_pg_at
+                && Instant::now() >= at
+                && let Server::Embedded(pg, data) = server
+            {
+                restart_pg_at = None;
+                turmoil.restart_postgres(pg, data).await?;
+            }
+            if turmoil.last_report.elapsed() >= Duration::from_secs(10) {
+                turmoil.last_report = Instant::now();
+                if let Ok((n, done)) = progress(pool).await {
+                    eprintln!(
+                        "[{:>5.1}s] {n} missions created, {done} ended",
+                        t0.elapsed().as_secs_f64()
+                    );
+                }
             }
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        Ok(turmoil)
     }
-    stop.store(true, Ordering::Relaxed);
-    let samples = sampler.await?;
-    let crashes = fleet.crashes;
-    fleet.stop().await;
-    let stats = worker.stats();
-    drop(worker);
-    pool.close().await;
 
-    // A fresh pool: the old one saw PostgreSQL go away.
+    /// Stops the embedded PostgreSQL and starts it again on the same data
+    /// directory (and, as the replicas need, the same address).
+    async fn restart_postgres(
+        &mut self,
+        pg: &mut Option<LocalPostgres>,
+        data: &std::path::Path,
+    ) -> anyhow::Result<()> {
+        let old = pg.take().context("PostgreSQL is not running")?;
+        let old_url = old.url().to_owned();
+        eprintln!(
+            "[{:>5.1}s] stopping PostgreSQL…",
+            self.t0.elapsed().as_secs_f64()
+        );
+        old.stop().await?;
+        let new = LocalPostgres::start(data).await?;
+        if new.url() != old_url {
+            bail!("PostgreSQL came back on another address; the replicas cannot follow");
+        }
+        *pg = Some(new);
+        self.pg_restarts += 1;
+        eprintln!(
+            "[{:>5.1}s] PostgreSQL restarted",
+            self.t0.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// The drain: no more kills; crashed replicas still come back. Waits
+    /// for the feeder, then (until `--drain-secs` run out) for every mission
+    /// to end; returns what was fed and whether every mission ended.
+    async fn drain(
+        &mut self,
+        args: &ChaosArgs,
+        fleet: &mut Fleet,
+        feeder: tokio::task::JoinHandle<Fed>,
+        pool: &PgPool,
+    ) -> anyhow::Result<(Fed, bool)> {
+        eprintln!(
+            "[{:>5.1}s] chaos over ({} kills, {} PostgreSQL restarts); waiting for every mission to end…",
+            self.t0.elapsed().as_secs_f64(),
+            self.kills,
+            self.pg_restarts
+        );
+        let drain_deadline = Instant::now() + Duration::from_secs(args.drain_secs);
+        let fed = loop {
+            fleet.revive_exited()?;
+            if feeder.is_finished() {
+                break feeder.await?;
+            }
+            if Instant::now() > drain_deadline {
+                feeder.abort();
+                bail!("feeding the missions did not finish within --drain-secs");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        while Instant::now() <= drain_deadline {
+            fleet.revive_exited()?;
+            if let Ok((n, done)) = progress(pool).await
+                && n == done
+                && n as usize >= fed.created
+            {
+                return Ok((fed, true));
+            }
+            if self.last_report.elapsed() >= Duration::from_secs(10) {
+                self.last_report = Instant::now();
+                if let Ok((n, done)) = progress(pool).await {
+                    eprintln!(
+                        "[{:>5.1}s] {done} of {n} missions ended",
+                        self.t0.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Ok((fed, false))
+    }
+}
+
+/// Audits the database once everything has stopped, through a fresh pool
+/// (the run's saw PostgreSQL go away): the report, and duplicate missions.
+async fn audit_database(url: &str) -> anyhow::Result<(AuditReport, i64)> {
     let pool = db::connect(url, 2).await?;
     let report = audit::audit(&pool).await?;
     let duplicates: i64 =
@@ -589,31 +716,7 @@ async fn chaos(
             .fetch_one(&pool)
             .await?;
     pool.close().await;
-
-    let sampled = sampled.load(Ordering::Relaxed) as i64;
-    let outcome = Outcome {
-        seed,
-        report,
-        requested: specs.len(),
-        fed,
-        duplicates,
-        sampled_cap_violations: sampled,
-        samples,
-        kills,
-        pg_restarts,
-        crashes,
-        worker: stats,
-        fault_plan: faults.fingerprint,
-        drained,
-        secs: started.elapsed().as_secs_f64(),
-    };
-    println!("{}", outcome.summary());
-    println!("{}", outcome.figures());
-    Ok(if outcome.passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok((report, duplicates))
 }
 
 /// Everything a run found.

@@ -1,0 +1,210 @@
+//! The engine sections of `coordinator bench`: throughput of fan-out
+//! missions for each replica count, the dispatch latency of the first
+//! count's missions, and the step overhead of one sequential mission.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant, SystemTime},
+};
+
+use anyhow::bail;
+use futures::{StreamExt, stream};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{
+    Api, BenchArgs, chain_plan,
+    env::{BenchEnv, Replica, mission_id},
+    fanout_plan, percentile, report,
+};
+
+/// Throughput for each `--replicas` count, and the dispatch latency measured
+/// on the first count's missions.
+pub(crate) async fn measure(
+    env: &BenchEnv,
+    args: &BenchArgs,
+) -> anyhow::Result<(Vec<report::Throughput>, report::Dispatch)> {
+    let mut throughput = Vec::new();
+    let mut latencies = Vec::new();
+    for (n, &replicas) in args.replicas.iter().enumerate() {
+        let mut up = Vec::with_capacity(replicas);
+        for _ in 0..replicas {
+            up.push(Replica::start(&env.url, 20).await?);
+        }
+        let api = env.api(up[0].base.clone());
+        // The agents outlive the replicas (they are rows): register them once.
+        if n == 0 {
+            env.register_agents(&api, args).await?;
+        }
+        let (point, ids) = at_replicas(env, args, &up, &api).await?;
+        throughput.push(point);
+        if replicas == args.replicas[0] {
+            latencies = dispatch_latencies(&env.pool, &ids, &env.worker.arrivals()).await?;
+        }
+        Replica::stop_all(up).await;
+    }
+    let dispatch = report::Dispatch {
+        edges: latencies.len(),
+        p50_ms: percentile(&latencies, 50.0),
+        p95_ms: percentile(&latencies, 95.0),
+        p99_ms: percentile(&latencies, 99.0),
+    };
+    Ok((throughput, dispatch))
+}
+
+/// One throughput point: `--missions` missions created, then approved at
+/// once over the running `replicas`, timed from the first approval to the
+/// last completion. Also returns the missions, for the dispatch latency.
+async fn at_replicas(
+    env: &BenchEnv,
+    args: &BenchArgs,
+    replicas: &[Replica],
+    api: &Api,
+) -> anyhow::Result<(report::Throughput, Vec<Uuid>)> {
+    let count = replicas.len();
+    eprintln!("[{count} replica(s)] creating {} missions…", args.missions);
+    let ids = create_missions(api, args).await?;
+    eprintln!("[{count} replica(s)] approving and running them…");
+    let started = Instant::now();
+    approve_all(env, replicas, &ids, args.client_concurrency).await?;
+    wait_completed(&env.pool, &ids, Duration::from_secs(600)).await?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let point = report::Throughput {
+        replicas: count,
+        tasks_per_s: (ids.len() * args.tasks) as f64 / elapsed,
+        secs: elapsed,
+    };
+    Ok((point, ids))
+}
+
+/// Creates `--missions` fan-out missions (awaiting approval) through `api`.
+async fn create_missions(api: &Api, args: &BenchArgs) -> anyhow::Result<Vec<Uuid>> {
+    let plan = fanout_plan(args.tasks);
+    stream::iter(0..args.missions)
+        .map(|i| {
+            let plan = plan.clone();
+            async move {
+                let m = api
+                    .post(
+                        "/v1/missions",
+                        json!({"goal": format!("bench mission {i}"), "plan": plan}),
+                    )
+                    .await?;
+                mission_id(&m)
+            }
+        })
+        .buffer_unordered(args.client_concurrency)
+        .collect::<Vec<anyhow::Result<Uuid>>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Approves every mission, `concurrency` at a time.
+async fn approve_all(
+    env: &BenchEnv,
+    replicas: &[Replica],
+    ids: &[Uuid],
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    let approvals: Vec<anyhow::Result<Value>> = stream::iter(ids.iter().enumerate())
+        .map(|(i, id)| {
+            // Spread approvals over the replicas like a load balancer would.
+            let api = env.api(replicas[i % replicas.len()].base.clone());
+            async move {
+                api.post(&format!("/v1/missions/{id}/approve"), json!({}))
+                    .await
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    for a in approvals {
+        a?;
+    }
+    Ok(())
+}
+
+/// Step overhead: one `--chain`-step sequential mission on one replica.
+pub(crate) async fn chain(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<report::Chain> {
+    eprintln!("running a {}-step sequential mission…", args.chain);
+    let replica = Replica::start(&env.url, 10).await?;
+    let api = env.api(replica.base.clone());
+    let m = api
+        .post("/v1/missions", json!({"goal": "bench chain", "autonomy": "autonomous", "plan": chain_plan(args.chain)}))
+        .await?;
+    let chain_id = mission_id(&m)?;
+    wait_completed(&env.pool, &[chain_id], Duration::from_secs(120)).await?;
+    let (span_ms,): (f64,) = sqlx::query_as(
+        "SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 * 1000 FROM orchestration_tasks WHERE run_id = $1",
+    )
+    .bind(chain_id)
+    .fetch_one(&env.pool)
+    .await?;
+    let step_overhead_ms = span_ms / args.chain as f64;
+    let chain_latencies =
+        dispatch_latencies(&env.pool, &[chain_id], &env.worker.arrivals()).await?;
+    replica.stop().await;
+    Ok(report::Chain {
+        steps: args.chain,
+        step_overhead_ms,
+        dispatch_p50_ms: percentile(&chain_latencies, 50.0),
+    })
+}
+
+/// Milliseconds from each parent's completion to its child's arrival at the worker.
+async fn dispatch_latencies(
+    pool: &PgPool,
+    runs: &[Uuid],
+    arrivals: &HashMap<Uuid, SystemTime>,
+) -> anyhow::Result<Vec<f64>> {
+    let rows: Vec<(Uuid, time::OffsetDateTime)> = sqlx::query_as(
+        "SELECT a.id, p.finished_at
+         FROM orchestration_task_dependencies d
+         JOIN orchestration_tasks p ON p.id = d.depends_on_task_id
+         JOIN task_attempts a ON a.task_id = d.task_id AND a.attempt_number = 1
+         WHERE d.run_id = ANY($1) AND p.finished_at IS NOT NULL",
+    )
+    .bind(runs)
+    .fetch_all(pool)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (attempt, parent_done) in rows {
+        if let Some(arrived) = arrivals.get(&attempt) {
+            let arrived = time::OffsetDateTime::from(*arrived);
+            out.push((arrived - parent_done).as_seconds_f64() * 1000.0);
+        }
+    }
+    out.sort_by(f64::total_cmp);
+    Ok(out)
+}
+
+/// Waits until every mission's work is done (approve-mode missions stop at
+/// the review gate, which counts as done here).
+async fn wait_completed(pool: &PgPool, runs: &[Uuid], limit: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let (done, failed): (i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
+                    count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
+             FROM orchestration_runs WHERE id = ANY($1)",
+        )
+        .bind(runs)
+        .fetch_one(pool)
+        .await?;
+        if failed > 0 {
+            bail!("{failed} benchmark mission(s) failed");
+        }
+        if done as usize == runs.len() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "only {done} of {} missions completed within {limit:?}",
+                runs.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
