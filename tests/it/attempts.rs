@@ -119,6 +119,45 @@ async fn a_stale_attempt_report_is_refused_and_changes_nothing() {
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     let (s, _) = report(&http, &second, &t1, json!({"status": "succeeded"})).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // An attempt that does not exist answers exactly like a wrong token, on
+    // every callback route, so the routes reveal no attempt ids.
+    let unknown = uuid::Uuid::now_v7();
+    for (route, existing, body) in [
+        (
+            "result",
+            second.callback.result_url.clone(),
+            json!({"status": "succeeded"}),
+        ),
+        (
+            "heartbeat",
+            second.callback.heartbeat_url.clone(),
+            json!({}),
+        ),
+    ] {
+        let missing = existing.replace(&second.attempt_id.to_string(), &unknown.to_string());
+        let mut answers = Vec::new();
+        for (url, id) in [(existing, second.attempt_id), (missing, unknown)] {
+            let resp = http
+                .post(&url)
+                .bearer_auth(&t1)
+                .json(&body)
+                .send()
+                .await
+                .expect("callback");
+            let status = resp.status().as_u16();
+            let body: serde_json::Value = resp.json().await.expect("json body");
+            let message = body["error"]["message"]
+                .as_str()
+                .expect("message")
+                .replace(&id.to_string(), "<id>");
+            answers.push((status, body["error"]["code"].clone(), message));
+        }
+        assert_eq!(
+            answers[0], answers[1],
+            "{route}: existing vs unknown attempt"
+        );
+        assert_eq!(answers[0].0, 401, "{route}");
+    }
     // A heartbeat on the stale attempt is refused too.
     let resp = http
         .post(&first.callback.heartbeat_url)

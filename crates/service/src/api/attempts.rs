@@ -39,8 +39,11 @@ impl axum::extract::FromRequestParts<AppState> for AttemptToken {
 impl From<ReportError> for ApiError {
     fn from(e: ReportError) -> Self {
         match e {
-            ReportError::NotFound(_) => ApiError::NotFound(e.to_string()),
-            ReportError::BadToken(_) => ApiError::Unauthorized(e.to_string()),
+            // An unknown attempt and a wrong token answer alike, so a
+            // callback route tells nobody which attempt ids exist.
+            ReportError::NotFound(id) | ReportError::BadToken(id) => {
+                ApiError::Unauthorized(ReportError::BadToken(id).to_string())
+            }
             ReportError::Stale {
                 attempt,
                 ref attempt_status,
@@ -68,7 +71,6 @@ impl From<ReportError> for ApiError {
         (status = 200, description = "Recorded (or a duplicate of a recorded report)", body = ReportAccepted),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
-        (status = 404, response = doc::NotFound),
         (status = 409, description = "The attempt is no longer live (`stale_attempt`) or another update won (`concurrent_update`)", body = doc::ErrorBody)
     ),
     security(("attempt_token" = []))
@@ -116,7 +118,6 @@ async fn result(
         (status = 200, description = "Lease extended", body = HeartbeatAck),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
-        (status = 404, response = doc::NotFound),
         (status = 409, description = "The attempt is no longer live: stop working on it (`stale_attempt`)", body = doc::ErrorBody)
     ),
     security(("attempt_token" = []))
@@ -135,10 +136,8 @@ async fn heartbeat(
             details: Value::Null,
         })?;
     }
-    let stored = attempts::token_hash(&state.pool, id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no attempt {id}")))?;
-    if stored != hash_token(&token) {
+    let stored = attempts::token_hash(&state.pool, id).await?;
+    if stored.as_deref() != Some(hash_token(&token).as_slice()) {
         return Err(ReportError::BadToken(id).into());
     }
     let live = attempts::heartbeat(&state.pool, id, state.engine.lease.as_secs_f64()).await?;

@@ -62,7 +62,6 @@ impl axum::extract::FromRequestParts<AppState> for AttemptToken {
         (status = 200, description = "A retry of a request already made with this id", body = ApprovalView),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
-        (status = 404, response = doc::NotFound),
         (status = 409, description = "The attempt is no longer live (`stale_attempt`) or `id` was used otherwise (`approval_id_reused`)", body = doc::ErrorBody)
     ),
     security(("attempt_token" = []))
@@ -125,7 +124,6 @@ async fn poll(
         (status = 200, description = "Recorded", body = super::attempts::ReportAccepted),
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
-        (status = 404, response = doc::NotFound),
         (status = 409, description = "The attempt is no longer live (`stale_attempt`)", body = doc::ErrorBody)
     ),
     security(("attempt_token" = []))
@@ -258,10 +256,15 @@ impl From<ToolApprovalError> for ApiError {
         match e {
             ToolApprovalError::Invalid(e) => e.into(),
             ToolApprovalError::Forbidden(_) => ApiError::Forbidden(message),
-            ToolApprovalError::NoAttempt { .. }
-            | ToolApprovalError::NotFound { .. }
-            | ToolApprovalError::NotOfAttempt { .. } => ApiError::NotFound(message),
-            ToolApprovalError::WrongToken { .. } => ApiError::Unauthorized(message),
+            // An unknown attempt and a wrong token answer alike, so a
+            // callback route tells nobody which attempt ids exist.
+            ToolApprovalError::NoAttempt { attempt_id }
+            | ToolApprovalError::WrongToken { attempt_id } => {
+                ApiError::Unauthorized(ToolApprovalError::WrongToken { attempt_id }.to_string())
+            }
+            ToolApprovalError::NotFound { .. } | ToolApprovalError::NotOfAttempt { .. } => {
+                ApiError::NotFound(message)
+            }
             ToolApprovalError::StaleAttempt { .. } => conflict("stale_attempt"),
             ToolApprovalError::IdReused { .. } => conflict("approval_id_reused"),
             ToolApprovalError::IdTaken | ToolApprovalError::ResolvedMeanwhile { .. } => {
