@@ -286,8 +286,9 @@ async fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
             Method::POST,
             "/v1/attempts/00000000-0000-0000-0000-000000000000/result",
             Some(json!({"status": "succeeded"})),
-            StatusCode::NOT_FOUND,
-            "not_found",
+            // An unknown attempt answers like a wrong token (no id oracle).
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
         ),
         (
             Method::POST,

@@ -760,6 +760,29 @@ async fn oversized_and_deeply_nested_bodies_are_refused_before_the_handler() {
         .await
         .expect("count");
     assert_eq!(n, 0, "no mission was created");
+
+    // Routes that read their body raw (optional or non-JSON bodies) refuse an
+    // oversized one with the same JSON error, not axum's plain text.
+    let raw_routes = [
+        "/v1/tools/list_missions".to_owned(),
+        format!("/v1/attempts/{}/heartbeat", uuid::Uuid::now_v7()),
+        "/v1/agents/nobody/heartbeat".to_owned(),
+    ];
+    for path in raw_routes {
+        let resp = reqwest::Client::new()
+            .post(format!("{}{path}", app.url))
+            .bearer_auth(&app.token)
+            .header("content-type", "application/json")
+            .body(format!("{{\"x\": \"{}\"}}", "y".repeat(2 * 1024 * 1024)))
+            .send()
+            .await
+            .expect("oversized request");
+        let status = StatusCode::from_u16(resp.status().as_u16()).expect("status");
+        let text = resp.text().await.expect("body");
+        let body: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|_| panic!("{path}: not a JSON error body: {text:.200}"));
+        assert_error(status, &body, "payload_too_large", &path);
+    }
     app.stop().await;
 }
 

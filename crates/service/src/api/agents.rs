@@ -371,7 +371,7 @@ async fn heartbeat(
     State(state): State<AppState>,
     who: Principal,
     Path(agent_id): Path<String>,
-    body: axum::body::Bytes,
+    super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<StatusCode> {
     who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
     let beat: Heartbeat = if body.iter().all(u8::is_ascii_whitespace) {

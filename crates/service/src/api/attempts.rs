@@ -126,7 +126,7 @@ async fn heartbeat(
     State(state): State<AppState>,
     AttemptToken(token): AttemptToken,
     Path(id): Path<Uuid>,
-    body: axum::body::Bytes,
+    super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<Json<Value>> {
     // The body is optional; when present it must be a valid heartbeat.
     if !body.is_empty() {

@@ -60,6 +60,31 @@ fn json_rejection(r: JsonRejection) -> ApiError {
     }
 }
 
+/// A raw body, for routes whose body is optional or not JSON. Too large is
+/// a 413 with our error body (axum's own rejection is plain text).
+pub struct RawBody(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        axum::body::Bytes::from_request(req, state)
+            .await
+            .map(RawBody)
+            .map_err(|r| {
+                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::PayloadTooLarge("the request body is too large".into())
+                } else {
+                    ApiError::BadRequest {
+                        code: "invalid_request",
+                        message: r.body_text(),
+                        details: serde_json::Value::Null,
+                    }
+                }
+            })
+    }
+}
+
 impl<T: Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
         axum::Json(self.0).into_response()

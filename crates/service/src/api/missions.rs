@@ -187,7 +187,7 @@ async fn approve(
     State(state): State<AppState>,
     who: Principal,
     Path(id): Path<Uuid>,
-    body: axum::body::Bytes,
+    super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<Json<MissionView>> {
     who.require(APPROVERS)?;
     let req: ApproveRequest = optional_body(&body)?;
@@ -320,7 +320,7 @@ async fn save_as_routine(
     State(state): State<AppState>,
     who: Principal,
     Path(id): Path<Uuid>,
-    body: axum::body::Bytes,
+    super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     who.require(WRITERS)?;
     let req: SaveRoutineRequest = optional_body(&body)?;
@@ -415,7 +415,7 @@ async fn cancel_task(
     State(state): State<AppState>,
     who: Principal,
     Path((id, task)): Path<(Uuid, String)>,
-    body: axum::body::Bytes,
+    super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<Json<MissionView>> {
     who.require(WRITERS)?;
     let req: CancelTaskRequest = optional_body(&body)?;

@@ -68,7 +68,7 @@ async fn invoke(
     State(state): State<AppState>,
     who: Principal,
     Path(name): Path<String>,
-    body: axum::body::Bytes,
+    super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<Json<Value>> {
     let tool = tools::find(&name).ok_or_else(|| ApiError::NotFound(format!("no tool '{name}'")))?;
     let args: Value = if body.iter().all(u8::is_ascii_whitespace) {
