@@ -229,7 +229,7 @@ async fn the_workspace_stream_delivers_every_event_once_while_two_replicas_write
     let (app, second, ids, _worker) = busy_workspace(6).await;
     // Read live from the start while both replicas run the missions; stop
     // half-way and resume from the last id seen, then read to the end.
-    let first = read_path(&app, "/v1/events", None, |e| e.len() >= 20).await;
+    let first = read_path(&app, "/v1/events?after=0", None, |e| e.len() >= 20).await;
     let last = first.last().unwrap().0.clone().unwrap();
     for id in &ids {
         app.wait_for_status(id, &["completed"]).await;
@@ -522,4 +522,52 @@ async fn a_graceful_stop_ends_open_streams_instead_of_waiting_on_them() {
     })
     .await;
     assert!(rest.is_ok(), "the stream ended");
+}
+
+/// A workspace stream opened without a cursor starts from now: a new
+/// subscriber does not download the whole log (`after=0` asks for that).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_stream_without_a_cursor_starts_from_now() {
+    let app = spawn_app().await;
+    // Agents make the plans assignable; nothing is dispatched (approve mode).
+    app.register_fleet("http://127.0.0.1:9", 1).await;
+    app.create_mission(json!({"goal": "history", "autonomy": "approve", "plan": chain_plan()}))
+        .await;
+    let history = all_event_ids(&app).await;
+    assert!(!history.is_empty());
+    let mut resp = app
+        .http
+        .get(format!("{}/v1/events", app.url))
+        .bearer_auth(&app.token)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(resp.status().as_u16(), 200);
+    // The stream's start was fixed before its headers came back.
+    app.create_mission(json!({"goal": "news", "autonomy": "approve", "plan": chain_plan()}))
+        .await;
+    let mut buf = String::new();
+    let first = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let chunk = resp.chunk().await.expect("chunk").expect("stream ended");
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            if let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data:")) {
+                    return serde_json::from_str::<Value>(data.trim()).expect("event json");
+                }
+            }
+        }
+    })
+    .await
+    .expect("an event within 20 s");
+    let id = first["id"].as_i64().expect("id");
+    assert!(
+        id > *history.iter().max().expect("history"),
+        "the first event streamed is new, not history: {first}"
+    );
+    assert_eq!(first["kind"], "mission.created", "{first}");
+    assert_eq!(first["payload"]["goal"], "news", "{first}");
+    app.stop().await;
 }

@@ -35,7 +35,7 @@ const SCAN: i64 = 2000;
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 struct Params {
-    /// Only events after this event id (the SSE id of this stream; the `next_after` of the previous page).
+    /// Only events after this event id (the SSE id of this stream; the `next_after` of the previous page). Pages without it start at the oldest event kept; a stream without it (or `Last-Event-ID`) starts from now, and `after=0` replays the whole log.
     #[param(minimum = 0)]
     after: Option<i64>,
     /// Only this mission's events.
@@ -129,13 +129,13 @@ async fn list(
             "after must be an event id (>= 0)",
         ));
     }
-    let resume = if stream::wants_stream(&headers) {
-        stream::last_event_id(&headers)?.or(p.after)
-    } else {
-        p.after
-    };
-    let after = resolve(&state, &who, resume.unwrap_or(0)).await?;
     if stream::wants_stream(&headers) {
+        // A stream without a cursor starts from now: replaying the whole log
+        // to every new subscriber is what `after=0` is for.
+        let after = match stream::last_event_id(&headers)?.or(p.after) {
+            Some(id) => resolve(&state, &who, id).await?,
+            None => events::tail(&state.pool, who.workspace_id).await?,
+        };
         return Ok(stream::workspace_events(
             state.pool.clone(),
             who.workspace_id,
@@ -146,6 +146,8 @@ async fn list(
         )
         .into_response());
     }
+    let resume = p.after;
+    let after = resolve(&state, &who, resume.unwrap_or(0)).await?;
     let (page, reached) = events::list_for_workspace(
         &state.pool,
         who.workspace_id,

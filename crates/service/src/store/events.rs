@@ -382,6 +382,26 @@ pub async fn position_of(
         .map(|xid| LogPosition { xid, id }))
 }
 
+/// The end of the workspace's log as a reader sees it now: the last event
+/// of a transaction older than every one still running (the readers'
+/// horizon). A stream that starts here gets exactly what commits next.
+pub async fn tail(pool: &PgPool, workspace_id: Uuid) -> sqlx::Result<LogPosition> {
+    let row = sqlx::query!(
+        r#"SELECT e.xid::text AS "xid!", e.id
+           FROM orchestration_events e
+           WHERE e.workspace_id = $1
+             AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+           ORDER BY e.xid DESC, e.id DESC
+           LIMIT 1"#,
+        workspace_id
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row
+        .and_then(|r| r.xid.parse().ok().map(|xid| LogPosition { xid, id: r.id }))
+        .unwrap_or_default())
+}
+
 /// The position just before the oldest retained event with an id above
 /// `id`: where a reader resumes when the event it last saw has been pruned.
 pub async fn position_after_pruned(
