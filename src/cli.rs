@@ -172,6 +172,12 @@ pub struct SurfaceArgs {
     /// Requests a token (or client IP) may send back to back before the per-second rate applies; 0 disables rate limiting.
     #[arg(long, env = "COORDINATOR_RATE_LIMIT_BURST", default_value_t = crate::api::rate_limit::DEFAULT_BURST)]
     pub rate_limit_burst: u32,
+    /// Also serve `/metrics` on this address, without a token (on the API port it needs an admin token); e.g. `0.0.0.0:9090` for a scraper.
+    #[arg(long, env = "COORDINATOR_METRICS_LISTEN")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Include metric series labelled by workspace and agent (the deepest inboxes); off by default, since they name tenants and agents.
+    #[arg(long, env = "COORDINATOR_METRICS_AGENT_LABELS")]
+    pub metrics_agent_labels: bool,
 }
 
 impl SurfaceArgs {
@@ -212,6 +218,8 @@ impl SurfaceArgs {
             per_sec: self.rate_limit_per_sec,
             burst: self.rate_limit_burst,
         };
+        settings.metrics_listen = self.metrics_listen;
+        settings.metrics_agent_labels = self.metrics_agent_labels;
         Ok(())
     }
 }

@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use sqlx::PgPool;
 
 use crate::{
-    helpers::{fresh_database, spawn_app},
+    helpers::{fresh_database, spawn_app_on, test_settings},
     peers::root,
 };
 
@@ -223,12 +223,21 @@ async fn probe_and_scrape_paths_answer_200() {
         ]),
         "probe and scrape paths in deploy/"
     );
-    let app = spawn_app().await;
+    // As deployed: the scraper reads the metrics listener.
+    let mut settings = test_settings();
+    settings.metrics_listen = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    let metrics_url = app.metrics_url.clone().expect("metrics listener");
     for path in &paths {
         // Probes and scrapers carry no token.
+        let base = if path == "/metrics" {
+            &metrics_url
+        } else {
+            &app.url
+        };
         let r = app
             .http
-            .get(format!("{}{path}", app.url))
+            .get(format!("{base}{path}"))
             .send()
             .await
             .expect("probe");

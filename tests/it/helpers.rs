@@ -80,6 +80,8 @@ pub struct TestApp {
     pub pool: PgPool,
     /// HTTP client.
     pub http: reqwest::Client,
+    /// Base URL of the metrics listener (`/metrics` without a token), if any.
+    pub metrics_url: Option<String>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -110,6 +112,7 @@ pub async fn spawn_app_on(db_url: &str, settings: Settings) -> TestApp {
         .await
         .expect("build app");
     let url = app.url();
+    let metrics_url = app.metrics_url();
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(app.run_until_stopped(async {
         let _ = rx.await;
@@ -119,6 +122,7 @@ pub async fn spawn_app_on(db_url: &str, settings: Settings) -> TestApp {
         token,
         pool,
         http: reqwest::Client::new(),
+        metrics_url,
         stop: Some(tx),
         task: Some(task),
     }

@@ -186,11 +186,13 @@ fn the_parser_rejects_malformed_text() {
     }
 }
 
-/// Scrapes `/metrics` without a token; checks the status and content type.
+/// Scrapes `/metrics` of the API port with the admin token; checks the
+/// status and content type.
 async fn scrape(app: &TestApp) -> Scrape {
     let resp = app
         .http
         .get(format!("{}/metrics", app.url))
+        .bearer_auth(&app.token)
         .send()
         .await
         .expect("scrape");
@@ -469,7 +471,10 @@ async fn the_dashboard_only_queries_exposed_metrics() {
     exprs(&dashboard, &mut all);
     // Template variable queries are exprs too; panels need at least one each.
     assert!(all.len() >= 10, "{all:?}");
-    let app = spawn_app().await;
+    // With every optional series on: the dashboard may show per-agent inboxes.
+    let mut settings = test_settings();
+    settings.metrics_agent_labels = true;
+    let app = spawn_app_on(&fresh_database().await, settings).await;
     let exposed = scrape(&app).await.names();
     app.stop().await;
     let mut used = BTreeSet::new();
@@ -512,4 +517,65 @@ fn metric_names_are_found_in_promql() {
         ),
         vec!["coordinator_dispatch_latency_seconds_bucket"]
     );
+}
+
+/// `/metrics` shows database-wide figures: on the API port only an admin
+/// token reads it; `--metrics-listen` serves it without a token for a
+/// scraper, and nothing else there; series that name workspaces and agents
+/// appear only when asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_need_an_admin_token_on_the_api_port_or_their_own_listener() {
+    let mut settings = test_settings();
+    settings.metrics_listen = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    let (status, body) = app
+        .request(reqwest::Method::GET, "/metrics", None, None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let (_, created) = app
+        .post("/v1/tokens", json!({"role": "operator", "name": "ops"}))
+        .await;
+    let operator = created["token"].as_str().expect("token").to_owned();
+    let (status, body) = app
+        .request(reqwest::Method::GET, "/metrics", None, Some(&operator))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(!scrape(&app).await.names().is_empty());
+
+    let metrics_url = app.metrics_url.clone().expect("metrics listener");
+    let open = app
+        .http
+        .get(format!("{metrics_url}/metrics"))
+        .send()
+        .await
+        .expect("scrape");
+    assert_eq!(open.status(), StatusCode::OK);
+    let text = open.text().await.expect("text");
+    let names = parse(&text).expect("prometheus text").names();
+    assert!(names.contains("coordinator_inbox_unread"), "{names:?}");
+    assert!(
+        !names.contains("coordinator_inbox_unread_by_agent"),
+        "per-agent series are off by default: {names:?}"
+    );
+    // The metrics listener serves nothing else.
+    let other = app
+        .http
+        .get(format!("{metrics_url}/v1/missions"))
+        .bearer_auth(&app.token)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(other.status(), StatusCode::NOT_FOUND);
+    app.stop().await;
+
+    let mut settings = test_settings();
+    settings.metrics_agent_labels = true;
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    assert!(
+        scrape(&app)
+            .await
+            .names()
+            .contains("coordinator_inbox_unread_by_agent")
+    );
+    app.stop().await;
 }

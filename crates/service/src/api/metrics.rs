@@ -1,10 +1,11 @@
-//! `GET /metrics`: Prometheus text format, served without a token.
+//! `GET /metrics`: Prometheus text format.
 //!
-//! Scrapers rarely carry bearer tokens, so the route is open like the health
-//! probes; it only shows aggregate figures (counts, durations, agent ids in
-//! the capped inbox series) and never goals, outputs or secrets. Deployments
-//! that must hide even those keep `/metrics` off the public listener (the
-//! HAProxy/Ingress in `deploy/` only needs to route it from the scraper).
+//! The figures are database-wide (every workspace), so on the API port the
+//! route needs an admin token. Scrapers rarely carry bearer tokens: serve
+//! `--metrics-listen` (a second listener with only `/metrics`, no token) on
+//! an address only the scraper reaches. The scrape shows aggregate figures
+//! and never goals, outputs or secrets; per-agent series (which name
+//! workspaces and agents) are left out unless `--metrics-agent-labels`.
 //! Database gauges are computed per scrape ([`crate::store::metrics`]); if
 //! the database does not answer in time, the process-local figures are still
 //! served and `coordinator_metrics_db_up` is 0.
@@ -19,6 +20,8 @@ use axum::{
 
 use super::AppState;
 use crate::{
+    auth::{Principal, Role},
+    error::ApiError,
     metrics::{CONTENT_TYPE, Exposition, HistogramSnapshot, cumulate},
     store::metrics::{self as sql, DbSnapshot, TRUST_BUCKETS},
 };
@@ -26,12 +29,30 @@ use crate::{
 /// Per-statement timeout of the scrape's queries.
 pub const STATEMENT_TIMEOUT_MS: u32 = 2000;
 
-/// The metrics route.
+/// The metrics route of the API port: admin tokens only.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/metrics", get(scrape))
+    Router::new().route("/metrics", get(scrape_with_token))
 }
 
-async fn scrape(State(state): State<AppState>) -> Response {
+/// The metrics listener's routes: `/metrics` without a token, nothing else.
+pub fn open_router(state: AppState) -> Router {
+    Router::new()
+        .route(
+            "/metrics",
+            get(|State(state): State<AppState>| scrape(state)),
+        )
+        .with_state(state)
+}
+
+async fn scrape_with_token(
+    State(state): State<AppState>,
+    who: Principal,
+) -> Result<Response, ApiError> {
+    who.require(&[Role::Admin])?;
+    Ok(scrape(state).await)
+}
+
+async fn scrape(state: AppState) -> Response {
     let db = match sql::snapshot(&state.pool, STATEMENT_TIMEOUT_MS).await {
         Ok(s) => Some(s),
         Err(e) => {
@@ -62,13 +83,14 @@ async fn scrape(State(state): State<AppState>) -> Response {
         if db.is_some() { 1.0 } else { 0.0 },
     );
     if let Some(db) = &db {
-        render_db(&mut out, db);
+        render_db(&mut out, db, state.metrics_agent_labels);
     }
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], out.finish()).into_response()
 }
 
-/// Appends the database-wide families.
-pub fn render_db(out: &mut Exposition, db: &DbSnapshot) {
+/// Appends the database-wide families; the per-agent inbox series (labelled
+/// by workspace and agent) only with `agent_labels`.
+pub fn render_db(out: &mut Exposition, db: &DbSnapshot, agent_labels: bool) {
     out.family(
         "coordinator_tasks",
         "gauge",
@@ -112,17 +134,19 @@ pub fn render_db(out: &mut Exposition, db: &DbSnapshot) {
         "Unread messages over all agents (database-wide).",
         db.inbox_unread_total as f64,
     );
-    out.family(
-        "coordinator_inbox_unread_by_agent",
-        "gauge",
-        "Unread messages of the agents with the deepest inboxes (top 100 only; database-wide).",
-    );
-    for (ws, agent, n) in &db.inbox_top {
-        out.sample(
+    if agent_labels {
+        out.family(
             "coordinator_inbox_unread_by_agent",
-            &[("workspace", ws), ("agent", agent)],
-            *n as f64,
+            "gauge",
+            "Unread messages of the agents with the deepest inboxes (top 100 only; database-wide).",
         );
+        for (ws, agent, n) in &db.inbox_top {
+            out.sample(
+                "coordinator_inbox_unread_by_agent",
+                &[("workspace", ws), ("agent", agent)],
+                *n as f64,
+            );
+        }
     }
     out.family(
         "coordinator_agent_trust",
@@ -222,7 +246,7 @@ mod tests {
             ..Default::default()
         };
         let mut out = Exposition::default();
-        render_db(&mut out, &db);
+        render_db(&mut out, &db, true);
         let text = out.finish();
         assert!(text.contains("coordinator_tasks{status=\"succeeded\"} 3\n"));
         assert!(text.contains("coordinator_decision_queue{kind=\"tool_approval\"} 2\n"));

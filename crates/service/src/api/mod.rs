@@ -80,6 +80,8 @@ pub struct AppState {
     pub stop: watch::Receiver<bool>,
     /// Per-credential request limits of this replica.
     pub limiter: Arc<rate_limit::RateLimiter>,
+    /// Whether `/metrics` shows series labelled by workspace and agent.
+    pub metrics_agent_labels: bool,
 }
 
 impl AppState {
@@ -253,6 +255,11 @@ pub struct Settings {
     pub bdi_interval_secs: u32,
     /// Per-credential API rate limit (off unless set; the CLI sets its defaults).
     pub rate_limit: rate_limit::RateLimit,
+    /// A second listener serving only `/metrics`, without a token (on the
+    /// API port `/metrics` needs an admin token).
+    pub metrics_listen: Option<SocketAddr>,
+    /// Include metric series labelled by workspace and agent.
+    pub metrics_agent_labels: bool,
 }
 
 impl Settings {
@@ -268,6 +275,8 @@ impl Settings {
             webhook_retry: RetryPolicy::default(),
             bdi_interval_secs: crate::bdi::runtime::DEFAULT_INTERVAL_SECS,
             rate_limit: rate_limit::RateLimit::DISABLED,
+            metrics_listen: None,
+            metrics_agent_labels: false,
         }
     }
 }
@@ -275,6 +284,7 @@ impl Settings {
 /// A bound, ready-to-run service: API plus engine.
 pub struct Application {
     listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
     stop: watch::Sender<bool>,
     state: AppState,
     run_engine: bool,
@@ -287,6 +297,10 @@ impl Application {
     pub async fn build(pool: PgPool, settings: Settings) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
+        let metrics_listener = match settings.metrics_listen {
+            Some(at) => Some(TcpListener::bind(at).await?),
+            None => None,
+        };
         let mut engine = settings.engine;
         engine.worker_http = http_client()?;
         // Replanning around a failed task needs a planner that can plan anew.
@@ -301,6 +315,7 @@ impl Application {
         let (stop, stop_rx) = watch::channel(false);
         Ok(Application {
             listener,
+            metrics_listener,
             stop,
             state: AppState {
                 wake: stream::spawn_wake_listener(pool.clone()),
@@ -311,6 +326,7 @@ impl Application {
                 http,
                 bdi_interval_secs: settings.bdi_interval_secs,
                 limiter: Arc::new(rate_limit::RateLimiter::new(settings.rate_limit)),
+                metrics_agent_labels: settings.metrics_agent_labels,
             },
             run_engine: settings.run_engine,
             retention: settings.retention,
@@ -328,6 +344,12 @@ impl Application {
     /// The base URL of the API.
     pub fn url(&self) -> String {
         format!("http://{}", self.local_addr())
+    }
+
+    /// The base URL of the metrics listener, when there is one.
+    pub fn metrics_url(&self) -> Option<String> {
+        let addr = self.metrics_listener.as_ref()?.local_addr().ok()?;
+        Some(format!("http://{addr}"))
     }
 
     /// Serves until `shutdown` completes, then stops the engine (which lets
@@ -378,6 +400,17 @@ impl Application {
         } else {
             None
         };
+        let metrics_server = self.metrics_listener.map(|listener| {
+            let mut stop = stop_rx.clone();
+            let app = metrics::open_router(self.state.clone());
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stop.wait_for(|stop| *stop).await;
+                    })
+                    .await
+            })
+        });
         let mut server_stop = stop_rx.clone();
         let grace = self.state.engine.shutdown_grace;
         let app = router(self.state);
@@ -401,6 +434,12 @@ impl Application {
         }
         if let Some(scheduler) = bdi.as_mut() {
             let _ = scheduler.shutdown().await;
+        }
+        // A scrape is short; one still running at the grace's end is dropped.
+        if let Some(metrics) = metrics_server
+            && tokio::time::timeout(grace, metrics).await.is_err()
+        {
+            tracing::warn!("a metrics scrape outlived the grace period");
         }
         // Requests still open after the grace period (a stuck client) are cut off.
         match tokio::time::timeout(grace, &mut server).await {
