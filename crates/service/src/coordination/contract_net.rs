@@ -3,6 +3,7 @@
 //! to the winner. The award formula and the tender lifecycle are pure and
 //! live in the core (`coordinator_core::contract_net`, re-exported here).
 
+use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -28,20 +29,6 @@ use crate::{
 };
 
 pub use coordinator_core::contract_net::*;
-
-/// Event kinds written by the contract net.
-pub mod kind {
-    /// A CFP went out (payload: tender, eligible agents, deadline).
-    pub const TENDER_OPENED: &str = "tender.opened";
-    /// An agent proposed.
-    pub const PROPOSAL_RECEIVED: &str = "tender.proposal_received";
-    /// The best proposal won; the task is pinned to its agent.
-    pub const TENDER_AWARDED: &str = "tender.awarded";
-    /// Nobody proposed by the deadline: the task falls back to scoring.
-    pub const TENDER_NO_PROPOSALS: &str = "tender.no_proposals";
-    /// A mission's allocation setting changed.
-    pub const ALLOCATION_CHANGED: &str = "mission.allocation_changed";
-}
 
 /// The tender's wire types: workers answer them, so they live in the protocol crate.
 pub use coordinator_protocol::{CallForProposals, ProposalBody};
@@ -260,7 +247,7 @@ async fn open(
         WorkspaceEvent {
             mission_id: Some(t.mission_id),
             task_id: Some(t.task_id),
-            kind: kind::TENDER_OPENED,
+            kind: EventKind::TenderOpened,
             actor: initiator,
             payload: json!({ "key": task.task_key, "tender_id": t.id, "eligible_agents": eligible, "deadline": deadline }),
         },
@@ -350,9 +337,9 @@ async fn close(conn: &mut PgConnection, t: &TenderRow, actor: &str) -> Result<Te
             mission_id: Some(t.mission_id),
             task_id: Some(t.task_id),
             kind: if winner.is_some() {
-                kind::TENDER_AWARDED
+                EventKind::TenderAwarded
             } else {
-                kind::TENDER_NO_PROPOSALS
+                EventKind::TenderNoProposals
             },
             actor,
             payload: json!({ "tender_id": t.id, "agent_id": winner, "ranking": ranking, "proposals": proposals.len() }),
@@ -711,7 +698,7 @@ pub async fn submit(
         WorkspaceEvent {
             mission_id: Some(t.mission_id),
             task_id: Some(t.task_id),
-            kind: kind::PROPOSAL_RECEIVED,
+            kind: EventKind::TenderProposalReceived,
             actor,
             payload: json!({ "tender_id": t.id, "proposal_id": row.id, "agent_id": agent_id, "via": via }),
         },
@@ -812,7 +799,7 @@ pub async fn set_allocation(
         WorkspaceEvent {
             mission_id: Some(mission_id),
             task_id: None,
-            kind: kind::ALLOCATION_CHANGED,
+            kind: EventKind::MissionAllocationChanged,
             actor: &actor,
             payload: json!({ "allocation": req.allocation, "tender_window_ms": window }),
         },

@@ -9,6 +9,7 @@
 //! receiving agent is hinted as the next owner (preferred while it has a
 //! free slot) and gets a HANDOFF message carrying the payload.
 
+use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -26,12 +27,6 @@ use crate::{
         messages as message_store,
     },
 };
-
-/// Event kinds written by handoffs.
-pub mod kind {
-    /// A handoff was made (payload: id, direction, from, to, task status from/to).
-    pub const HANDOFF_CREATED: &str = "handoff.created";
-}
 
 /// Which way work changes hands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -320,7 +315,7 @@ pub async fn create(
         WorkspaceEvent {
             mission_id: Some(run.id),
             task_id: Some(t.id),
-            kind: kind::HANDOFF_CREATED,
+            kind: EventKind::HandoffCreated,
             actor: &actor,
             payload: json!({
                 "handoff_id": id, "direction": h.direction, "from": from, "to": to,

@@ -5,6 +5,7 @@
 //! unread → read → acked. `BLOCKED` and `HANDOFF` need an ack; a categorised
 //! message must name the mission or task it is about (the RFC's bead link).
 
+use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -19,14 +20,6 @@ use crate::{
 };
 
 pub use coordinator_core::messages::*;
-
-/// Event kinds written by messaging.
-pub mod kind {
-    /// A message was sent (payload: id, from, to, performative, category, recipients).
-    pub const MESSAGE_SENT: &str = "message.sent";
-    /// A recipient acknowledged a message.
-    pub const MESSAGE_ACKED: &str = "message.acked";
-}
 
 /// Checks what can be checked without the database; the first problem found.
 pub fn validate(m: &Outgoing) -> Result<(), ApiError> {
@@ -191,7 +184,7 @@ pub async fn send(
         WorkspaceEvent {
             mission_id,
             task_id: m.task_id,
-            kind: kind::MESSAGE_SENT,
+            kind: EventKind::MessageSent,
             actor: &m.sender,
             payload: json!({
                 "message_id": id,
@@ -251,7 +244,7 @@ pub async fn mark(
                     WorkspaceEvent {
                         mission_id: msg.mission_id,
                         task_id: msg.task_id,
-                        kind: kind::MESSAGE_ACKED,
+                        kind: EventKind::MessageAcked,
                         actor,
                         payload: json!({
                             "message_id": message_id,

@@ -3,6 +3,7 @@
 //! for a task. The spec itself and its rules are pure and live in the core
 //! (`coordinator_core::organisation`), re-exported here.
 
+use coordinator_protocol::EventKind;
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -20,14 +21,6 @@ use crate::{
         tasks::TaskRow,
     },
 };
-
-/// Event kinds written by organisation specs.
-pub mod kind {
-    /// A spec was uploaded or replaced.
-    pub const SPEC_UPDATED: &str = "org_spec.updated";
-    /// The spec was removed.
-    pub const SPEC_REMOVED: &str = "org_spec.removed";
-}
 
 /// The stored spec and how the workspace's agents staff it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -94,7 +87,7 @@ pub async fn upload(
         WorkspaceEvent {
             mission_id: None,
             task_id: None,
-            kind: kind::SPEC_UPDATED,
+            kind: EventKind::OrgSpecUpdated,
             actor: &actor,
             payload: json!({
                 "version": new_version, "name": spec.name, "roles": spec.roles.len(),
@@ -122,7 +115,7 @@ pub async fn remove(pool: &PgPool, who: &Principal) -> Result<(), ApiError> {
         WorkspaceEvent {
             mission_id: None,
             task_id: None,
-            kind: kind::SPEC_REMOVED,
+            kind: EventKind::OrgSpecRemoved,
             actor: &actor,
             payload: json!({}),
         },

@@ -27,7 +27,7 @@ use crate::{
     domain::{TaskEvent, TaskStatus, budget},
     store::{
         agents,
-        events::{self, kind},
+        events::{self, EventKind},
         governance as store_governance, organisation as store_organisation,
         tasks::{self, Change},
     },
@@ -467,7 +467,7 @@ async fn hire_contractor(
             run_id: task.run_id,
             task_id: Some(task.id),
             attempt_id: None,
-            kind: kind::CONTRACTOR_HIRED,
+            kind: EventKind::ContractorHired,
             actor: h.actor,
             payload: json!({
                 "key": task.task_key, "agent_id": hired.profile.agent_id,
@@ -629,7 +629,7 @@ async fn write_attempts(
         cfg.replica_id,
         cfg.lease.as_secs_f64(),
         TaskStatus::Running.board_column().as_str(),
-        kind::TASK_DISPATCHED,
+        EventKind::TaskDispatched.as_str(),
         actor
     )
     .fetch_one(&mut *tx)
@@ -851,7 +851,7 @@ async fn refuse_over_budget(
         Change::of(
             task,
             next,
-            kind::TASK_BUDGET_REFUSED,
+            EventKind::TaskBudgetRefused,
             actor,
             None,
             json!({ "key": task.task_key, "estimated_cost": task.estimated_cost, "limit": limit, "spent": spent, "then": to, "reason": reason }),

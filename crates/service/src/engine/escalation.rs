@@ -21,7 +21,7 @@ use crate::{
     },
     store::{
         agents,
-        events::kind,
+        events::EventKind,
         missions::MissionRow,
         tasks::{self, Change, TaskRow},
     },
@@ -120,7 +120,7 @@ pub async fn escalate_task(
             Ok(TaskStatus::RetryWait)
         }
         Escalation::DropOptional => {
-            supersede(conn, task, &f, None, actor, kind::TASK_SKIPPED, json!({
+            supersede(conn, task, &f, None, actor, EventKind::TaskSkipped, json!({
                 "key": task.task_key, "reason": "optional task failed on every rung that could help; dropped",
                 "error": f.error,
             }))
@@ -202,7 +202,7 @@ pub async fn replan_around_task(
         &f,
         Some(Rung::Replan),
         actor,
-        kind::TASK_ESCALATED,
+        EventKind::TaskEscalated,
         json!({
             "key": task.task_key, "rung": Rung::Replan, "error": f.error, "failure_kind": f.kind,
         }),
@@ -227,7 +227,7 @@ async fn supersede(
     f: &Failed,
     rung: Option<Rung>,
     actor: &str,
-    event: &str,
+    event: EventKind,
     payload: serde_json::Value,
 ) -> Result<(), ReportError> {
     let to = task
@@ -296,7 +296,7 @@ async fn to_human(
         Change::of(
             task,
             to,
-            kind::TASK_AWAITING_HUMAN,
+            EventKind::TaskAwaitingHuman,
             actor,
             Some(f.attempt_id),
             json!({

@@ -23,7 +23,7 @@ use crate::{
     },
     store::{
         agents, attempts,
-        events::{self, NewEvent, kind},
+        events::{self, EventKind, NewEvent},
         missions, tasks,
     },
 };
@@ -204,7 +204,7 @@ pub async fn plan_one(
                         run_id: run.id,
                         task_id: None,
                         attempt_id: None,
-                        kind: kind::PLAN_FAILED,
+                        kind: EventKind::PlanFailed,
                         actor: &actor,
                         payload: json!({ "code": e.code(), "reason": reason, "problems": problems }),
                     },
@@ -247,7 +247,7 @@ async fn log_call(
             run_id: run.id,
             task_id: None,
             attempt_id: None,
-            kind: kind::PLAN_LLM_CALL,
+            kind: EventKind::PlanLlmCall,
             actor,
             payload,
         },

@@ -240,7 +240,7 @@ pub async fn progress_checks(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Resul
                 run_id: row.run_id,
                 task_id: Some(row.id),
                 attempt_id: Some(row.attempt),
-                kind: events::kind::ATTEMPT_PROGRESS_CHECK,
+                kind: events::EventKind::AttemptProgressCheck,
                 actor: &actor,
                 payload: serde_json::json!({
                     "key": row.task_key, "silent_secs": silent.round(),

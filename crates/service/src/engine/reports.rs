@@ -28,7 +28,7 @@ use crate::{
     missions::finish::{FinishError, finish_mission_if_done},
     store::{
         attempts,
-        events::{self, kind},
+        events::{self, EventKind},
         missions::{self, MissionRow},
         tasks::{self, Change},
     },
@@ -605,7 +605,7 @@ async fn record_verification_failure(
             run_id: task.run_id,
             task_id: Some(task.id),
             attempt_id: Some(attempt_id),
-            kind: kind::TASK_VERIFICATION_FAILED,
+            kind: EventKind::TaskVerificationFailed,
             actor,
             payload: json!({ "key": task.task_key, "verdict": verdict }),
         },
@@ -656,7 +656,7 @@ async fn budget_warning(
             run_id: run.id,
             task_id: None,
             attempt_id: None,
-            kind: kind::MISSION_BUDGET_WARNING,
+            kind: EventKind::MissionBudgetWarning,
             actor,
             payload: json!({
                 "limit": run.budget_limit, "spent": run.budget_spent,
@@ -708,7 +708,7 @@ async fn succeed(
         Change::of(
             task,
             to,
-            kind::TASK_SUCCEEDED,
+            EventKind::TaskSucceeded,
             actor,
             Some(attempt_id),
             json!({ "key": task.task_key, "attempt": task.attempt_count, "cost": cost, "tokens": tokens, "verification": verification }),

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::{
     domain::{FailureKind, TaskEvent, TaskStatus},
     store::{
-        events::kind,
+        events::EventKind,
         missions::MissionRow,
         tasks::{self, Change},
     },
@@ -154,20 +154,20 @@ pub(crate) async fn retry(
     .await?;
     let (event, payload) = match r.why {
         RetryKind::Continuation => (
-            kind::TASK_CONTINUED,
+            EventKind::TaskContinued,
             json!({ "key": task.task_key, "turn": task.continuation_count + 1, "due": r.due.unix_timestamp() }),
         ),
         RetryKind::Deferred => (
-            kind::TASK_DEFERRED,
+            EventKind::TaskDeferred,
             json!({ "key": task.task_key, "attempt": task.attempt_count, "reason": r.error, "due": r.due.unix_timestamp() }),
         ),
         RetryKind::Verify => (
-            kind::TASK_VERIFYING,
+            EventKind::TaskVerifying,
             json!({ "key": task.task_key, "attempt": task.attempt_count, "detail": r.detail }),
         ),
-        RetryKind::Escalated => (kind::TASK_ESCALATED, r.detail.clone()),
+        RetryKind::Escalated => (EventKind::TaskEscalated, r.detail.clone()),
         RetryKind::Failure => (
-            kind::TASK_RETRY_SCHEDULED,
+            EventKind::TaskRetryScheduled,
             json!({
                 "key": task.task_key, "attempt": task.attempt_count, "failures": task.failure_count + 1,
                 "max_attempts": task.max_attempts, "failure_kind": r.failure_kind, "error": r.error,
@@ -217,7 +217,7 @@ pub(crate) async fn fail(
     }
     tasks::record(
         conn,
-        Change::of(task, to, kind::TASK_FAILED, actor, attempt_id, json!({ "key": task.task_key, "attempts": task.attempt_count, "failure_kind": failure_kind, "error": error, "escalation": task.escalation_step })),
+        Change::of(task, to, EventKind::TaskFailed, actor, attempt_id, json!({ "key": task.task_key, "attempts": task.attempt_count, "failure_kind": failure_kind, "error": error, "escalation": task.escalation_step })),
     )
     .await?;
     Ok(())

@@ -17,7 +17,7 @@ use crate::{
     store::{
         agents,
         attempts::{self, Cancelled},
-        events::kind,
+        events::EventKind,
         missions::{self, MissionRow},
         tasks::{self, Change, TaskRow},
     },
@@ -224,7 +224,7 @@ pub async fn settle(
     }
     tasks::record(
         &mut *tx,
-        Change::of(t, to, kind::TASK_RESOLVED, actor, None, payload),
+        Change::of(t, to, EventKind::TaskResolved, actor, None, payload),
     )
     .await?;
     if to.satisfies_dependents() {
@@ -304,7 +304,7 @@ pub async fn hand_to_person(
     }
     tasks::record(
         &mut *tx,
-        Change::of(t, to, kind::TASK_AWAITING_HUMAN, actor, None, payload),
+        Change::of(t, to, EventKind::TaskAwaitingHuman, actor, None, payload),
     )
     .await?;
     Ok((true, live))
@@ -451,7 +451,7 @@ pub async fn reject_results(
             Change::of(
                 t,
                 to,
-                kind::TASK_REOPENED,
+                EventKind::TaskReopened,
                 &actor,
                 None,
                 json!({ "key": t.task_key, "named": roots.contains(&t.id), "feedback": feedback }),

@@ -299,7 +299,7 @@ pub(crate) async fn request_llm_plan(
             run_id: run.id,
             task_id: None,
             attempt_id: None,
-            kind: events::kind::PLAN_REQUESTED,
+            kind: events::EventKind::PlanRequested,
             actor,
             payload: json!({
                 "planner": "llm",

@@ -9,7 +9,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::events::{self, NewEvent, kind};
+use super::events::{self, EventKind, NewEvent};
 use crate::{
     domain::{Autonomy, IllegalTransition, MissionEvent, MissionStatus},
     planning::{PlanProvenance, ValidatedPlan},
@@ -114,7 +114,7 @@ pub async fn insert(conn: &mut PgConnection, m: NewMission<'_>, actor: &str) -> 
             run_id: m.id,
             task_id: None,
             attempt_id: None,
-            kind: kind::MISSION_CREATED,
+            kind: EventKind::MissionCreated,
             actor,
             payload: json!({ "goal": m.goal, "autonomy": m.autonomy, "priority": m.priority, "budget": m.budget_limit }),
         },
@@ -259,7 +259,7 @@ pub async fn transition(
             run_id: run.id,
             task_id: None,
             attempt_id: None,
-            kind: kind::MISSION_STATUS,
+            kind: EventKind::MissionStatusChanged,
             actor,
             payload: json!({ "from": from, "to": to, "reason": reason }),
         },
@@ -301,7 +301,7 @@ pub async fn transition(
                     run_id: run.id,
                     task_id: None,
                     attempt_id: None,
-                    kind: kind::CONTRACTORS_RETIRED,
+                    kind: EventKind::ContractorsRetired,
                     actor,
                     payload: json!({ "agents": retired }),
                 },
@@ -360,7 +360,7 @@ pub async fn store_plan(
             run_id: run.id,
             task_id: None,
             attempt_id: None,
-            kind: kind::PLAN_CREATED,
+            kind: EventKind::PlanCreated,
             actor,
             payload: json!({
                 "plan_version": version,

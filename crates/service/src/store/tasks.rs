@@ -11,7 +11,7 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::events::kind;
+use super::events::EventKind;
 use crate::{
     domain::{TaskEvent, TaskStatus},
     planning::ValidatedPlan,
@@ -346,7 +346,7 @@ pub struct Change<'a> {
     /// The status it moved to.
     pub to: TaskStatus,
     /// Event kind.
-    pub kind: &'a str,
+    pub kind: EventKind,
     /// Who caused it.
     pub actor: &'a str,
     /// The attempt involved, if any.
@@ -360,7 +360,7 @@ impl<'a> Change<'a> {
     pub fn of(
         task: &TaskRow,
         to: TaskStatus,
-        kind: &'a str,
+        kind: EventKind,
         actor: &'a str,
         attempt_id: Option<Uuid>,
         payload: Value,
@@ -406,7 +406,7 @@ pub async fn record(conn: &mut PgConnection, mut c: Change<'_>) -> sqlx::Result<
         c.run_id,
         c.workspace_id,
         c.attempt_id,
-        c.kind,
+        c.kind.as_str(),
         c.actor,
         c.payload
     )
@@ -502,7 +502,7 @@ pub async fn promote_ready(
         priority,
         actor,
         TaskStatus::Queued.board_column().as_str(),
-        kind::TASK_QUEUED,
+        EventKind::TaskQueued.as_str(),
         TaskStatus::Queued.as_str()
     )
     .fetch_one(&mut *conn)
@@ -540,7 +540,7 @@ pub async fn cancel_all_open(
                 run_id,
                 workspace_id,
                 to: TaskStatus::Cancelled,
-                kind: kind::TASK_CANCELLED,
+                kind: EventKind::TaskCancelled,
                 actor,
                 attempt_id: None,
                 payload: json!({ "reason": reason }),
@@ -594,7 +594,7 @@ pub async fn skip_unstarted_optional(
                 run_id,
                 workspace_id,
                 to: TaskStatus::Skipped,
-                kind: kind::TASK_SKIPPED,
+                kind: EventKind::TaskSkipped,
                 actor,
                 attempt_id: None,
                 payload: json!({ "key": t.task_key, "reason": reason }),
@@ -645,7 +645,7 @@ pub async fn cancel_tasks(
                 run_id: run.id,
                 workspace_id: run.workspace_id,
                 to: TaskStatus::Cancelled,
-                kind: kind::TASK_CANCELLED,
+                kind: EventKind::TaskCancelled,
                 actor,
                 attempt_id: None,
                 payload: json!({ "key": t.task_key, "reason": reason, "named": t.id == named }),

@@ -297,7 +297,7 @@ pub async fn request_decision(
     )
     .await?
     .ok_or_else(|| ApiError::conflict("decision_exists", "the decision already exists"))?;
-    decision_event(&mut tx, &row, kind::DECISION_REQUESTED, &actor).await?;
+    decision_event(&mut tx, &row, EventKind::DecisionRequested, &actor).await?;
     tx.commit().await?;
     Ok(row.view())
 }
@@ -305,7 +305,7 @@ pub async fn request_decision(
 pub(crate) async fn decision_event(
     conn: &mut PgConnection,
     d: &DecisionRow,
-    kind: &str,
+    kind: EventKind,
     actor: &str,
 ) -> sqlx::Result<()> {
     events::record(
@@ -531,7 +531,7 @@ pub(crate) async fn settle(
     )
     .await?
     .ok_or_else(|| version_conflict("decision", Some(d.version)))?;
-    decision_event(conn, &row, kind::DECISION_RESOLVED, actor).await?;
+    decision_event(conn, &row, EventKind::DecisionResolved, actor).await?;
     if let (Some(task_id), Some(run)) = (row.task_id, run) {
         apply_to_task(conn, run, &row, task_id, actor, replan_with_llm).await?;
     }
@@ -610,7 +610,7 @@ pub(crate) async fn apply_to_task(
                 Change::of(
                     &t,
                     to,
-                    kind::TASK_APPROVED,
+                    EventKind::TaskApproved,
                     actor,
                     None,
                     json!({ "key": t.task_key, "decision_id": d.id, "outcome": d.status, "modifications": d.modifications }),
@@ -637,7 +637,7 @@ pub(crate) async fn apply_to_task(
                 Change::of(
                     &t,
                     to,
-                    core_kind::TASK_SKIPPED,
+                    EventKind::TaskSkipped,
                     actor,
                     None,
                     json!({ "key": t.task_key, "decision_id": d.id, "reason": reason }),
@@ -672,7 +672,7 @@ pub(crate) async fn replan_trigger(
             run_id: run.id,
             task_id: Some(t.id),
             attempt_id: None,
-            kind: kind::REPLAN_TRIGGERED,
+            kind: EventKind::MissionReplanTriggered,
             actor,
             payload: json!({ "key": t.task_key, "decision_id": d.id, "reason": reason, "trigger": "governance_rejected", "replanning": replanning }),
         },

@@ -16,7 +16,7 @@ use crate::{
     domain::{TaskEvent, TaskStatus},
     error::ApiError,
     store::{
-        events::{self, WorkspaceEvent, kind as core_kind},
+        events::{self, EventKind, WorkspaceEvent},
         governance::{self as store, DecisionRow, NewDecision, ProfileRow},
         missions::{self, MissionRow},
         tasks::{self, Change, TaskRow},
@@ -24,24 +24,6 @@ use crate::{
 };
 
 pub use coordinator_core::governance::*;
-
-/// Event kinds written by governance.
-pub mod kind {
-    /// The stakeholder profile was created or changed.
-    pub const PROFILE_UPDATED: &str = "governance.profile_updated";
-    /// A decision entered the queue.
-    pub const DECISION_REQUESTED: &str = "decision.requested";
-    /// A stakeholder (or a re-check) resolved a decision.
-    pub const DECISION_RESOLVED: &str = "decision.resolved";
-    /// A deferred decision was checked again and is pending once more.
-    pub const DECISION_RECHECKED: &str = "decision.rechecked";
-    /// A task waits for a governance decision before dispatch.
-    pub const TASK_AWAITING_APPROVAL: &str = "task.awaiting_approval";
-    /// A governance decision let a task go (approved or modified).
-    pub const TASK_APPROVED: &str = "task.approved";
-    /// A rejected task asks for the remaining work to be planned around it.
-    pub const REPLAN_TRIGGERED: &str = "mission.replan_triggered";
-}
 
 mod profile;
 pub use profile::*;
