@@ -457,6 +457,46 @@ impl EventKind {
     }
 }
 
+/// The markers around the generated catalogue in `docs/events.md`.
+pub const CATALOGUE_BEGIN: &str = "<!-- BEGIN GENERATED: event kinds -->";
+/// See [`CATALOGUE_BEGIN`].
+pub const CATALOGUE_END: &str = "<!-- END GENERATED -->";
+
+impl EventKind {
+    /// The catalogue of kinds as Markdown: a table per area (kind, what
+    /// happened, what it is about, payload fields). `docs/events.md` holds it
+    /// between [`CATALOGUE_BEGIN`] and [`CATALOGUE_END`].
+    pub fn markdown_catalogue() -> String {
+        let mut out = String::new();
+        for &area in EventArea::ALL {
+            out.push_str(&format!(
+                "\n### {}\n\n| kind | what happened | about | payload |\n| --- | --- | --- | --- |\n",
+                area.title()
+            ));
+            for &k in EventKind::ALL.iter().filter(|k| k.area() == area) {
+                let fields = if k.payload_fields().is_empty() {
+                    "—".to_owned()
+                } else {
+                    k.payload_fields()
+                        .iter()
+                        .map(|f| format!("`{f}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                out.push_str(&format!(
+                    "| `{}` | {} | {} | {} |\n",
+                    k.as_str(),
+                    k.description(),
+                    k.entity(),
+                    fields
+                ));
+            }
+        }
+        out.push('\n');
+        out
+    }
+}
+
 impl fmt::Display for EventKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -529,5 +569,34 @@ mod tests {
             assert!(EventArea::ALL.contains(&k.area()), "{k}");
             assert!(!k.description().is_empty(), "{k}");
         }
+    }
+
+    /// `docs/events.md`'s generated block must be what [`EventKind::markdown_catalogue`]
+    /// renders; `UPDATE_DOCS=1` rewrites it.
+    #[test]
+    fn docs_catalogue_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/events.md");
+        let doc = std::fs::read_to_string(path).expect("docs/events.md is readable");
+        let begin = doc
+            .find(CATALOGUE_BEGIN)
+            .expect("docs/events.md has the BEGIN GENERATED marker")
+            + CATALOGUE_BEGIN.len();
+        let end = begin
+            + doc[begin..]
+                .find(CATALOGUE_END)
+                .expect("docs/events.md has the END GENERATED marker");
+        let want = EventKind::markdown_catalogue();
+        if doc[begin..end] == want {
+            return;
+        }
+        if std::env::var("UPDATE_DOCS").as_deref() == Ok("1") {
+            let updated = format!("{}{want}{}", &doc[..begin], &doc[end..]);
+            std::fs::write(path, updated).expect("docs/events.md is writable");
+            return;
+        }
+        panic!(
+            "docs/events.md's event catalogue differs from EventKind::markdown_catalogue(); \
+             regenerate it with `UPDATE_DOCS=1 cargo test -p coordinator-protocol docs_catalogue`"
+        );
     }
 }
