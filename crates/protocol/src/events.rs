@@ -276,8 +276,8 @@ event_kinds! {
         "A task that failed every attempt climbed a rung of the escalation ladder (`other_agent`, `higher_tier`, `replan`).",
         ["key", "rung", "excluded_agents", "min_model_tier", "error", "failure_kind", "status"];
     TaskAwaitingHuman = "task.awaiting_human", Tasks, Task,
-        "A task waits for a person to complete, retry, skip or fail it.",
-        ["key", "rung", "error", "failure_kind", "attempts", "excluded_agents", "actions", "status"];
+        "A task waits for a person to complete, retry, skip or fail it (the ladder gave up, or it was handed off or delegated).",
+        ["key", "rung", "error", "failure_kind", "attempts", "excluded_agents", "reason", "via", "work_package_id", "actions", "status"];
     TaskResolved = "task.resolved", Tasks, Task,
         "A person settled an escalated task.",
         ["key", "action", "feedback", "to", "via", "status"];

@@ -13,8 +13,10 @@
 //! Also the kinds of events the coordinator logs ([`EventKind`]), which
 //! clients filter and dispatch on.
 
+pub mod event_payloads;
 pub mod events;
 
+pub use event_payloads::EventPayload;
 pub use events::{EventArea, EventEntity, EventKind, UnknownEventKind};
 
 use serde::{Deserialize, Serialize};

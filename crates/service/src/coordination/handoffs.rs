@@ -282,7 +282,11 @@ pub async fn create(
                 &run,
                 &t,
                 &actor,
-                json!({ "reason": "handed off", "via": via }),
+                crate::store::events::payloads::TaskAwaitingHuman {
+                    reason: Some("handed off".into()),
+                    via: Some(via.clone()),
+                    ..Default::default()
+                },
             )
             .await?;
             (TaskStatus::AwaitingHuman, live, None)

@@ -24,7 +24,7 @@ use crate::{
     error::ApiError,
     planning::{Criterion, PlanProvenance, PlanSpec, PlanTemplate, TaskSpec, routine_from_plan},
     store::{
-        events::{self, EventKind, NewEvent},
+        events::{self, NewEvent, payloads},
         missions::{self, MissionRow, PlanRecord},
         tasks::{self, TaskRow},
         templates,
@@ -207,14 +207,20 @@ pub(crate) async fn replan_around(
     events::append(
         conn,
         run.workspace_id,
-        NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: EventKind::PlanReplaced,
+        NewEvent::new(
+            run.id,
+            None,
+            None,
             actor,
-            payload: json!({ "escalation": feedback, "previous_plan_version": run.plan_version, "tasks_removed": removed, "tasks_kept": kept }),
-        },
+            &payloads::PlanReplaced {
+                feedback: None,
+                instructions: None,
+                escalation: Some(feedback.to_owned()),
+                previous_plan_version: run.plan_version,
+                tasks_removed: removed,
+                tasks_kept: kept,
+            },
+        ),
     )
     .await?;
     let no_match = crate::planning::MatchOutcome::from_scores(Vec::new(), Vec::new(), 1.0);
@@ -315,14 +321,20 @@ async fn apply(
     events::append(
         &mut tx,
         run.workspace_id,
-        NewEvent {
-            run_id: id,
-            task_id: None,
-            attempt_id: None,
-            kind: EventKind::PlanReplaced,
-            actor: &actor,
-            payload: json!({ field: feedback, "previous_plan_version": run.plan_version, "tasks_removed": removed, "tasks_kept": kept.len() }),
-        },
+        NewEvent::new(
+            id,
+            None,
+            None,
+            &actor,
+            &payloads::PlanReplaced {
+                feedback: (field == "feedback").then(|| feedback.to_owned()),
+                instructions: (field == "instructions").then(|| feedback.to_owned()),
+                escalation: None,
+                previous_plan_version: run.plan_version,
+                tasks_removed: removed,
+                tasks_kept: kept.len(),
+            },
+        ),
     )
     .await?;
     match planned {
@@ -427,14 +439,17 @@ pub async fn save_as_routine(
     events::append(
         &mut tx,
         who.workspace_id,
-        NewEvent {
-            run_id: id,
-            task_id: None,
-            attempt_id: None,
-            kind: EventKind::RoutineSaved,
-            actor: &actor,
-            payload: json!({ "name": name, "keywords": routine.keywords, "tasks": routine.tasks.len() }),
-        },
+        NewEvent::new(
+            id,
+            None,
+            None,
+            &actor,
+            &payloads::RoutineSaved {
+                name: name.to_string(),
+                keywords: routine.keywords.clone(),
+                tasks: routine.tasks.len(),
+            },
+        ),
     )
     .await?;
     tx.commit().await?;

@@ -11,7 +11,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-pub use coordinator_protocol::EventKind;
+pub use coordinator_protocol::{EventKind, EventPayload, event_payloads as payloads};
 
 /// An event about to be written.
 #[derive(Debug)]
@@ -28,6 +28,27 @@ pub struct NewEvent<'a> {
     pub actor: &'a str,
     /// Details.
     pub payload: Value,
+}
+
+impl<'a> NewEvent<'a> {
+    /// An event with a typed payload, written under the payload's kind.
+    pub fn new<P: EventPayload>(
+        run_id: Uuid,
+        task_id: Option<Uuid>,
+        attempt_id: Option<Uuid>,
+        actor: &'a str,
+        payload: &P,
+    ) -> Self {
+        let (kind, payload) = payload.to_event();
+        NewEvent {
+            run_id,
+            task_id,
+            attempt_id,
+            kind,
+            actor,
+            payload,
+        }
+    }
 }
 
 /// Appends a mission event; returns its per-mission sequence number.

@@ -4,12 +4,12 @@
 //! touches the mission: task completions, promotions, claims and cancels.
 //! Lock order everywhere: missions (by id), then agents (by id).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::events::{self, EventKind, NewEvent};
+use super::events::{self, NewEvent, payloads};
 use crate::{
     domain::{Autonomy, IllegalTransition, MissionEvent, MissionStatus},
     planning::{PlanProvenance, ValidatedPlan},
@@ -110,14 +110,18 @@ pub async fn insert(conn: &mut PgConnection, m: NewMission<'_>, actor: &str) -> 
     events::append(
         conn,
         m.workspace_id,
-        NewEvent {
-            run_id: m.id,
-            task_id: None,
-            attempt_id: None,
-            kind: EventKind::MissionCreated,
+        NewEvent::new(
+            m.id,
+            None,
+            None,
             actor,
-            payload: json!({ "goal": m.goal, "autonomy": m.autonomy, "priority": m.priority, "budget": m.budget_limit }),
-        },
+            &payloads::MissionCreated {
+                goal: m.goal.to_owned(),
+                autonomy: m.autonomy,
+                priority: m.priority,
+                budget: m.budget_limit,
+            },
+        ),
     )
     .await?;
     Ok(())
@@ -255,14 +259,17 @@ pub async fn transition(
     events::append(
         conn,
         run.workspace_id,
-        NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: EventKind::MissionStatusChanged,
+        NewEvent::new(
+            run.id,
+            None,
+            None,
             actor,
-            payload: json!({ "from": from, "to": to, "reason": reason }),
-        },
+            &payloads::MissionStatusChanged {
+                from,
+                to,
+                reason: reason.map(str::to_owned),
+            },
+        ),
     )
     .await?;
     // The ready queue holds only what may be claimed now: a mission that
@@ -297,14 +304,15 @@ pub async fn transition(
             events::append(
                 conn,
                 run.workspace_id,
-                NewEvent {
-                    run_id: run.id,
-                    task_id: None,
-                    attempt_id: None,
-                    kind: EventKind::ContractorsRetired,
+                NewEvent::new(
+                    run.id,
+                    None,
+                    None,
                     actor,
-                    payload: json!({ "agents": retired }),
-                },
+                    &payloads::ContractorsRetired {
+                        agents: retired.clone(),
+                    },
+                ),
             )
             .await?;
         }
@@ -356,21 +364,20 @@ pub async fn store_plan(
     events::append(
         conn,
         run.workspace_id,
-        NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: EventKind::PlanCreated,
+        NewEvent::new(
+            run.id,
+            None,
+            None,
             actor,
-            payload: json!({
-                "plan_version": version,
-                "provenance": provenance_json,
-                "tasks": plan.plan.tasks.len(),
-                "critical_path": plan.critical_path,
-                "estimated_cost": plan.total_estimated_cost,
-                "details": details,
-            }),
-        },
+            &payloads::PlanCreated {
+                plan_version: version,
+                provenance: provenance_json.clone(),
+                tasks: plan.plan.tasks.len(),
+                critical_path: plan.critical_path.clone(),
+                estimated_cost: plan.total_estimated_cost,
+                details: details.clone(),
+            },
+        ),
     )
     .await?;
     Ok(version)

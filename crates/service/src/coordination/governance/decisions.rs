@@ -634,13 +634,17 @@ pub(crate) async fn apply_to_task(
             }
             tasks::record(
                 conn,
-                Change::of(
+                Change::event(
                     &t,
                     to,
-                    EventKind::TaskSkipped,
                     actor,
                     None,
-                    json!({ "key": t.task_key, "decision_id": d.id, "reason": reason }),
+                    &events::payloads::TaskSkipped {
+                        key: t.task_key.clone(),
+                        reason: reason.clone(),
+                        error: None,
+                        decision_id: Some(d.id),
+                    },
                 ),
             )
             .await?;

@@ -201,7 +201,11 @@ pub async fn delegate_task(
         &run,
         &t,
         &actor,
-        json!({ "reason": "delegated to a work package", "work_package_id": p.id }),
+        crate::store::events::payloads::TaskAwaitingHuman {
+            reason: Some("delegated to a work package".into()),
+            work_package_id: Some(p.id),
+            ..Default::default()
+        },
     )
     .await?;
     let mut cancelled = live;
