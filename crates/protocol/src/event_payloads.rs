@@ -1,4 +1,5 @@
-//! Typed payloads of the mission, plan, task and attempt events. Each type
+//! Typed payloads of the mission, plan, task and attempt events (and the
+//! governance events that move tasks and missions). Each type
 //! names its [`EventKind`] ([`EventPayload::KIND`]), so the service cannot
 //! write a payload under the wrong kind. Field names and nulls are exactly
 //! what the log has always held; fields absent in some cases are skipped
@@ -13,6 +14,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use coordinator_core::domain::{Autonomy, FailureKind, MissionStatus, Rung, TaskStatus};
+use coordinator_core::governance::Threshold;
 
 use crate::events::EventKind;
 
@@ -67,6 +69,10 @@ payload_kind! {
     TaskFailed => TaskFailed,
     TaskCancelled => TaskCancelled,
     AttemptProgressCheck => AttemptProgressCheck,
+    TaskQueued => TaskQueued,
+    TaskAwaitingApproval => TaskAwaitingApproval,
+    TaskApproved => TaskApproved,
+    MissionReplanTriggered => MissionReplanTriggered,
 }
 
 // ---------------------------------------------------------------- missions
@@ -489,6 +495,56 @@ pub struct AttemptProgressCheck {
     pub stall_timeout_secs: u64,
 }
 
+/// `task.queued` (written in bulk by SQL, with the new `status`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskQueued {
+    /// The task's key.
+    pub key: String,
+}
+
+// -------------------------------------------------------------- governance
+
+/// `task.awaiting_approval`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskAwaitingApproval {
+    /// The task's key.
+    pub key: String,
+    /// The decision it waits for.
+    pub decision_id: Uuid,
+    /// Why the check asked for approval.
+    pub reason: String,
+    /// The threshold that decided the check, if one did.
+    pub relevant_threshold: Option<Threshold>,
+}
+
+/// `task.approved`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskApproved {
+    /// The task's key.
+    pub key: String,
+    /// The decision that let it go.
+    pub decision_id: Uuid,
+    /// The decision's status (`approved` or `modified`).
+    pub outcome: String,
+    /// The modifications the stakeholder made.
+    pub modifications: Value,
+}
+
+/// `mission.replan_triggered`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MissionReplanTriggered {
+    /// The rejected task's key.
+    pub key: String,
+    /// The decision that rejected it.
+    pub decision_id: Uuid,
+    /// Why.
+    pub reason: String,
+    /// What triggered it (`governance_rejected`).
+    pub trigger: String,
+    /// Whether the remaining work is being planned again.
+    pub replanning: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,6 +697,26 @@ mod tests {
                 via: Some(Value::Null),
                 work_package_id: Some(u),
                 actions: TaskAwaitingHuman::actions(),
+            }),
+            keys(&TaskQueued { key: s() }),
+            keys(&TaskAwaitingApproval {
+                key: s(),
+                decision_id: u,
+                reason: s(),
+                relevant_threshold: None,
+            }),
+            keys(&TaskApproved {
+                key: s(),
+                decision_id: u,
+                outcome: s(),
+                modifications: Value::Null,
+            }),
+            keys(&MissionReplanTriggered {
+                key: s(),
+                decision_id: u,
+                reason: s(),
+                trigger: s(),
+                replanning: true,
             }),
             keys(&TaskResolved {
                 key: s(),

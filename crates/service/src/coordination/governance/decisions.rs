@@ -607,13 +607,17 @@ pub(crate) async fn apply_to_task(
             .await?;
             tasks::record(
                 conn,
-                Change::of(
+                Change::event(
                     &t,
                     to,
-                    EventKind::TaskApproved,
                     actor,
                     None,
-                    json!({ "key": t.task_key, "decision_id": d.id, "outcome": d.status, "modifications": d.modifications }),
+                    &events::payloads::TaskApproved {
+                        key: t.task_key.clone(),
+                        decision_id: d.id,
+                        outcome: d.status.clone(),
+                        modifications: d.modifications.clone(),
+                    },
                 ),
             )
             .await?;
@@ -672,14 +676,19 @@ pub(crate) async fn replan_trigger(
     events::append(
         conn,
         run.workspace_id,
-        events::NewEvent {
-            run_id: run.id,
-            task_id: Some(t.id),
-            attempt_id: None,
-            kind: EventKind::MissionReplanTriggered,
+        events::NewEvent::new(
+            run.id,
+            Some(t.id),
+            None,
             actor,
-            payload: json!({ "key": t.task_key, "decision_id": d.id, "reason": reason, "trigger": "governance_rejected", "replanning": replanning }),
-        },
+            &events::payloads::MissionReplanTriggered {
+                key: t.task_key.clone(),
+                decision_id: d.id,
+                reason: reason.to_owned(),
+                trigger: "governance_rejected".into(),
+                replanning,
+            },
+        ),
     )
     .await?;
     if replanning {

@@ -71,13 +71,17 @@ pub async fn gate_task(
     );
     tasks::record(
         conn,
-        Change::of(
+        Change::event(
             task,
             next,
-            EventKind::TaskAwaitingApproval,
             actor,
             None,
-            json!({ "key": task.task_key, "decision_id": decision.id, "reason": result.reason, "relevant_threshold": result.relevant_threshold }),
+            &events::payloads::TaskAwaitingApproval {
+                key: task.task_key.clone(),
+                decision_id: decision.id,
+                reason: result.reason.clone(),
+                relevant_threshold: result.relevant_threshold.clone(),
+            },
         ),
     )
     .await?;
