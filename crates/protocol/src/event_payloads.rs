@@ -1,5 +1,6 @@
 //! Typed payloads of the mission, plan, task and attempt events (and the
-//! governance events that move tasks and missions). Each type
+//! governance events that move tasks and missions, the contract net's and
+//! the organisation spec's). Each type
 //! names its [`EventKind`] ([`EventPayload::KIND`]), so the service cannot
 //! write a payload under the wrong kind. Field names and nulls are exactly
 //! what the log has always held; fields absent in some cases are skipped
@@ -15,6 +16,7 @@ use uuid::Uuid;
 
 use coordinator_core::domain::{Autonomy, FailureKind, MissionStatus, Rung, TaskStatus};
 use coordinator_core::governance::Threshold;
+use coordinator_core::organisation::DefaultModality;
 
 use crate::events::EventKind;
 
@@ -73,6 +75,13 @@ payload_kind! {
     TaskAwaitingApproval => TaskAwaitingApproval,
     TaskApproved => TaskApproved,
     MissionReplanTriggered => MissionReplanTriggered,
+    TenderOpened => TenderOpened,
+    TenderProposalReceived => TenderProposalReceived,
+    TenderAwarded => TenderAwarded,
+    TenderNoProposals => TenderNoProposals,
+    MissionAllocationChanged => MissionAllocationChanged,
+    OrgSpecUpdated => OrgSpecUpdated,
+    OrgSpecRemoved => OrgSpecRemoved,
 }
 
 // ---------------------------------------------------------------- missions
@@ -545,6 +554,90 @@ pub struct MissionReplanTriggered {
     pub replanning: bool,
 }
 
+// ------------------------------------------------------------ contract net
+
+/// `tender.opened`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TenderOpened {
+    /// The task's key.
+    pub key: String,
+    /// The tender (also the call for proposals' id).
+    pub tender_id: Uuid,
+    /// The agents asked.
+    pub eligible_agents: Vec<String>,
+    /// When proposals close (RFC 3339).
+    pub deadline: String,
+}
+
+/// `tender.proposal_received`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TenderProposalReceived {
+    /// The tender.
+    pub tender_id: Uuid,
+    /// The proposal.
+    pub proposal_id: Uuid,
+    /// The agent that proposed.
+    pub agent_id: String,
+    /// How it came (`endpoint` or `api`).
+    pub via: String,
+}
+
+/// `tender.awarded`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TenderAwarded {
+    /// The tender.
+    pub tender_id: Uuid,
+    /// The winner.
+    pub agent_id: Option<String>,
+    /// The proposals ranked, best first.
+    pub ranking: Value,
+    /// How many proposals there were.
+    pub proposals: usize,
+}
+
+/// `tender.no_proposals` (the same fields as [`TenderAwarded`], without a winner).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TenderNoProposals {
+    /// The tender.
+    pub tender_id: Uuid,
+    /// Always null.
+    pub agent_id: Option<String>,
+    /// The (empty) ranking.
+    pub ranking: Value,
+    /// How many proposals there were.
+    pub proposals: usize,
+}
+
+/// `mission.allocation_changed`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MissionAllocationChanged {
+    /// `scoring` or `contract_net`.
+    pub allocation: String,
+    /// The tender window.
+    pub tender_window_ms: i32,
+}
+
+// ------------------------------------------------------------ organisation
+
+/// `org_spec.updated` (a workspace event).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OrgSpecUpdated {
+    /// The spec's new version.
+    pub version: i64,
+    /// Its name, if any.
+    pub name: Option<String>,
+    /// How many roles it has.
+    pub roles: usize,
+    /// How many norms it has.
+    pub norms: usize,
+    /// The modality of roles no norm names.
+    pub default_modality: DefaultModality,
+}
+
+/// `org_spec.removed` (a workspace event; an empty payload).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OrgSpecRemoved {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -718,6 +811,42 @@ mod tests {
                 trigger: s(),
                 replanning: true,
             }),
+            keys(&TenderOpened {
+                key: s(),
+                tender_id: u,
+                eligible_agents: vec![],
+                deadline: s(),
+            }),
+            keys(&TenderProposalReceived {
+                tender_id: u,
+                proposal_id: u,
+                agent_id: s(),
+                via: s(),
+            }),
+            keys(&TenderAwarded {
+                tender_id: u,
+                agent_id: None,
+                ranking: Value::Null,
+                proposals: 0,
+            }),
+            keys(&TenderNoProposals {
+                tender_id: u,
+                agent_id: None,
+                ranking: Value::Null,
+                proposals: 0,
+            }),
+            keys(&MissionAllocationChanged {
+                allocation: s(),
+                tender_window_ms: 1,
+            }),
+            keys(&OrgSpecUpdated {
+                version: 1,
+                name: None,
+                roles: 0,
+                norms: 0,
+                default_modality: DefaultModality::default(),
+            }),
+            keys(&OrgSpecRemoved {}),
             keys(&TaskResolved {
                 key: s(),
                 action: Value::Null,

@@ -3,7 +3,7 @@
 //! to the winner. The award formula and the tender lifecycle are pure and
 //! live in the core (`coordinator_core::contract_net`, re-exported here).
 
-use coordinator_protocol::EventKind;
+use coordinator_protocol::EventPayload;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -244,13 +244,17 @@ async fn open(
     events::record(
         conn,
         t.workspace_id,
-        WorkspaceEvent {
-            mission_id: Some(t.mission_id),
-            task_id: Some(t.task_id),
-            kind: EventKind::TenderOpened,
-            actor: initiator,
-            payload: json!({ "key": task.task_key, "tender_id": t.id, "eligible_agents": eligible, "deadline": deadline }),
-        },
+        WorkspaceEvent::new(
+            Some(t.mission_id),
+            Some(t.task_id),
+            initiator,
+            &events::payloads::TenderOpened {
+                key: task.task_key.clone(),
+                tender_id: t.id,
+                eligible_agents: eligible.clone(),
+                deadline: deadline.clone(),
+            },
+        ),
     )
     .await?;
     Ok(Some(t))
@@ -330,19 +334,32 @@ async fn close(conn: &mut PgConnection, t: &TenderRow, actor: &str) -> Result<Te
             .await?;
         }
     }
+    let (kind, payload) = if winner.is_some() {
+        events::payloads::TenderAwarded {
+            tender_id: t.id,
+            agent_id: winner,
+            ranking: json!(ranking),
+            proposals: proposals.len(),
+        }
+        .to_event()
+    } else {
+        events::payloads::TenderNoProposals {
+            tender_id: t.id,
+            agent_id: winner,
+            ranking: json!(ranking),
+            proposals: proposals.len(),
+        }
+        .to_event()
+    };
     events::record(
         conn,
         t.workspace_id,
         WorkspaceEvent {
             mission_id: Some(t.mission_id),
             task_id: Some(t.task_id),
-            kind: if winner.is_some() {
-                EventKind::TenderAwarded
-            } else {
-                EventKind::TenderNoProposals
-            },
+            kind,
             actor,
-            payload: json!({ "tender_id": t.id, "agent_id": winner, "ranking": ranking, "proposals": proposals.len() }),
+            payload,
         },
     )
     .await?;
@@ -695,13 +712,17 @@ pub async fn submit(
     events::record(
         &mut tx,
         workspace_id,
-        WorkspaceEvent {
-            mission_id: Some(t.mission_id),
-            task_id: Some(t.task_id),
-            kind: EventKind::TenderProposalReceived,
+        WorkspaceEvent::new(
+            Some(t.mission_id),
+            Some(t.task_id),
             actor,
-            payload: json!({ "tender_id": t.id, "proposal_id": row.id, "agent_id": agent_id, "via": via }),
-        },
+            &events::payloads::TenderProposalReceived {
+                tender_id: t.id,
+                proposal_id: row.id,
+                agent_id: agent_id.to_owned(),
+                via: via.to_owned(),
+            },
+        ),
     )
     .await?;
     let answered = store::proposals(&mut tx, workspace_id, tender_id)
@@ -796,13 +817,15 @@ pub async fn set_allocation(
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: Some(mission_id),
-            task_id: None,
-            kind: EventKind::MissionAllocationChanged,
-            actor: &actor,
-            payload: json!({ "allocation": req.allocation, "tender_window_ms": window }),
-        },
+        WorkspaceEvent::new(
+            Some(mission_id),
+            None,
+            &actor,
+            &events::payloads::MissionAllocationChanged {
+                allocation: req.allocation.clone(),
+                tender_window_ms: window,
+            },
+        ),
     )
     .await?;
     tx.commit().await?;

@@ -3,7 +3,6 @@
 //! for a task. The spec itself and its rules are pure and live in the core
 //! (`coordinator_core::organisation`), re-exported here.
 
-use coordinator_protocol::EventKind;
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -84,16 +83,18 @@ pub async fn upload(
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: EventKind::OrgSpecUpdated,
-            actor: &actor,
-            payload: json!({
-                "version": new_version, "name": spec.name, "roles": spec.roles.len(),
-                "norms": spec.norms.len(), "default_modality": spec.default_modality,
-            }),
-        },
+        WorkspaceEvent::new(
+            None,
+            None,
+            &actor,
+            &events::payloads::OrgSpecUpdated {
+                version: new_version,
+                name: spec.name.clone(),
+                roles: spec.roles.len(),
+                norms: spec.norms.len(),
+                default_modality: spec.default_modality,
+            },
+        ),
     )
     .await?;
     tx.commit().await?;
@@ -112,13 +113,7 @@ pub async fn remove(pool: &PgPool, who: &Principal) -> Result<(), ApiError> {
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: EventKind::OrgSpecRemoved,
-            actor: &actor,
-            payload: json!({}),
-        },
+        WorkspaceEvent::new(None, None, &actor, &events::payloads::OrgSpecRemoved {}),
     )
     .await?;
     tx.commit().await?;

@@ -94,6 +94,25 @@ pub struct WorkspaceEvent<'a> {
     pub payload: Value,
 }
 
+impl<'a> WorkspaceEvent<'a> {
+    /// An event with a typed payload, written under the payload's kind.
+    pub fn new<P: EventPayload>(
+        mission_id: Option<Uuid>,
+        task_id: Option<Uuid>,
+        actor: &'a str,
+        payload: &P,
+    ) -> Self {
+        let (kind, payload) = payload.to_event();
+        WorkspaceEvent {
+            mission_id,
+            task_id,
+            kind,
+            actor,
+            payload,
+        }
+    }
+}
+
 /// Appends an event to the workspace log: a mission event (with its `seq`)
 /// when it names a mission, otherwise a workspace event without one.
 pub async fn record(
