@@ -9,6 +9,15 @@
 //!   (and the callback's `traceparent`, when it has one).
 //! - `POST {endpoint}/v1/cfp` with a [`CallForProposals`] in a contract-net
 //!   tender; the worker answers `200` with a [`ProposalBody`] or `204`.
+//!
+//! Also the kinds of events the coordinator logs ([`EventKind`]), which
+//! clients filter and dispatch on.
+
+pub mod event_payloads;
+pub mod events;
+
+pub use event_payloads::EventPayload;
+pub use events::{EventArea, EventEntity, EventKind, UnknownEventKind};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use coordinator_protocol::EventKind;
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
@@ -41,19 +42,27 @@ pub enum Category {
     Approval,
 }
 
-/// The category of an event kind; `None` when it is not on the timeline.
+/// The category of an event kind; `None` when it is not on the timeline
+/// (or is no kind this coordinator writes).
 pub fn category(kind: &str) -> Option<Category> {
-    Some(match kind {
-        "plan.created" | "plan.replaced" => Category::Plan,
-        "task.dispatched" => Category::StepStarted,
-        "task.succeeded" | "task.failed" | "task.cancelled" | "task.skipped" => {
+    use EventKind as K;
+    Some(match EventKind::parse(kind)? {
+        K::PlanCreated | K::PlanReplaced => Category::Plan,
+        K::TaskDispatched => Category::StepStarted,
+        K::TaskSucceeded | K::TaskFailed | K::TaskCancelled | K::TaskSkipped => {
             Category::StepFinished
         }
-        "tool.called" => Category::ToolCall,
-        k if k.starts_with("handoff.") => Category::Handoff,
-        k if k.starts_with("team_decision.") || k.starts_with("decision.") => Category::Decision,
-        k if k.starts_with("tool.approval_") => Category::Approval,
-        "task.awaiting_approval" | "task.approved" => Category::Approval,
+        K::ToolCalled => Category::ToolCall,
+        K::HandoffCreated => Category::Handoff,
+        K::TeamDecisionProposed
+        | K::TeamDecisionVoted
+        | K::TeamDecisionCommitted
+        | K::TeamDecisionCancelled
+        | K::DecisionRequested
+        | K::DecisionResolved
+        | K::DecisionRechecked => Category::Decision,
+        K::ToolApprovalRequested | K::ToolApprovalResolved => Category::Approval,
+        K::TaskAwaitingApproval | K::TaskApproved => Category::Approval,
         _ => return None,
     })
 }
@@ -100,14 +109,15 @@ pub fn entries(events: &[EventView]) -> Vec<Entry> {
 
 /// The status a task has after an event of this kind, when the kind says.
 pub fn task_status_of_kind(kind: &str) -> Option<&'static str> {
-    Some(match kind {
-        "task.queued" => "queued",
-        "task.dispatched" => "running",
-        "task.succeeded" => "succeeded",
-        "task.retry_scheduled" | "task.continued" => "retry_wait",
-        "task.failed" => "failed",
-        "task.cancelled" => "cancelled",
-        "task.skipped" => "skipped",
+    use EventKind as K;
+    Some(match EventKind::parse(kind)? {
+        K::TaskQueued => "queued",
+        K::TaskDispatched => "running",
+        K::TaskSucceeded => "succeeded",
+        K::TaskRetryScheduled | K::TaskContinued => "retry_wait",
+        K::TaskFailed => "failed",
+        K::TaskCancelled => "cancelled",
+        K::TaskSkipped => "skipped",
         _ => return None,
     })
 }
@@ -134,12 +144,12 @@ impl Replay {
 
     /// Applies one event.
     pub fn apply(&mut self, kind: &str, task_id: Option<Uuid>, payload: &Value) {
-        if kind == "mission.status_changed"
+        if kind == EventKind::MissionStatusChanged.as_str()
             && let Some(to) = payload["to"].as_str()
         {
             self.mission_status = to.to_owned();
         }
-        if kind == "plan.created"
+        if kind == EventKind::PlanCreated.as_str()
             && let Some(v) = payload["plan_version"].as_i64()
         {
             self.plan_version = v;

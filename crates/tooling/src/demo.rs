@@ -10,6 +10,7 @@ use std::{
 };
 
 use anyhow::Context;
+use coordinator_service::store::events::EventKind;
 use serde_json::{Value, json};
 
 use crate::{
@@ -237,22 +238,22 @@ async fn follow(
             let t = started.elapsed().as_secs_f64();
             let task = ev["task_id"].as_str().map(key_of).unwrap_or_default();
             let p = &ev["payload"];
-            match ev["kind"].as_str().unwrap_or("") {
-                "task.dispatched" => println!(
+            match ev["kind"].as_str().and_then(EventKind::parse) {
+                Some(EventKind::TaskDispatched) => println!(
                     "[{t:5.1}s] ▸ {task:<20} dispatched to {} (attempt {})",
                     p["agent_id"].as_str().unwrap_or("?"),
                     p["attempt"]
                 ),
-                "task.succeeded" => {
+                Some(EventKind::TaskSucceeded) => {
                     done += 1;
                     println!("[{t:5.1}s] ✓ {task:<20} succeeded   {}", bar(done, total));
                 }
-                "task.retry_scheduled" => println!(
+                Some(EventKind::TaskRetryScheduled) => println!(
                     "[{t:5.1}s] ↻ {task:<20} failed, retry scheduled: {}",
                     p["error"].as_str().unwrap_or("")
                 ),
-                "task.failed" => println!("[{t:5.1}s] ✗ {task:<20} failed for good"),
-                "mission.status_changed" => {
+                Some(EventKind::TaskFailed) => println!("[{t:5.1}s] ✗ {task:<20} failed for good"),
+                Some(EventKind::MissionStatusChanged) => {
                     let to = p["to"].as_str().unwrap_or("");
                     println!("[{t:5.1}s] ● mission is {to}");
                     if matches!(to, "completed" | "failed" | "cancelled") {

@@ -22,9 +22,6 @@ use crate::{
     store::{bdi as store, events, missions::MissionRow},
 };
 
-/// Event kind of a mission's reconsideration.
-pub const RECONSIDERED: &str = "mission.reconsidered";
-
 /// A mission's effective strategy, and whether it was set explicitly.
 pub async fn strategy_of(
     conn: &mut PgConnection,
@@ -67,7 +64,7 @@ pub async fn consult(
         events::WorkspaceEvent {
             mission_id: Some(run.id),
             task_id: None,
-            kind: RECONSIDERED,
+            kind: events::EventKind::MissionReconsidered,
             actor,
             payload: json!({ "trigger": trigger, "strategy": strategy, "explicit": explicit.is_some(),
                              "verdict": verdict, "replan": replan }),

@@ -16,6 +16,7 @@
 
 use std::time::Duration;
 
+use coordinator_protocol::EventKind;
 use serde_json::json;
 use sqlx::PgPool;
 use time::OffsetDateTime;
@@ -31,14 +32,6 @@ use crate::store::{
 pub const LOCK_KEY: i64 = 0x6264_696d_6169_6e74;
 /// Default seconds between cycles (the seed's 30-minute heartbeat).
 pub const DEFAULT_INTERVAL_SECS: u32 = 1800;
-
-/// Event kinds of the runtime.
-pub mod kind {
-    /// An intention stalled past its threshold was marked for reconsideration.
-    pub const INTENTION_STALE: &str = "bdi.intention.stale";
-    /// Belief conflicts were found for an agent.
-    pub const BELIEF_CONFLICT: &str = "bdi.belief.conflict";
-}
 
 /// What one attempt to run a cycle did.
 #[derive(Debug, Clone)]
@@ -85,7 +78,7 @@ async fn cycle(pool: &PgPool, replica: &str) -> anyhow::Result<CycleView> {
             WorkspaceEvent {
                 mission_id: None,
                 task_id: None,
-                kind: kind::INTENTION_STALE,
+                kind: EventKind::BdiIntentionStale,
                 actor: &actor,
                 payload: json!({ "agent_id": agent_id, "intention_id": id, "strategy": strategy }),
             },
@@ -140,7 +133,7 @@ async fn cycle(pool: &PgPool, replica: &str) -> anyhow::Result<CycleView> {
                     WorkspaceEvent {
                         mission_id: None,
                         task_id: None,
-                        kind: kind::BELIEF_CONFLICT,
+                        kind: EventKind::BdiBeliefConflict,
                         actor: &actor,
                         payload: json!({ "agent_id": key.1, "subject": key.2, "pairs": found }),
                     },

@@ -2,6 +2,7 @@
 //! [`super::rules`], writes the rows and their workspace event together.
 //! Bad input is refused before anything is written.
 
+use coordinator_protocol::EventKind;
 use serde_json::{Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -127,26 +128,6 @@ pub enum BdiError {
     Unexpected(#[from] anyhow::Error),
 }
 
-/// Event kinds written by BDI state changes.
-pub mod kind {
-    /// A belief was written (any outcome of the revision rule).
-    pub const BELIEF_REVISED: &str = "bdi.belief.revised";
-    /// A desire was created (with any conflicts found).
-    pub const DESIRE_CREATED: &str = "bdi.desire.created";
-    /// A desire was dropped (directly or by cascade).
-    pub const DESIRE_DROPPED: &str = "bdi.desire.dropped";
-    /// A goal was created.
-    pub const GOAL_CREATED: &str = "bdi.goal.created";
-    /// A goal changed status.
-    pub const GOAL_UPDATED: &str = "bdi.goal.updated";
-    /// An intention was committed.
-    pub const INTENTION_COMMITTED: &str = "bdi.intention.committed";
-    /// An intention changed status or progress.
-    pub const INTENTION_UPDATED: &str = "bdi.intention.updated";
-    /// `intention_reconsider` ran.
-    pub const INTENTION_RECONSIDERED: &str = "bdi.intention.reconsidered";
-}
-
 /// A 422 `invalid_value` for a number outside [0, 1].
 pub fn out_of_range(field: &str, value: f64) -> BdiError {
     BdiError::OutOfRange {
@@ -198,7 +179,7 @@ pub async fn require_agent(
 async fn record(
     conn: &mut PgConnection,
     workspace_id: Uuid,
-    kind: &str,
+    kind: EventKind,
     actor: &str,
     payload: Value,
 ) -> sqlx::Result<()> {
@@ -357,7 +338,7 @@ async fn record_belief(
     record(
         conn,
         workspace_id,
-        kind::BELIEF_REVISED,
+        EventKind::BdiBeliefRevised,
         actor,
         json!({ "agent_id": b.agent_id, "belief_id": b.id, "category": b.category, "subject": b.subject,
                 "outcome": outcome, "certainty": b.certainty, "conflict": b.conflict }),
@@ -474,7 +455,7 @@ pub async fn create_desire(
     record(
         &mut *conn,
         workspace_id,
-        kind::DESIRE_CREATED,
+        EventKind::BdiDesireCreated,
         actor,
         json!({ "agent_id": agent_id, "desire_id": id, "kind": d.kind, "priority": priority,
                 "conflicts": conflicts }),
@@ -562,7 +543,7 @@ pub async fn drop_desire(
     record(
         &mut *conn,
         workspace_id,
-        kind::DESIRE_DROPPED,
+        EventKind::BdiDesireDropped,
         actor,
         json!({ "agent_id": agent_id, "desire_id": desire_id, "reason": reason,
                 "related_desires_affected": plan.affected, "cascaded_drops": plan.cascaded }),
@@ -656,7 +637,7 @@ pub async fn create_goal(
     record(
         &mut *conn,
         workspace_id,
-        kind::GOAL_CREATED,
+        EventKind::BdiGoalCreated,
         actor,
         json!({ "agent_id": agent_id, "goal_id": goal.id, "tier": goal.tier, "parent_goal_id": goal.parent_goal_id }),
     )
@@ -690,7 +671,7 @@ pub async fn set_goal_status(
     record(
         &mut *conn,
         workspace_id,
-        kind::GOAL_UPDATED,
+        EventKind::BdiGoalUpdated,
         actor,
         json!({ "agent_id": agent_id, "goal_id": id, "from": from, "to": to }),
     )
@@ -775,7 +756,7 @@ pub async fn commit_intention(
     record(
         &mut *conn,
         workspace_id,
-        kind::INTENTION_COMMITTED,
+        EventKind::BdiIntentionCommitted,
         actor,
         json!({ "agent_id": agent_id, "intention_id": it.id, "strategy": it.strategy, "priority": it.priority }),
     )
@@ -818,7 +799,7 @@ pub async fn set_intention_status(
     record(
         &mut *conn,
         workspace_id,
-        kind::INTENTION_UPDATED,
+        EventKind::BdiIntentionUpdated,
         actor,
         json!({ "agent_id": agent_id, "intention_id": id, "from": from, "to": to }),
     )
@@ -857,7 +838,7 @@ pub async fn record_progress(
     record(
         &mut *conn,
         workspace_id,
-        kind::INTENTION_UPDATED,
+        EventKind::BdiIntentionUpdated,
         actor,
         json!({ "agent_id": agent_id, "intention_id": id, "progress": progress }),
     )
@@ -947,7 +928,7 @@ pub async fn reconsider_intention(
     record(
         &mut *conn,
         workspace_id,
-        kind::INTENTION_RECONSIDERED,
+        EventKind::BdiIntentionReconsidered,
         actor,
         json!({ "agent_id": agent_id, "intention_id": id, "strategy": strategy, "verdict": verdict,
                 "reasons": reasons, "applied": applied }),

@@ -3,6 +3,7 @@
 //! to the winner. The award formula and the tender lifecycle are pure and
 //! live in the core (`coordinator_core::contract_net`, re-exported here).
 
+use coordinator_protocol::EventPayload;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -29,20 +30,6 @@ use crate::{
 };
 
 pub use coordinator_core::contract_net::*;
-
-/// Event kinds written by the contract net.
-pub mod kind {
-    /// A CFP went out (payload: tender, eligible agents, deadline).
-    pub const TENDER_OPENED: &str = "tender.opened";
-    /// An agent proposed.
-    pub const PROPOSAL_RECEIVED: &str = "tender.proposal_received";
-    /// The best proposal won; the task is pinned to its agent.
-    pub const TENDER_AWARDED: &str = "tender.awarded";
-    /// Nobody proposed by the deadline: the task falls back to scoring.
-    pub const TENDER_NO_PROPOSALS: &str = "tender.no_proposals";
-    /// A mission's allocation setting changed.
-    pub const ALLOCATION_CHANGED: &str = "mission.allocation_changed";
-}
 
 /// The tender's wire types: workers answer them, so they live in the protocol crate.
 pub use coordinator_protocol::{CallForProposals, ProposalBody};
@@ -384,13 +371,17 @@ async fn open(
     events::record(
         conn,
         t.workspace_id,
-        WorkspaceEvent {
-            mission_id: Some(t.mission_id),
-            task_id: Some(t.task_id),
-            kind: kind::TENDER_OPENED,
-            actor: initiator,
-            payload: json!({ "key": task.task_key, "tender_id": t.id, "eligible_agents": eligible, "deadline": deadline }),
-        },
+        WorkspaceEvent::new(
+            Some(t.mission_id),
+            Some(t.task_id),
+            initiator,
+            &events::payloads::TenderOpened {
+                key: task.task_key.clone(),
+                tender_id: t.id,
+                eligible_agents: eligible.clone(),
+                deadline: deadline.clone(),
+            },
+        ),
     )
     .await?;
     Ok(Some(t))
@@ -474,19 +465,32 @@ async fn close(
             .await?;
         }
     }
+    let (kind, payload) = if winner.is_some() {
+        events::payloads::TenderAwarded {
+            tender_id: t.id,
+            agent_id: winner,
+            ranking: json!(ranking),
+            proposals: proposals.len(),
+        }
+        .to_event()
+    } else {
+        events::payloads::TenderNoProposals {
+            tender_id: t.id,
+            agent_id: winner,
+            ranking: json!(ranking),
+            proposals: proposals.len(),
+        }
+        .to_event()
+    };
     events::record(
         conn,
         t.workspace_id,
         WorkspaceEvent {
             mission_id: Some(t.mission_id),
             task_id: Some(t.task_id),
-            kind: if winner.is_some() {
-                kind::TENDER_AWARDED
-            } else {
-                kind::TENDER_NO_PROPOSALS
-            },
+            kind,
             actor,
-            payload: json!({ "tender_id": t.id, "agent_id": winner, "ranking": ranking, "proposals": proposals.len() }),
+            payload,
         },
     )
     .await?;
@@ -805,13 +809,17 @@ pub async fn submit(
     events::record(
         &mut tx,
         workspace_id,
-        WorkspaceEvent {
-            mission_id: Some(t.mission_id),
-            task_id: Some(t.task_id),
-            kind: kind::PROPOSAL_RECEIVED,
+        WorkspaceEvent::new(
+            Some(t.mission_id),
+            Some(t.task_id),
             actor,
-            payload: json!({ "tender_id": t.id, "proposal_id": row.id, "agent_id": agent_id, "via": via }),
-        },
+            &events::payloads::TenderProposalReceived {
+                tender_id: t.id,
+                proposal_id: row.id,
+                agent_id: agent_id.to_owned(),
+                via: via.to_owned(),
+            },
+        ),
     )
     .await?;
     let answered = store::proposals(&mut tx, workspace_id, tender_id)
@@ -909,13 +917,15 @@ pub async fn set_allocation(
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: Some(mission_id),
-            task_id: None,
-            kind: kind::ALLOCATION_CHANGED,
-            actor: &actor,
-            payload: json!({ "allocation": req.allocation, "tender_window_ms": window }),
-        },
+        WorkspaceEvent::new(
+            Some(mission_id),
+            None,
+            &actor,
+            &events::payloads::MissionAllocationChanged {
+                allocation: req.allocation.clone(),
+                tender_window_ms: window,
+            },
+        ),
     )
     .await?;
     tx.commit().await?;

@@ -9,6 +9,7 @@
 //! receiving agent is hinted as the next owner (preferred while it has a
 //! free slot) and gets a HANDOFF message carrying the payload.
 
+use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -30,12 +31,6 @@ use crate::{
         tasks::TaskRow,
     },
 };
-
-/// Event kinds written by handoffs.
-pub mod kind {
-    /// A handoff was made (payload: id, direction, from, to, task status from/to).
-    pub const HANDOFF_CREATED: &str = "handoff.created";
-}
 
 /// Why a handoff failed.
 #[derive(Debug, thiserror::Error)]
@@ -366,7 +361,11 @@ async fn move_task(
             })
         }
         Some(_) => {
-            let payload = json!({ "reason": "handed off", "via": via });
+            let payload = crate::store::events::payloads::TaskAwaitingHuman {
+                reason: Some("handed off".into()),
+                via: Some(via.clone()),
+                ..Default::default()
+            };
             let (_, live) = human::hand_to_person(&mut *tx, run, t, p.actor, payload)
                 .await
                 .map_err(HandoffError::TaskMove)?;
@@ -446,7 +445,7 @@ async fn record(
         WorkspaceEvent {
             mission_id: Some(run.id),
             task_id: Some(t.id),
-            kind: kind::HANDOFF_CREATED,
+            kind: EventKind::HandoffCreated,
             actor: p.actor,
             payload: json!({
                 "handoff_id": p.id, "direction": h.direction, "from": p.from, "to": p.to,

@@ -5,6 +5,7 @@
 //! unread → read → acked. `BLOCKED` and `HANDOFF` need an ack; a categorised
 //! message must name the mission or task it is about (the RFC's bead link).
 
+use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -111,14 +112,6 @@ pub enum LinkageError {
     /// The database failed.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
-}
-
-/// Event kinds written by messaging.
-pub mod kind {
-    /// A message was sent (payload: id, from, to, performative, category, recipients).
-    pub const MESSAGE_SENT: &str = "message.sent";
-    /// A recipient acknowledged a message.
-    pub const MESSAGE_ACKED: &str = "message.acked";
 }
 
 /// Checks what can be checked without the database; the first problem found.
@@ -252,7 +245,7 @@ pub async fn send(
         WorkspaceEvent {
             mission_id,
             task_id: m.task_id,
-            kind: kind::MESSAGE_SENT,
+            kind: EventKind::MessageSent,
             actor: &m.sender,
             payload: json!({
                 "message_id": id,
@@ -311,7 +304,7 @@ pub async fn mark(
                     WorkspaceEvent {
                         mission_id: msg.mission_id,
                         task_id: msg.task_id,
-                        kind: kind::MESSAGE_ACKED,
+                        kind: EventKind::MessageAcked,
                         actor,
                         payload: json!({
                             "message_id": message_id,

@@ -4,7 +4,7 @@
 //! (`coordinator_core::organisation`), re-exported here.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -19,14 +19,6 @@ use crate::{
         tasks::TaskRow,
     },
 };
-
-/// Event kinds written by organisation specs.
-pub mod kind {
-    /// A spec was uploaded or replaced.
-    pub const SPEC_UPDATED: &str = "org_spec.updated";
-    /// The spec was removed.
-    pub const SPEC_REMOVED: &str = "org_spec.removed";
-}
 
 /// The stored spec and how the workspace's agents staff it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -116,16 +108,18 @@ pub async fn upload(
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: kind::SPEC_UPDATED,
-            actor: &actor,
-            payload: json!({
-                "version": new_version, "name": spec.name, "roles": spec.roles.len(),
-                "norms": spec.norms.len(), "default_modality": spec.default_modality,
-            }),
-        },
+        WorkspaceEvent::new(
+            None,
+            None,
+            &actor,
+            &events::payloads::OrgSpecUpdated {
+                version: new_version,
+                name: spec.name.clone(),
+                roles: spec.roles.len(),
+                norms: spec.norms.len(),
+                default_modality: spec.default_modality,
+            },
+        ),
     )
     .await?;
     tx.commit().await?;
@@ -142,13 +136,7 @@ pub async fn remove(pool: &PgPool, who: &Principal) -> Result<(), OrganisationEr
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: kind::SPEC_REMOVED,
-            actor: &actor,
-            payload: json!({}),
-        },
+        WorkspaceEvent::new(None, None, &actor, &events::payloads::OrgSpecRemoved {}),
     )
     .await?;
     tx.commit().await?;

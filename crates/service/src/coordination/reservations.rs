@@ -8,6 +8,7 @@
 //! scope takes it over (it becomes `expired`), and the reconcile sweep marks
 //! the rest.
 
+use coordinator_protocol::EventKind;
 use serde_json::json;
 use sqlx::PgConnection;
 use time::OffsetDateTime;
@@ -86,16 +87,6 @@ pub fn rfc3339(t: OffsetDateTime) -> Option<String> {
         .ok()
 }
 
-/// Event kinds written by reservations.
-pub mod kind {
-    /// A scope was reserved (or a held reservation renewed).
-    pub const RESERVED: &str = "reservation.created";
-    /// The holder (or an operator) released it.
-    pub const RELEASED: &str = "reservation.released";
-    /// It outlived its TTL (taken over, or swept).
-    pub const EXPIRED: &str = "reservation.expired";
-}
-
 /// Checks a scope: 1–256 characters, no control characters.
 pub fn validate_scope(scope: &str) -> Result<(), Invalid> {
     if scope.trim().is_empty() || scope.len() > 256 {
@@ -163,7 +154,7 @@ pub async fn reserve(
             &mut *conn,
             workspace_id,
             &renewed,
-            kind::RESERVED,
+            EventKind::ReservationCreated,
             actor,
             json!({ "renewed": true }),
         )
@@ -191,7 +182,7 @@ pub async fn reserve(
             &mut *conn,
             workspace_id,
             &expired,
-            kind::EXPIRED,
+            EventKind::ReservationExpired,
             actor,
             json!({ "taken_over_by": id, "by_agent": r.agent_id }),
         )
@@ -201,7 +192,7 @@ pub async fn reserve(
         &mut *conn,
         workspace_id,
         &created,
-        kind::RESERVED,
+        EventKind::ReservationCreated,
         actor,
         json!({ "renewed": false }),
     )
@@ -235,7 +226,7 @@ pub async fn release(
         &mut *conn,
         workspace_id,
         &released,
-        kind::RELEASED,
+        EventKind::ReservationReleased,
         actor,
         json!({}),
     )
@@ -251,7 +242,7 @@ pub async fn expire_stale(conn: &mut PgConnection, actor: &str) -> sqlx::Result<
             &mut *conn,
             r.workspace_id,
             r,
-            kind::EXPIRED,
+            EventKind::ReservationExpired,
             actor,
             json!({ "swept": true }),
         )
@@ -264,7 +255,7 @@ async fn record(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     r: &ReservationView,
-    kind: &str,
+    kind: EventKind,
     actor: &str,
     extra: serde_json::Value,
 ) -> sqlx::Result<()> {

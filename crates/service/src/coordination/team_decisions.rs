@@ -4,6 +4,7 @@
 //! lifecycle) are pure and live in the core (`coordinator_core::team_decisions`,
 //! re-exported here).
 
+use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -93,18 +94,6 @@ fn no_mission(id: Uuid) -> TeamDecisionError {
         what: "mission",
         id,
     }
-}
-
-/// Event kinds written here.
-pub mod kind {
-    /// A decision was put to the team.
-    pub const PROPOSED: &str = "team_decision.proposed";
-    /// An agent voted (or changed its vote).
-    pub const VOTED: &str = "team_decision.voted";
-    /// The decision was committed; the payload carries the ADR.
-    pub const COMMITTED: &str = "team_decision.committed";
-    /// The decision was withdrawn.
-    pub const CANCELLED: &str = "team_decision.cancelled";
 }
 
 /// `POST /v1/missions/{id}/team-decisions` body.
@@ -400,7 +389,7 @@ pub async fn propose(
             run_id: mission_id,
             task_id: req.task_id,
             attempt_id: None,
-            kind: kind::PROPOSED,
+            kind: EventKind::TeamDecisionProposed,
             actor: &actor,
             payload: json!({
                 "team_decision_id": id, "topic": row.topic, "options": options,
@@ -473,7 +462,7 @@ async fn commit_locked(
             run_id: row.mission_id,
             task_id: row.task_id,
             attempt_id: None,
-            kind: kind::COMMITTED,
+            kind: EventKind::TeamDecisionCommitted,
             actor: closed_by,
             payload: json!({
                 "team_decision_id": row.id, "topic": row.topic, "committed_option": c.chosen,
@@ -621,7 +610,7 @@ pub async fn vote(
             run_id: row.mission_id,
             task_id: row.task_id,
             attempt_id: None,
-            kind: kind::VOTED,
+            kind: EventKind::TeamDecisionVoted,
             actor: &actor,
             payload: json!({
                 "team_decision_id": id, "agent_id": agent, "option": option,
@@ -702,7 +691,7 @@ pub async fn cancel(
             run_id: row.mission_id,
             task_id: row.task_id,
             attempt_id: None,
-            kind: kind::CANCELLED,
+            kind: EventKind::TeamDecisionCancelled,
             actor: &actor,
             payload: json!({ "team_decision_id": id, "reason": req.reason.trim() }),
         },

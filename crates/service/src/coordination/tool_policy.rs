@@ -3,6 +3,7 @@
 //! it made. The policy and its verdicts are pure and live in the core
 //! (`coordinator_core::tool_policy`, re-exported here).
 
+use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -91,16 +92,6 @@ pub enum ToolApprovalError {
     /// The database failed.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
-}
-
-/// Event kinds written here.
-pub mod kind {
-    /// A worker asked to call a tool (payload: tool, verdict, reasons, status).
-    pub const APPROVAL_REQUESTED: &str = "tool.approval_requested";
-    /// A request was resolved: by the policy at once, by a person, or by its timeout.
-    pub const APPROVAL_RESOLVED: &str = "tool.approval_resolved";
-    /// A worker reports a tool call it made.
-    pub const CALLED: &str = "tool.called";
 }
 
 /// `POST /v1/attempts/{id}/tool-approvals` body.
@@ -252,7 +243,7 @@ fn resolved_event<'a>(row: &ApprovalRow, actor: &'a str) -> NewEvent<'a> {
         run_id: row.run_id,
         task_id: Some(row.task_id),
         attempt_id: Some(row.attempt_id),
-        kind: kind::APPROVAL_RESOLVED,
+        kind: EventKind::ToolApprovalResolved,
         actor,
         payload: json!({
             "approval_id": row.id, "agent_id": row.agent_id, "tool": row.tool,
@@ -406,7 +397,7 @@ pub async fn request_approval(
             run_id: facts.run_id,
             task_id: Some(facts.task_id),
             attempt_id: Some(attempt_id),
-            kind: kind::APPROVAL_REQUESTED,
+            kind: EventKind::ToolApprovalRequested,
             actor: &actor,
             payload: json!({
                 "approval_id": row.id, "agent_id": row.agent_id, "tool": row.tool,
@@ -502,7 +493,7 @@ pub async fn report_call(
             run_id: facts.run_id,
             task_id: Some(facts.task_id),
             attempt_id: Some(attempt_id),
-            kind: kind::CALLED,
+            kind: EventKind::ToolCalled,
             actor: &actor,
             payload: json!({
                 "agent_id": facts.agent_id, "tool": req.tool.trim(), "approval_id": req.approval_id,

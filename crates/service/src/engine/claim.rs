@@ -27,7 +27,7 @@ use crate::{
     domain::{TaskEvent, TaskStatus, budget},
     store::{
         agents,
-        events::{self, kind},
+        events::{self, EventPayload, payloads},
         governance as store_governance, organisation as store_organisation,
         tasks::{self, Change},
     },
@@ -463,18 +463,20 @@ async fn hire_contractor(
     events::append(
         &mut *tx,
         task.workspace_id,
-        events::NewEvent {
-            run_id: task.run_id,
-            task_id: Some(task.id),
-            attempt_id: None,
-            kind: kind::CONTRACTOR_HIRED,
-            actor: h.actor,
-            payload: json!({
-                "key": task.task_key, "agent_id": hired.profile.agent_id,
-                "skills": hired.profile.skills, "tools": hired.profile.tools,
-                "threshold": cfg.contractor_threshold, "role": role,
-            }),
-        },
+        events::NewEvent::new(
+            task.run_id,
+            Some(task.id),
+            None,
+            h.actor,
+            &payloads::ContractorHired {
+                key: task.task_key.clone(),
+                agent_id: hired.profile.agent_id.clone(),
+                skills: hired.profile.skills.clone(),
+                tools: hired.profile.tools.clone(),
+                threshold: cfg.contractor_threshold,
+                role: role.clone(),
+            },
+        ),
     )
     .await?;
     candidates.push(hired);
@@ -551,11 +553,18 @@ async fn write_attempts(
         rows.scores.push(score.total);
         rows.details
             .push(serde_json::to_value(score).unwrap_or_default());
-        rows.payloads.push(json!({
-            "key": task.task_key, "agent_id": agent.profile.agent_id,
-            "attempt": task.attempt_count + 1, "score": score, "purpose": purpose,
-            "status": TaskStatus::Running,
-        }));
+        rows.payloads.push(
+            payloads::TaskDispatched {
+                key: task.task_key.clone(),
+                agent_id: agent.profile.agent_id.clone(),
+                attempt: task.attempt_count + 1,
+                score: serde_json::to_value(score).unwrap_or_default(),
+                purpose: purpose.to_owned(),
+                status: TaskStatus::Running,
+            }
+            .to_event()
+            .1,
+        );
         tokens.push(token);
     }
     // One statement writes the whole batch: attempts, tasks (version
@@ -629,7 +638,7 @@ async fn write_attempts(
         cfg.replica_id,
         cfg.lease.as_secs_f64(),
         TaskStatus::Running.board_column().as_str(),
-        kind::TASK_DISPATCHED,
+        <payloads::TaskDispatched as EventPayload>::KIND.as_str(),
         actor
     )
     .fetch_one(&mut *tx)
@@ -848,13 +857,19 @@ async fn refuse_over_budget(
         .await?;
     tasks::record(
         conn,
-        Change::of(
+        Change::event(
             task,
             next,
-            kind::TASK_BUDGET_REFUSED,
             actor,
             None,
-            json!({ "key": task.task_key, "estimated_cost": task.estimated_cost, "limit": limit, "spent": spent, "then": to, "reason": reason }),
+            &payloads::TaskBudgetRefused {
+                key: task.task_key.clone(),
+                estimated_cost: task.estimated_cost,
+                limit,
+                spent,
+                then: to.to_owned(),
+                reason: reason.to_owned(),
+            },
         ),
     )
     .await?;

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::json;
 use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -21,7 +20,7 @@ use crate::{
     },
     store::{
         agents,
-        events::kind,
+        events::{EventPayload, payloads},
         missions::MissionRow,
         tasks::{self, Change, TaskRow},
     },
@@ -98,10 +97,17 @@ pub async fn escalate_task(
                 Some(f.error.clone()),
             );
             r.feedback = f.feedback;
-            r.detail = json!({
-                "key": task.task_key, "rung": rung, "excluded_agents": excluded,
-                "min_model_tier": min_tier, "error": f.error, "failure_kind": f.kind,
-            });
+            // Written by the retry as its `task.escalated` payload.
+            r.detail = payloads::TaskEscalated {
+                key: task.task_key.clone(),
+                rung,
+                excluded_agents: Some(excluded.clone()),
+                min_model_tier: Some(min_tier),
+                error: Some(f.error.clone()),
+                failure_kind: Some(f.kind),
+            }
+            .to_event()
+            .1;
             task_outcome::retry(conn, task, run, f.attempt_id, r, actor).await?;
             // A fresh set of attempts on the new rung; a pin to the agent
             // that failed would defeat it.
@@ -120,10 +126,19 @@ pub async fn escalate_task(
             Ok(TaskStatus::RetryWait)
         }
         Escalation::DropOptional => {
-            supersede(conn, task, &f, None, actor, kind::TASK_SKIPPED, json!({
-                "key": task.task_key, "reason": "optional task failed on every rung that could help; dropped",
-                "error": f.error,
-            }))
+            supersede(
+                conn,
+                task,
+                &f,
+                None,
+                actor,
+                &payloads::TaskSkipped {
+                    key: task.task_key.clone(),
+                    reason: "optional task failed on every rung that could help; dropped".into(),
+                    error: Some(f.error.clone()),
+                    decision_id: None,
+                },
+            )
             .await?;
             tasks::promote_ready(
                 conn,
@@ -202,10 +217,14 @@ pub async fn replan_around_task(
         &f,
         Some(Rung::Replan),
         actor,
-        kind::TASK_ESCALATED,
-        json!({
-            "key": task.task_key, "rung": Rung::Replan, "error": f.error, "failure_kind": f.kind,
-        }),
+        &payloads::TaskEscalated {
+            key: task.task_key.clone(),
+            rung: Rung::Replan,
+            excluded_agents: None,
+            min_model_tier: None,
+            error: Some(f.error.clone()),
+            failure_kind: Some(f.kind),
+        },
     )
     .await?;
     sqlx::query!(
@@ -227,8 +246,7 @@ async fn supersede(
     f: &Failed,
     rung: Option<Rung>,
     actor: &str,
-    event: &str,
-    payload: serde_json::Value,
+    payload: &impl EventPayload,
 ) -> Result<(), ReportError> {
     let to = task
         .status()
@@ -254,7 +272,7 @@ async fn supersede(
     }
     tasks::record(
         conn,
-        Change::of(task, to, event, actor, Some(f.attempt_id), payload),
+        Change::event(task, to, actor, Some(f.attempt_id), payload),
     )
     .await?;
     Ok(())
@@ -293,17 +311,21 @@ async fn to_human(
     }
     tasks::record(
         conn,
-        Change::of(
+        Change::event(
             task,
             to,
-            kind::TASK_AWAITING_HUMAN,
             actor,
             Some(f.attempt_id),
-            json!({
-                "key": task.task_key, "rung": Rung::Human, "error": f.error, "failure_kind": f.kind,
-                "attempts": task.attempt_count, "excluded_agents": excluded,
-                "actions": ["complete", "retry", "skip", "fail"],
-            }),
+            &payloads::TaskAwaitingHuman {
+                key: task.task_key.clone(),
+                rung: Some(Rung::Human),
+                error: Some(f.error.clone()),
+                failure_kind: Some(f.kind),
+                attempts: Some(task.attempt_count),
+                excluded_agents: Some(excluded.to_vec()),
+                actions: payloads::TaskAwaitingHuman::actions(),
+                ..Default::default()
+            },
         ),
     )
     .await?;

@@ -22,7 +22,7 @@ use crate::{
     },
     store::{
         agents, attempts,
-        events::{self, NewEvent, kind},
+        events::{self, NewEvent, payloads},
         missions, tasks,
     },
 };
@@ -137,7 +137,13 @@ pub async fn plan_one(
                 &mut tx,
                 &run,
                 &actor,
-                json!({ "outcome": "plan", "usage": usage }),
+                payloads::PlanLlmCall {
+                    outcome: "plan".into(),
+                    usage: Some(usage.clone()),
+                    code: None,
+                    error: None,
+                    attempt: None,
+                },
             )
             .await?;
             tasks::remove_unstarted(&mut tx, run.id).await?;
@@ -183,7 +189,13 @@ pub async fn plan_one(
                 &mut tx,
                 &run,
                 &actor,
-                json!({ "outcome": "error", "code": e.code(), "error": e.to_string(), "attempt": claim.planning_attempts }),
+                payloads::PlanLlmCall {
+                    outcome: "error".into(),
+                    usage: None,
+                    code: Some(e.code().to_owned()),
+                    error: Some(e.to_string()),
+                    attempt: Some(claim.planning_attempts),
+                },
             )
             .await?;
             if retryable && claim.planning_attempts < planning.max_planning_attempts {
@@ -199,14 +211,17 @@ pub async fn plan_one(
                 events::append(
                     &mut tx,
                     run.workspace_id,
-                    NewEvent {
-                        run_id: run.id,
-                        task_id: None,
-                        attempt_id: None,
-                        kind: kind::PLAN_FAILED,
-                        actor: &actor,
-                        payload: json!({ "code": e.code(), "reason": reason, "problems": problems }),
-                    },
+                    NewEvent::new(
+                        run.id,
+                        None,
+                        None,
+                        &actor,
+                        &payloads::PlanFailed {
+                            code: e.code().to_owned(),
+                            reason: reason.clone(),
+                            problems: problems.clone(),
+                        },
+                    ),
                 )
                 .await?;
                 tasks::cancel_all_open(
@@ -237,19 +252,12 @@ async fn log_call(
     tx: &mut sqlx::PgConnection,
     run: &missions::MissionRow,
     actor: &str,
-    payload: serde_json::Value,
+    payload: payloads::PlanLlmCall,
 ) -> sqlx::Result<i64> {
     events::append(
         tx,
         run.workspace_id,
-        NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: kind::PLAN_LLM_CALL,
-            actor,
-            payload,
-        },
+        NewEvent::new(run.id, None, None, actor, &payload),
     )
     .await
 }

@@ -236,17 +236,17 @@ pub async fn progress_checks(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Resul
         events::append(
             &mut tx,
             row.workspace_id,
-            events::NewEvent {
-                run_id: row.run_id,
-                task_id: Some(row.id),
-                attempt_id: Some(row.attempt),
-                kind: events::kind::ATTEMPT_PROGRESS_CHECK,
-                actor: &actor,
-                payload: serde_json::json!({
-                    "key": row.task_key, "silent_secs": silent.round(),
-                    "stall_timeout_secs": cfg.lease.as_secs(),
-                }),
-            },
+            events::NewEvent::new(
+                row.run_id,
+                Some(row.id),
+                Some(row.attempt),
+                &actor,
+                &events::payloads::AttemptProgressCheck {
+                    key: row.task_key.clone(),
+                    silent_secs: silent.round(),
+                    stall_timeout_secs: cfg.lease.as_secs(),
+                },
+            ),
         )
         .await?;
         tx.commit().await?;

@@ -27,8 +27,7 @@ use crate::{
     },
     missions::finish::{FinishError, finish_mission_if_done},
     store::{
-        attempts,
-        events::{self, kind},
+        attempts, events,
         missions::{self, MissionRow},
         tasks::{self, Change},
     },
@@ -601,14 +600,16 @@ async fn record_verification_failure(
     events::append(
         conn,
         task.workspace_id,
-        events::NewEvent {
-            run_id: task.run_id,
-            task_id: Some(task.id),
-            attempt_id: Some(attempt_id),
-            kind: kind::TASK_VERIFICATION_FAILED,
+        events::NewEvent::new(
+            task.run_id,
+            Some(task.id),
+            Some(attempt_id),
             actor,
-            payload: json!({ "key": task.task_key, "verdict": verdict }),
-        },
+            &events::payloads::TaskVerificationFailed {
+                key: task.task_key.clone(),
+                verdict: verdict.clone(),
+            },
+        ),
     )
     .await?;
     Ok(())
@@ -652,18 +653,19 @@ async fn budget_warning(
     events::append(
         conn,
         run.workspace_id,
-        events::NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: kind::MISSION_BUDGET_WARNING,
+        events::NewEvent::new(
+            run.id,
+            None,
+            None,
             actor,
-            payload: json!({
-                "limit": run.budget_limit, "spent": run.budget_spent,
-                "share": budget::WARNING_SHARE, "optional_tasks_dropped": dropped,
-                "prefer": "cheaper agents",
-            }),
-        },
+            &events::payloads::MissionBudgetWarning {
+                limit: run.budget_limit,
+                spent: run.budget_spent,
+                share: budget::WARNING_SHARE,
+                optional_tasks_dropped: dropped,
+                prefer: "cheaper agents".into(),
+            },
+        ),
     )
     .await?;
     if dropped > 0 {
@@ -705,13 +707,18 @@ async fn succeed(
     }
     tasks::record(
         conn,
-        Change::of(
+        Change::event(
             task,
             to,
-            kind::TASK_SUCCEEDED,
             actor,
             Some(attempt_id),
-            json!({ "key": task.task_key, "attempt": task.attempt_count, "cost": cost, "tokens": tokens, "verification": verification }),
+            &events::payloads::TaskSucceeded {
+                key: task.task_key.clone(),
+                attempt: task.attempt_count,
+                cost,
+                tokens,
+                verification,
+            },
         ),
     )
     .await?;

@@ -3,7 +3,7 @@
 //! back to the queue for another attempt ([`retry`]) or failed for good
 //! ([`fail`]), and the error every report path returns.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::{
     domain::{FailureKind, TaskEvent, TaskStatus},
     store::{
-        events::kind,
+        events::{EventKind, EventPayload, payloads},
         missions::MissionRow,
         tasks::{self, Change},
     },
@@ -153,27 +153,38 @@ pub(crate) async fn retry(
     )
     .await?;
     let (event, payload) = match r.why {
-        RetryKind::Continuation => (
-            kind::TASK_CONTINUED,
-            json!({ "key": task.task_key, "turn": task.continuation_count + 1, "due": r.due.unix_timestamp() }),
-        ),
-        RetryKind::Deferred => (
-            kind::TASK_DEFERRED,
-            json!({ "key": task.task_key, "attempt": task.attempt_count, "reason": r.error, "due": r.due.unix_timestamp() }),
-        ),
-        RetryKind::Verify => (
-            kind::TASK_VERIFYING,
-            json!({ "key": task.task_key, "attempt": task.attempt_count, "detail": r.detail }),
-        ),
-        RetryKind::Escalated => (kind::TASK_ESCALATED, r.detail.clone()),
-        RetryKind::Failure => (
-            kind::TASK_RETRY_SCHEDULED,
-            json!({
-                "key": task.task_key, "attempt": task.attempt_count, "failures": task.failure_count + 1,
-                "max_attempts": task.max_attempts, "failure_kind": r.failure_kind, "error": r.error,
-                "feedback": r.feedback, "due": r.due.unix_timestamp(),
-            }),
-        ),
+        RetryKind::Continuation => payloads::TaskContinued {
+            key: task.task_key.clone(),
+            turn: task.continuation_count + 1,
+            due: r.due.unix_timestamp(),
+        }
+        .to_event(),
+        RetryKind::Deferred => payloads::TaskDeferred {
+            key: task.task_key.clone(),
+            attempt: task.attempt_count,
+            reason: r.error.clone(),
+            due: r.due.unix_timestamp(),
+        }
+        .to_event(),
+        RetryKind::Verify => payloads::TaskVerifying {
+            key: task.task_key.clone(),
+            attempt: task.attempt_count,
+            detail: r.detail.clone(),
+        }
+        .to_event(),
+        // The escalation built `detail` from a `payloads::TaskEscalated`.
+        RetryKind::Escalated => (EventKind::TaskEscalated, r.detail.clone()),
+        RetryKind::Failure => payloads::TaskRetryScheduled {
+            key: task.task_key.clone(),
+            attempt: task.attempt_count,
+            failures: task.failure_count + 1,
+            max_attempts: task.max_attempts,
+            failure_kind: r.failure_kind,
+            error: r.error.clone(),
+            feedback: r.feedback.clone(),
+            due: r.due.unix_timestamp(),
+        }
+        .to_event(),
     };
     tasks::record(
         conn,
@@ -217,7 +228,19 @@ pub(crate) async fn fail(
     }
     tasks::record(
         conn,
-        Change::of(task, to, kind::TASK_FAILED, actor, attempt_id, json!({ "key": task.task_key, "attempts": task.attempt_count, "failure_kind": failure_kind, "error": error, "escalation": task.escalation_step })),
+        Change::event(
+            task,
+            to,
+            actor,
+            attempt_id,
+            &payloads::TaskFailed {
+                key: task.task_key.clone(),
+                attempts: task.attempt_count,
+                failure_kind,
+                error: Some(error.to_owned()),
+                escalation: task.escalation_step.clone(),
+            },
+        ),
     )
     .await?;
     Ok(())

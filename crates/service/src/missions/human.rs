@@ -18,7 +18,7 @@ use crate::{
     store::{
         agents,
         attempts::{self, Cancelled},
-        events::kind,
+        events::payloads,
         missions::{self, MissionRow},
         tasks::{self, Change, TaskRow},
     },
@@ -257,16 +257,14 @@ pub async fn settle(
         )
         .await?;
     }
-    let mut payload =
-        json!({ "key": t.task_key, "action": s.action, "feedback": s.feedback, "to": to });
-    if let (Some(via), Value::Object(m)) = (s.via, &mut payload) {
-        m.insert("via".into(), via);
-    }
-    tasks::record(
-        &mut *tx,
-        Change::of(t, to, kind::TASK_RESOLVED, actor, None, payload),
-    )
-    .await?;
+    let payload = payloads::TaskResolved {
+        key: t.task_key.clone(),
+        action: json!(s.action),
+        feedback: s.feedback.clone(),
+        to,
+        via: s.via.clone(),
+    };
+    tasks::record(&mut *tx, Change::event(t, to, actor, None, &payload)).await?;
     if to.satisfies_dependents() {
         tasks::promote_ready(
             &mut *tx,
@@ -299,7 +297,7 @@ pub async fn hand_to_person(
     run: &MissionRow,
     t: &TaskRow,
     actor: &str,
-    payload: Value,
+    payload: payloads::TaskAwaitingHuman,
 ) -> Result<(bool, Vec<Cancelled>), HumanActionError> {
     if t.status() == TaskStatus::AwaitingHuman {
         return Ok((false, Vec::new()));
@@ -331,19 +329,12 @@ pub async fn hand_to_person(
     } else {
         Vec::new()
     };
-    let mut payload = payload;
-    if let Value::Object(m) = &mut payload {
-        m.insert("key".into(), Value::String(t.task_key.clone()));
-        m.insert(
-            "actions".into(),
-            json!(["complete", "retry", "skip", "fail"]),
-        );
-    }
-    tasks::record(
-        &mut *tx,
-        Change::of(t, to, kind::TASK_AWAITING_HUMAN, actor, None, payload),
-    )
-    .await?;
+    let payload = payloads::TaskAwaitingHuman {
+        key: t.task_key.clone(),
+        actions: payloads::TaskAwaitingHuman::actions(),
+        ..payload
+    };
+    tasks::record(&mut *tx, Change::event(t, to, actor, None, &payload)).await?;
     Ok((true, live))
 }
 
@@ -475,13 +466,16 @@ pub async fn reject_results(
         }
         tasks::record(
             &mut tx,
-            Change::of(
+            Change::event(
                 t,
                 to,
-                kind::TASK_REOPENED,
                 &actor,
                 None,
-                json!({ "key": t.task_key, "named": roots.contains(&t.id), "feedback": feedback }),
+                &payloads::TaskReopened {
+                    key: t.task_key.clone(),
+                    named: roots.contains(&t.id),
+                    feedback: feedback.to_owned(),
+                },
             ),
         )
         .await?;

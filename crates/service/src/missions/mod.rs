@@ -324,19 +324,18 @@ pub(crate) async fn request_llm_plan(
     events::append(
         tx,
         run.workspace_id,
-        NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: events::kind::PLAN_REQUESTED,
+        NewEvent::new(
+            run.id,
+            None,
+            None,
             actor,
-            payload: json!({
-                "planner": "llm",
-                "reason": "no method scored above the match threshold; asking the LLM planner",
-                "match_outcome": match_outcome,
-                "feedback": feedback,
-            }),
-        },
+            &events::payloads::PlanRequested {
+                planner: "llm".into(),
+                reason: "no method scored above the match threshold; asking the LLM planner".into(),
+                match_outcome: json!(match_outcome),
+                feedback: feedback.map(str::to_owned),
+            },
+        ),
     )
     .await?;
     missions::notify_wake(tx).await?;

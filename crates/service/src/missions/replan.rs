@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -23,7 +23,7 @@ use crate::{
     domain::{MissionEvent, MissionStatus, TaskStatus},
     planning::{Criterion, PlanProvenance, PlanSpec, PlanTemplate, TaskSpec, routine_from_plan},
     store::{
-        events::{self, NewEvent, kind},
+        events::{self, NewEvent, payloads},
         missions::{self, MissionRow, PlanRecord},
         tasks::{self, TaskRow},
         templates,
@@ -243,14 +243,20 @@ pub(crate) async fn replan_around(
     events::append(
         conn,
         run.workspace_id,
-        NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: kind::PLAN_REPLACED,
+        NewEvent::new(
+            run.id,
+            None,
+            None,
             actor,
-            payload: json!({ "escalation": feedback, "previous_plan_version": run.plan_version, "tasks_removed": removed, "tasks_kept": kept }),
-        },
+            &payloads::PlanReplaced {
+                feedback: None,
+                instructions: None,
+                escalation: Some(feedback.to_owned()),
+                previous_plan_version: run.plan_version,
+                tasks_removed: removed,
+                tasks_kept: kept,
+            },
+        ),
     )
     .await?;
     let no_match = crate::planning::MatchOutcome::from_scores(Vec::new(), Vec::new(), 1.0);
@@ -351,14 +357,20 @@ async fn apply(
     events::append(
         &mut tx,
         run.workspace_id,
-        NewEvent {
-            run_id: id,
-            task_id: None,
-            attempt_id: None,
-            kind: kind::PLAN_REPLACED,
-            actor: &actor,
-            payload: json!({ field: feedback, "previous_plan_version": run.plan_version, "tasks_removed": removed, "tasks_kept": kept.len() }),
-        },
+        NewEvent::new(
+            id,
+            None,
+            None,
+            &actor,
+            &payloads::PlanReplaced {
+                feedback: (field == "feedback").then(|| feedback.to_owned()),
+                instructions: (field == "instructions").then(|| feedback.to_owned()),
+                escalation: None,
+                previous_plan_version: run.plan_version,
+                tasks_removed: removed,
+                tasks_kept: kept.len(),
+            },
+        ),
     )
     .await?;
     match planned {
@@ -457,14 +469,17 @@ pub async fn save_as_routine(
     events::append(
         &mut tx,
         who.workspace_id,
-        NewEvent {
-            run_id: id,
-            task_id: None,
-            attempt_id: None,
-            kind: kind::ROUTINE_SAVED,
-            actor: &actor,
-            payload: json!({ "name": name, "keywords": routine.keywords, "tasks": routine.tasks.len() }),
-        },
+        NewEvent::new(
+            id,
+            None,
+            None,
+            &actor,
+            &payloads::RoutineSaved {
+                name: name.to_string(),
+                keywords: routine.keywords.clone(),
+                tasks: routine.tasks.len(),
+            },
+        ),
     )
     .await?;
     tx.commit().await?;
@@ -473,6 +488,8 @@ pub async fn save_as_routine(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn task(id: &str, deps: &[&str]) -> TaskSpec {

@@ -2,8 +2,8 @@
 //!
 //! Mission events get a gap-free per-mission `seq`, allocated by bumping the
 //! run's `event_seq` in the same statement: that takes the run's row lock, so
-//! a mission's events are numbered in commit order. Event kinds are listed in
-//! `docs/events.md`.
+//! a mission's events are numbered in commit order. Event kinds are
+//! [`EventKind`] (in `coordinator-protocol`), catalogued in `docs/events.md`.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -11,65 +11,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// Event kinds, one place.
-pub mod kind {
-    /// A mission was accepted.
-    pub const MISSION_CREATED: &str = "mission.created";
-    /// A plan was stored (payload: planner, provenance, critical path).
-    pub const PLAN_CREATED: &str = "plan.created";
-    /// No method matched; the LLM planner was asked (payload: match outcome, feedback).
-    pub const PLAN_REQUESTED: &str = "plan.requested";
-    /// One LLM planning call finished (payload: model, tokens, latency, repairs, outcome).
-    pub const PLAN_LLM_CALL: &str = "plan.llm_call";
-    /// Planning failed (payload: code, reason, problems).
-    pub const PLAN_FAILED: &str = "plan.failed";
-    /// A plan was rejected or replaced (payload: feedback or instructions).
-    pub const PLAN_REPLACED: &str = "plan.replaced";
-    /// A finished mission was saved as a routine (payload: name).
-    pub const ROUTINE_SAVED: &str = "routine.saved";
-    /// A mission changed status (payload: from, to).
-    pub const MISSION_STATUS: &str = "mission.status_changed";
-    /// A task became ready.
-    pub const TASK_QUEUED: &str = "task.queued";
-    /// A task was claimed and an attempt created.
-    pub const TASK_DISPATCHED: &str = "task.dispatched";
-    /// A task succeeded.
-    pub const TASK_SUCCEEDED: &str = "task.succeeded";
-    /// An attempt failed and a retry was scheduled.
-    pub const TASK_RETRY_SCHEDULED: &str = "task.retry_scheduled";
-    /// The worker was busy (429/503); the task waits for its Retry-After, no failure counted.
-    pub const TASK_DEFERRED: &str = "task.deferred";
-    /// A worker asked to continue in a new attempt.
-    pub const TASK_CONTINUED: &str = "task.continued";
-    /// A task failed for good.
-    pub const TASK_FAILED: &str = "task.failed";
-    /// A task was cancelled.
-    pub const TASK_CANCELLED: &str = "task.cancelled";
-    /// A result failed a `must_pass` check (or the verifier's verdict); the payload has the reasons.
-    pub const TASK_VERIFICATION_FAILED: &str = "task.verification_failed";
-    /// A result waits for a verifier agent's verdict.
-    pub const TASK_VERIFYING: &str = "task.verifying";
-    /// A task that failed every attempt climbed a rung of the escalation ladder.
-    pub const TASK_ESCALATED: &str = "task.escalated";
-    /// A task waits for a person to complete, retry, skip or fail it.
-    pub const TASK_AWAITING_HUMAN: &str = "task.awaiting_human";
-    /// A reviewer's rejection reopened a succeeded task (named, or downstream of one).
-    pub const TASK_REOPENED: &str = "task.reopened";
-    /// A person settled an escalated task.
-    pub const TASK_RESOLVED: &str = "task.resolved";
-    /// A task was skipped (by a person, the ladder, or the budget).
-    pub const TASK_SKIPPED: &str = "task.skipped";
-    /// Admission refused to start a task that would exceed the budget.
-    pub const TASK_BUDGET_REFUSED: &str = "task.budget_refused";
-    /// A silent attempt was asked for progress (half the stall timeout).
-    pub const ATTEMPT_PROGRESS_CHECK: &str = "attempt.progress_check";
-    /// No roster agent was good enough for a task: a mission-scoped contractor was hired.
-    pub const CONTRACTOR_HIRED: &str = "agent.contractor_hired";
-    /// The mission ended; its contractors were retired.
-    pub const CONTRACTORS_RETIRED: &str = "agent.contractors_retired";
-    /// Spend crossed 80 % of the budget: optional work is dropped, cheaper agents preferred.
-    pub const MISSION_BUDGET_WARNING: &str = "mission.budget_warning";
-}
+pub use coordinator_protocol::{EventKind, EventPayload, event_payloads as payloads};
 
 /// An event about to be written.
 #[derive(Debug)]
@@ -80,12 +22,33 @@ pub struct NewEvent<'a> {
     pub task_id: Option<Uuid>,
     /// The attempt, if it is about one.
     pub attempt_id: Option<Uuid>,
-    /// One of [`kind`].
-    pub kind: &'a str,
+    /// What happened.
+    pub kind: EventKind,
     /// Who caused it (`engine:<replica>`, `admin:…`, `agent:…`).
     pub actor: &'a str,
     /// Details.
     pub payload: Value,
+}
+
+impl<'a> NewEvent<'a> {
+    /// An event with a typed payload, written under the payload's kind.
+    pub fn new<P: EventPayload>(
+        run_id: Uuid,
+        task_id: Option<Uuid>,
+        attempt_id: Option<Uuid>,
+        actor: &'a str,
+        payload: &P,
+    ) -> Self {
+        let (kind, payload) = payload.to_event();
+        NewEvent {
+            run_id,
+            task_id,
+            attempt_id,
+            kind,
+            actor,
+            payload,
+        }
+    }
 }
 
 /// Appends a mission event; returns its per-mission sequence number.
@@ -107,7 +70,7 @@ pub async fn append(
         ev.run_id,
         ev.task_id,
         ev.attempt_id,
-        ev.kind,
+        ev.kind.as_str(),
         ev.actor,
         ev.payload
     )
@@ -123,12 +86,31 @@ pub struct WorkspaceEvent<'a> {
     pub mission_id: Option<Uuid>,
     /// The task, if it is about one.
     pub task_id: Option<Uuid>,
-    /// What happened (see [`kind`] and the coordination modules).
-    pub kind: &'a str,
+    /// What happened.
+    pub kind: EventKind,
     /// Who caused it.
     pub actor: &'a str,
     /// Details.
     pub payload: Value,
+}
+
+impl<'a> WorkspaceEvent<'a> {
+    /// An event with a typed payload, written under the payload's kind.
+    pub fn new<P: EventPayload>(
+        mission_id: Option<Uuid>,
+        task_id: Option<Uuid>,
+        actor: &'a str,
+        payload: &P,
+    ) -> Self {
+        let (kind, payload) = payload.to_event();
+        WorkspaceEvent {
+            mission_id,
+            task_id,
+            kind,
+            actor,
+            payload,
+        }
+    }
 }
 
 /// Appends an event to the workspace log: a mission event (with its `seq`)
@@ -159,7 +141,7 @@ pub async fn record(
          VALUES ($1, $2, $3, $4, $5)",
         workspace_id,
         ev.task_id,
-        ev.kind,
+        ev.kind.as_str(),
         ev.actor,
         ev.payload
     )

@@ -4,12 +4,12 @@
 //! touches the mission: task completions, promotions, claims and cancels.
 //! Lock order everywhere: missions (by id), then agents (by id).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::events::{self, NewEvent, kind};
+use super::events::{self, NewEvent, payloads};
 pub use super::mission_row::MissionRow;
 use crate::{
     domain::{Autonomy, IllegalTransition, MissionEvent, MissionStatus},
@@ -56,14 +56,18 @@ pub async fn insert(conn: &mut PgConnection, m: NewMission<'_>, actor: &str) -> 
     events::append(
         conn,
         m.workspace_id,
-        NewEvent {
-            run_id: m.id,
-            task_id: None,
-            attempt_id: None,
-            kind: kind::MISSION_CREATED,
+        NewEvent::new(
+            m.id,
+            None,
+            None,
             actor,
-            payload: json!({ "goal": m.goal, "autonomy": m.autonomy, "priority": m.priority, "budget": m.budget_limit }),
-        },
+            &payloads::MissionCreated {
+                goal: m.goal.to_owned(),
+                autonomy: m.autonomy,
+                priority: m.priority,
+                budget: m.budget_limit,
+            },
+        ),
     )
     .await?;
     Ok(())
@@ -201,14 +205,17 @@ pub async fn transition(
     events::append(
         conn,
         run.workspace_id,
-        NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: kind::MISSION_STATUS,
+        NewEvent::new(
+            run.id,
+            None,
+            None,
             actor,
-            payload: json!({ "from": from, "to": to, "reason": reason }),
-        },
+            &payloads::MissionStatusChanged {
+                from,
+                to,
+                reason: reason.map(str::to_owned),
+            },
+        ),
     )
     .await?;
     // The ready queue holds only what may be claimed now: a mission that
@@ -243,14 +250,15 @@ pub async fn transition(
             events::append(
                 conn,
                 run.workspace_id,
-                NewEvent {
-                    run_id: run.id,
-                    task_id: None,
-                    attempt_id: None,
-                    kind: kind::CONTRACTORS_RETIRED,
+                NewEvent::new(
+                    run.id,
+                    None,
+                    None,
                     actor,
-                    payload: json!({ "agents": retired }),
-                },
+                    &payloads::ContractorsRetired {
+                        agents: retired.clone(),
+                    },
+                ),
             )
             .await?;
         }
@@ -302,21 +310,20 @@ pub async fn store_plan(
     events::append(
         conn,
         run.workspace_id,
-        NewEvent {
-            run_id: run.id,
-            task_id: None,
-            attempt_id: None,
-            kind: kind::PLAN_CREATED,
+        NewEvent::new(
+            run.id,
+            None,
+            None,
             actor,
-            payload: json!({
-                "plan_version": version,
-                "provenance": provenance_json,
-                "tasks": plan.plan.tasks.len(),
-                "critical_path": plan.critical_path,
-                "estimated_cost": plan.total_estimated_cost,
-                "details": details,
-            }),
-        },
+            &payloads::PlanCreated {
+                plan_version: version,
+                provenance: provenance_json.clone(),
+                tasks: plan.plan.tasks.len(),
+                critical_path: plan.critical_path.clone(),
+                estimated_cost: plan.total_estimated_cost,
+                details: details.clone(),
+            },
+        ),
     )
     .await?;
     Ok(version)

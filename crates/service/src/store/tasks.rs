@@ -6,12 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::events::kind;
+use super::events::{EventKind, EventPayload, payloads};
 use crate::{
     domain::{TaskEvent, TaskStatus},
     planning::ValidatedPlan,
@@ -346,7 +346,7 @@ pub struct Change<'a> {
     /// The status it moved to.
     pub to: TaskStatus,
     /// Event kind.
-    pub kind: &'a str,
+    pub kind: EventKind,
     /// Who caused it.
     pub actor: &'a str,
     /// The attempt involved, if any.
@@ -356,11 +356,23 @@ pub struct Change<'a> {
 }
 
 impl<'a> Change<'a> {
+    /// A change of `task` with a typed event payload, written under its kind.
+    pub fn event<P: EventPayload>(
+        task: &TaskRow,
+        to: TaskStatus,
+        actor: &'a str,
+        attempt_id: Option<Uuid>,
+        payload: &P,
+    ) -> Change<'a> {
+        let (kind, payload) = payload.to_event();
+        Change::of(task, to, kind, actor, attempt_id, payload)
+    }
+
     /// A change of `task` (its ids taken from the row).
     pub fn of(
         task: &TaskRow,
         to: TaskStatus,
-        kind: &'a str,
+        kind: EventKind,
         actor: &'a str,
         attempt_id: Option<Uuid>,
         payload: Value,
@@ -406,7 +418,7 @@ pub async fn record(conn: &mut PgConnection, mut c: Change<'_>) -> sqlx::Result<
         c.run_id,
         c.workspace_id,
         c.attempt_id,
-        c.kind,
+        c.kind.as_str(),
         c.actor,
         c.payload
     )
@@ -502,7 +514,7 @@ pub async fn promote_ready(
         priority,
         actor,
         TaskStatus::Queued.board_column().as_str(),
-        kind::TASK_QUEUED,
+        EventKind::TaskQueued.as_str(),
         TaskStatus::Queued.as_str()
     )
     .fetch_one(&mut *conn)
@@ -533,6 +545,12 @@ pub async fn cancel_all_open(
     .fetch_all(&mut *conn)
     .await?;
     for id in &cancelled {
+        let (kind, payload) = payloads::TaskCancelled {
+            key: None,
+            reason: reason.to_owned(),
+            named: None,
+        }
+        .to_event();
         record(
             conn,
             Change {
@@ -540,10 +558,10 @@ pub async fn cancel_all_open(
                 run_id,
                 workspace_id,
                 to: TaskStatus::Cancelled,
-                kind: kind::TASK_CANCELLED,
+                kind,
                 actor,
                 attempt_id: None,
-                payload: json!({ "reason": reason }),
+                payload,
             },
         )
         .await?;
@@ -587,6 +605,13 @@ pub async fn skip_unstarted_optional(
         sqlx::query!("DELETE FROM task_queue WHERE task_id = $1", t.id)
             .execute(&mut *conn)
             .await?;
+        let (kind, payload) = payloads::TaskSkipped {
+            key: t.task_key.clone(),
+            reason: reason.to_owned(),
+            error: None,
+            decision_id: None,
+        }
+        .to_event();
         record(
             conn,
             Change {
@@ -594,10 +619,10 @@ pub async fn skip_unstarted_optional(
                 run_id,
                 workspace_id,
                 to: TaskStatus::Skipped,
-                kind: kind::TASK_SKIPPED,
+                kind,
                 actor,
                 attempt_id: None,
-                payload: json!({ "key": t.task_key, "reason": reason }),
+                payload,
             },
         )
         .await?;
@@ -638,6 +663,12 @@ pub async fn cancel_tasks(
         super::agents::release_slot(conn, run.workspace_id, &a.agent_id).await?;
     }
     for t in &cancelled {
+        let (kind, payload) = payloads::TaskCancelled {
+            key: Some(t.task_key.clone()),
+            reason: reason.to_owned(),
+            named: Some(t.id == named),
+        }
+        .to_event();
         record(
             conn,
             Change {
@@ -645,10 +676,10 @@ pub async fn cancel_tasks(
                 run_id: run.id,
                 workspace_id: run.workspace_id,
                 to: TaskStatus::Cancelled,
-                kind: kind::TASK_CANCELLED,
+                kind,
                 actor,
                 attempt_id: None,
-                payload: json!({ "key": t.task_key, "reason": reason, "named": t.id == named }),
+                payload,
             },
         )
         .await?;

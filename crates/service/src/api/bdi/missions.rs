@@ -100,7 +100,7 @@ pub(crate) async fn put_commitment(
         crate::store::events::WorkspaceEvent {
             mission_id: Some(id),
             task_id: None,
-            kind: "mission.commitment_set",
+            kind: crate::store::events::EventKind::MissionCommitmentSet,
             actor: &who.actor(),
             payload: json!({ "strategy": strategy, "explicit": explicit }),
         },

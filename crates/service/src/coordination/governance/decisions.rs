@@ -287,7 +287,7 @@ pub async fn request_decision(
     )
     .await?
     .ok_or(GovernanceError::DecisionExists)?;
-    decision_event(&mut tx, &row, kind::DECISION_REQUESTED, &actor).await?;
+    decision_event(&mut tx, &row, EventKind::DecisionRequested, &actor).await?;
     tx.commit().await?;
     Ok(row.view())
 }
@@ -295,7 +295,7 @@ pub async fn request_decision(
 pub(crate) async fn decision_event(
     conn: &mut PgConnection,
     d: &DecisionRow,
-    kind: &str,
+    kind: EventKind,
     actor: &str,
 ) -> sqlx::Result<()> {
     events::record(
@@ -527,7 +527,7 @@ pub(crate) async fn settle(
     )
     .await?
     .ok_or_else(|| version_conflict("decision", Some(d.version)))?;
-    decision_event(conn, &row, kind::DECISION_RESOLVED, actor).await?;
+    decision_event(conn, &row, EventKind::DecisionResolved, actor).await?;
     if let (Some(task_id), Some(run)) = (row.task_id, run) {
         apply_to_task(conn, run, &row, task_id, actor, replan_with_llm).await?;
     }
@@ -600,13 +600,17 @@ pub(crate) async fn apply_to_task(
             .await?;
             tasks::record(
                 conn,
-                Change::of(
+                Change::event(
                     &t,
                     to,
-                    kind::TASK_APPROVED,
                     actor,
                     None,
-                    json!({ "key": t.task_key, "decision_id": d.id, "outcome": d.status, "modifications": d.modifications }),
+                    &events::payloads::TaskApproved {
+                        key: t.task_key.clone(),
+                        decision_id: d.id,
+                        outcome: d.status.clone(),
+                        modifications: d.modifications.clone(),
+                    },
                 ),
             )
             .await?;
@@ -624,13 +628,17 @@ pub(crate) async fn apply_to_task(
             }
             tasks::record(
                 conn,
-                Change::of(
+                Change::event(
                     &t,
                     to,
-                    core_kind::TASK_SKIPPED,
                     actor,
                     None,
-                    json!({ "key": t.task_key, "decision_id": d.id, "reason": reason }),
+                    &events::payloads::TaskSkipped {
+                        key: t.task_key.clone(),
+                        reason: reason.clone(),
+                        error: None,
+                        decision_id: Some(d.id),
+                    },
                 ),
             )
             .await?;
@@ -658,14 +666,19 @@ pub(crate) async fn replan_trigger(
     events::append(
         conn,
         run.workspace_id,
-        events::NewEvent {
-            run_id: run.id,
-            task_id: Some(t.id),
-            attempt_id: None,
-            kind: kind::REPLAN_TRIGGERED,
+        events::NewEvent::new(
+            run.id,
+            Some(t.id),
+            None,
             actor,
-            payload: json!({ "key": t.task_key, "decision_id": d.id, "reason": reason, "trigger": "governance_rejected", "replanning": replanning }),
-        },
+            &events::payloads::MissionReplanTriggered {
+                key: t.task_key.clone(),
+                decision_id: d.id,
+                reason: reason.to_owned(),
+                trigger: "governance_rejected".into(),
+                replanning,
+            },
+        ),
     )
     .await?;
     if replanning {

@@ -71,17 +71,21 @@ pub async fn gate_task(
     );
     tasks::record(
         conn,
-        Change::of(
+        Change::event(
             task,
             next,
-            kind::TASK_AWAITING_APPROVAL,
             actor,
             None,
-            json!({ "key": task.task_key, "decision_id": decision.id, "reason": result.reason, "relevant_threshold": result.relevant_threshold }),
+            &events::payloads::TaskAwaitingApproval {
+                key: task.task_key.clone(),
+                decision_id: decision.id,
+                reason: result.reason.clone(),
+                relevant_threshold: result.relevant_threshold.clone(),
+            },
         ),
     )
     .await?;
-    decision_event(conn, &decision, kind::DECISION_REQUESTED, actor).await?;
+    decision_event(conn, &decision, EventKind::DecisionRequested, actor).await?;
     Ok(true)
 }
 
@@ -113,7 +117,7 @@ pub async fn recheck_deferred(pool: &PgPool, actor: &str) -> anyhow::Result<usiz
             let row = store::reopen_decision(&mut tx, &d, next.as_str(), &checked)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("decision {id} changed while locked"))?;
-            decision_event(&mut tx, &row, kind::DECISION_RECHECKED, actor).await?;
+            decision_event(&mut tx, &row, EventKind::DecisionRechecked, actor).await?;
         } else {
             let reason = format!("re-checked: {}", result.reason);
             settle(

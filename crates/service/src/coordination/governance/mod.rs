@@ -15,7 +15,7 @@ use crate::{
     auth::{Principal, Role},
     domain::{IllegalTransition, TaskEvent, TaskStatus, UnknownValue},
     store::{
-        events::{self, WorkspaceEvent, kind as core_kind},
+        events::{self, EventKind, WorkspaceEvent},
         governance::{self as store, DecisionRow, NewDecision, ProfileRow},
         missions::{self, MissionRow},
         tasks::{self, Change, TaskRow},
@@ -100,24 +100,6 @@ impl GovernanceError {
     pub(crate) fn require(who: &Principal, roles: &[Role]) -> Result<(), GovernanceError> {
         who.require(roles).map_err(GovernanceError::from)
     }
-}
-
-/// Event kinds written by governance.
-pub mod kind {
-    /// The stakeholder profile was created or changed.
-    pub const PROFILE_UPDATED: &str = "governance.profile_updated";
-    /// A decision entered the queue.
-    pub const DECISION_REQUESTED: &str = "decision.requested";
-    /// A stakeholder (or a re-check) resolved a decision.
-    pub const DECISION_RESOLVED: &str = "decision.resolved";
-    /// A deferred decision was checked again and is pending once more.
-    pub const DECISION_RECHECKED: &str = "decision.rechecked";
-    /// A task waits for a governance decision before dispatch.
-    pub const TASK_AWAITING_APPROVAL: &str = "task.awaiting_approval";
-    /// A governance decision let a task go (approved or modified).
-    pub const TASK_APPROVED: &str = "task.approved";
-    /// A rejected task asks for the remaining work to be planned around it.
-    pub const REPLAN_TRIGGERED: &str = "mission.replan_triggered";
 }
 
 mod profile;

@@ -240,7 +240,7 @@ pub async fn put_profile(
         WorkspaceEvent {
             mission_id: None,
             task_id: None,
-            kind: kind::PROFILE_UPDATED,
+            kind: EventKind::GovernanceProfileUpdated,
             actor: &actor,
             payload: json!({ "profile": view }),
         },

@@ -54,7 +54,7 @@ pub async fn add_contractor(
         WorkspaceEvent {
             mission_id: None,
             task_id: None,
-            kind: kind::CONTRACTOR_ADDED,
+            kind: EventKind::ContractorAdded,
             actor: &actor,
             payload: json!({ "contractor_id": c.id, "name": c.name, "skills": c.skills, "trust_score": c.trust_score }),
         },
@@ -178,7 +178,7 @@ pub async fn update_contractor(
         WorkspaceEvent {
             mission_id: None,
             task_id: None,
-            kind: kind::CONTRACTOR_UPDATED,
+            kind: EventKind::ContractorUpdated,
             actor: &actor,
             payload: json!({ "contractor_id": id, "availability": c.availability, "skills": c.skills }),
         },

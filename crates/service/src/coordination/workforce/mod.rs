@@ -11,6 +11,7 @@
 //! contractor's trust. A package delegating a mission task completes that
 //! task with its deliverable; cancelling it returns the task to the queue.
 
+use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -31,22 +32,6 @@ use crate::{
         },
     },
 };
-
-/// Event kinds written by the workforce.
-pub mod kind {
-    /// A contractor was registered.
-    pub const CONTRACTOR_ADDED: &str = "contractor.added";
-    /// A contractor's details or availability changed.
-    pub const CONTRACTOR_UPDATED: &str = "contractor.updated";
-    /// A contractor's trust changed (payload: previous, new, rating, work package).
-    pub const CONTRACTOR_TRUST_UPDATED: &str = "contractor.trust_updated";
-    /// A work package was created (in `draft`).
-    pub const WORK_PACKAGE_CREATED: &str = "work_package.created";
-    /// A work package changed status (payload: from, to, candidates on `open`).
-    pub const WORK_PACKAGE_STATUS: &str = "work_package.status_changed";
-    /// A work package's progress or notes changed.
-    pub const WORK_PACKAGE_PROGRESS: &str = "work_package.progress";
-}
 
 use coordinator_core::invalid::Invalid;
 pub use coordinator_core::workforce::*;

@@ -127,7 +127,7 @@ async fn insert_package(
         WorkspaceEvent {
             mission_id: p.mission_id,
             task_id: p.task_id,
-            kind: kind::WORK_PACKAGE_CREATED,
+            kind: EventKind::WorkPackageCreated,
             actor,
             payload: json!({ "work_package_id": p.id, "title": p.title, "required_skills": p.required_skills }),
         },
@@ -192,7 +192,11 @@ pub async fn delegate_task(
         &run,
         &t,
         &actor,
-        json!({ "reason": "delegated to a work package", "work_package_id": p.id }),
+        crate::store::events::payloads::TaskAwaitingHuman {
+            reason: Some("delegated to a work package".into()),
+            work_package_id: Some(p.id),
+            ..Default::default()
+        },
     )
     .await?;
     let mut cancelled = live;
@@ -507,7 +511,7 @@ pub async fn record_progress(
         WorkspaceEvent {
             mission_id: None,
             task_id: updated.task_id,
-            kind: kind::WORK_PACKAGE_PROGRESS,
+            kind: EventKind::WorkPackageProgress,
             actor: &actor,
             payload: json!({ "work_package_id": id, "progress": updated.progress, "note": req.note, "mission_id": updated.mission_id }),
         },
@@ -637,7 +641,7 @@ async fn apply_transition(
             // The mission log only when its row is locked (its sequence lives there).
             mission_id: run.as_ref().map(|r| r.id),
             task_id: updated.task_id,
-            kind: kind::WORK_PACKAGE_STATUS,
+            kind: EventKind::WorkPackageStatusChanged,
             actor,
             payload,
         },
@@ -767,7 +771,7 @@ async fn rate_contractor(
         WorkspaceEvent {
             mission_id: None,
             task_id: None,
-            kind: kind::CONTRACTOR_TRUST_UPDATED,
+            kind: EventKind::ContractorTrustUpdated,
             actor,
             payload: change.clone(),
         },
