@@ -17,8 +17,9 @@ use crate::{
     domain::MissionEvent,
     missions::{PlanningConfig, install_plan, plan_ready, planner, replan},
     planning::{
-        AgentCapability, PlanProvenance, PlanSpec, ValidationContext, llm::LlmError,
-        llm::PlanRequest, validate_plan,
+        AgentCapability, PlanProvenance, PlanSpec, TaskSpec, ValidationContext,
+        llm::{LlmError, LlmPlan, PlanRequest},
+        validate_plan,
     },
     store::{
         agents, attempts,
@@ -115,137 +116,164 @@ pub async fn plan_one(
         // Cancelled meanwhile, or another replica took over after our lease ran out.
         return Ok(true);
     }
-    let mut cancelled = Vec::new();
-    match result {
+    let cancelled = match result {
         Ok(planned) => {
-            let validated = validate_plan(
-                replan::union(&kept, planned.plan.clone()),
-                &ValidationContext {
-                    rules: &planning.rules,
-                    budget: claim.budget_limit,
-                    agents: &agents,
-                },
-            )
-            .map_err(|p| anyhow::anyhow!("plan changed validity: {p:?}"))?;
-            let usage = json!({
-                "model": planned.model, "prompt_tokens": planned.prompt_tokens,
-                "completion_tokens": planned.completion_tokens, "latency_ms": planned.latency_ms,
-                "calls": planned.calls, "repairs": planned.repairs,
-                "response_format": planned.response_format,
-            });
-            log_call(
-                &mut tx,
-                &run,
-                &actor,
-                payloads::PlanLlmCall {
-                    outcome: "plan".into(),
-                    usage: Some(usage.clone()),
-                    code: None,
-                    error: None,
-                    attempt: None,
-                },
-            )
-            .await?;
-            tasks::remove_unstarted(&mut tx, run.id).await?;
-            let provenance = PlanProvenance {
-                planner: PLANNER_LLM,
-                template: None,
-                match_outcome: None,
-                reason: format!(
-                    "no method matched; planned by model {} in {} call(s) with {} repair(s)",
-                    planned.model, planned.calls, planned.repairs
-                ),
+            let ctx = ValidationContext {
+                rules: &planning.rules,
+                budget: claim.budget_limit,
+                agents: &agents,
             };
-            install_plan(
-                &mut tx,
-                planning,
-                &mut run,
-                &validated,
-                &provenance,
-                &json!({ "llm": usage }),
-                &actor,
-            )
-            .await
-            .map_err(api_error)?;
-            plan_ready(&mut tx, &mut run, &actor)
-                .await
-                .map_err(api_error)?;
+            install_llm_plan(&mut tx, planning, &mut run, &kept, &ctx, planned, &actor).await?;
+            Vec::new()
         }
-        Err(e) => {
-            let retryable = matches!(
-                e,
-                LlmError::Timeout { .. }
-                    | LlmError::Transport(_)
-                    | LlmError::Http {
-                        status: 429 | 500..=599,
-                        ..
-                    }
-            );
-            let problems = match &e {
-                LlmError::InvalidPlan { problems, .. } => json!(problems),
-                _ => json!([]),
-            };
-            log_call(
-                &mut tx,
-                &run,
-                &actor,
-                payloads::PlanLlmCall {
-                    outcome: "error".into(),
-                    usage: None,
-                    code: Some(e.code().to_owned()),
-                    error: Some(e.to_string()),
-                    attempt: Some(claim.planning_attempts),
-                },
-            )
-            .await?;
-            if retryable && claim.planning_attempts < planning.max_planning_attempts {
-                tracing::warn!(mission = %run.id, error = %e, "LLM planning failed; will retry");
-                missions::release_planning_lease(
-                    &mut tx,
-                    run.id,
-                    cfg.retry_base.max(Duration::from_secs(1)),
-                )
-                .await?;
-            } else {
-                let reason = format!("planning failed: {e}");
-                events::append(
-                    &mut tx,
-                    run.workspace_id,
-                    NewEvent::new(
-                        run.id,
-                        None,
-                        None,
-                        &actor,
-                        &payloads::PlanFailed {
-                            code: e.code().to_owned(),
-                            reason: reason.clone(),
-                            problems: problems.clone(),
-                        },
-                    ),
-                )
-                .await?;
-                tasks::cancel_all_open(
-                    &mut tx,
-                    run.workspace_id,
-                    run.id,
-                    &actor,
-                    "planning failed",
-                )
-                .await?;
-                let live = attempts::cancel_live(&mut tx, run.id, None).await?;
-                for a in &live {
-                    agents::release_slot(&mut tx, run.workspace_id, &a.agent_id).await?;
-                }
-                cancelled = live;
-                missions::transition(&mut tx, &mut run, MissionEvent::Fail, &actor, Some(&reason))
-                    .await
-                    .map_err(|e| anyhow::anyhow!("failing mission after planning error: {e}"))?;
-            }
-        }
-    }
+        Err(e) => planning_failed(&mut tx, cfg, planning, &mut run, &claim, e, &actor).await?,
+    };
     tx.commit().await?;
     crate::worker::notify_cancelled(&cfg.worker_http, cancelled);
     Ok(true)
+}
+
+/// Installs a plan the model made (validated once more against the kept
+/// tasks) and makes the mission ready, in the caller's transaction.
+async fn install_llm_plan(
+    conn: &mut sqlx::PgConnection,
+    planning: &PlanningConfig,
+    run: &mut missions::MissionRow,
+    kept: &[TaskSpec],
+    ctx: &ValidationContext<'_>,
+    planned: LlmPlan,
+    actor: &str,
+) -> anyhow::Result<()> {
+    let validated = validate_plan(replan::union(kept, planned.plan.clone()), ctx)
+        .map_err(|p| anyhow::anyhow!("plan changed validity: {p:?}"))?;
+    let usage = json!({
+        "model": planned.model, "prompt_tokens": planned.prompt_tokens,
+        "completion_tokens": planned.completion_tokens, "latency_ms": planned.latency_ms,
+        "calls": planned.calls, "repairs": planned.repairs,
+        "response_format": planned.response_format,
+    });
+    log_call(
+        &mut *conn,
+        run,
+        actor,
+        payloads::PlanLlmCall {
+            outcome: "plan".into(),
+            usage: Some(usage.clone()),
+            code: None,
+            error: None,
+            attempt: None,
+        },
+    )
+    .await?;
+    tasks::remove_unstarted(&mut *conn, run.id).await?;
+    let provenance = PlanProvenance {
+        planner: PLANNER_LLM,
+        template: None,
+        match_outcome: None,
+        reason: format!(
+            "no method matched; planned by model {} in {} call(s) with {} repair(s)",
+            planned.model, planned.calls, planned.repairs
+        ),
+    };
+    install_plan(
+        &mut *conn,
+        planning,
+        run,
+        &validated,
+        &provenance,
+        &json!({ "llm": usage }),
+        actor,
+    )
+    .await
+    .map_err(api_error)?;
+    plan_ready(&mut *conn, run, actor)
+        .await
+        .map_err(api_error)?;
+    Ok(())
+}
+
+/// Records a failed planning round: gives the lease back for a retry when
+/// the failure may pass, or fails the mission (cancelling what it started);
+/// returns the attempts to tell their workers about.
+async fn planning_failed(
+    conn: &mut sqlx::PgConnection,
+    cfg: &EngineConfig,
+    planning: &PlanningConfig,
+    run: &mut missions::MissionRow,
+    claim: &missions::PlanningClaim,
+    e: LlmError,
+    actor: &str,
+) -> anyhow::Result<Vec<attempts::Cancelled>> {
+    let retryable = matches!(
+        e,
+        LlmError::Timeout { .. }
+            | LlmError::Transport(_)
+            | LlmError::Http {
+                status: 429 | 500..=599,
+                ..
+            }
+    );
+    let problems = match &e {
+        LlmError::InvalidPlan { problems, .. } => json!(problems),
+        _ => json!([]),
+    };
+    log_call(
+        &mut *conn,
+        run,
+        actor,
+        payloads::PlanLlmCall {
+            outcome: "error".into(),
+            usage: None,
+            code: Some(e.code().to_owned()),
+            error: Some(e.to_string()),
+            attempt: Some(claim.planning_attempts),
+        },
+    )
+    .await?;
+    if retryable && claim.planning_attempts < planning.max_planning_attempts {
+        tracing::warn!(mission = %run.id, error = %e, "LLM planning failed; will retry");
+        missions::release_planning_lease(
+            &mut *conn,
+            run.id,
+            cfg.retry_base.max(Duration::from_secs(1)),
+        )
+        .await?;
+    } else {
+        let reason = format!("planning failed: {e}");
+        events::append(
+            &mut *conn,
+            run.workspace_id,
+            NewEvent::new(
+                run.id,
+                None,
+                None,
+                actor,
+                &payloads::PlanFailed {
+                    code: e.code().to_owned(),
+                    reason: reason.clone(),
+                    problems: problems.clone(),
+                },
+            ),
+        )
+        .await?;
+        tasks::cancel_all_open(
+            &mut *conn,
+            run.workspace_id,
+            run.id,
+            actor,
+            "planning failed",
+        )
+        .await?;
+        let live = attempts::cancel_live(&mut *conn, run.id, None).await?;
+        for a in &live {
+            agents::release_slot(&mut *conn, run.workspace_id, &a.agent_id).await?;
+        }
+        missions::transition(&mut *conn, run, MissionEvent::Fail, actor, Some(&reason))
+            .await
+            .map_err(|e| anyhow::anyhow!("failing mission after planning error: {e}"))?;
+        return Ok(live);
+    }
+    Ok(Vec::new())
 }
 
 async fn log_call(
