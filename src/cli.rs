@@ -172,6 +172,27 @@ pub struct SurfaceArgs {
     /// Requests a token (or client IP) may send back to back before the per-second rate applies; 0 disables rate limiting.
     #[arg(long, env = "COORDINATOR_RATE_LIMIT_BURST", default_value_t = crate::api::rate_limit::DEFAULT_BURST)]
     pub rate_limit_burst: u32,
+    /// Networks agent endpoints may be in (comma-separated CIDRs; a deployment lists its pod network). Link-local needs a listed link-local range, the metadata address 169.254.169.254 needs itself listed.
+    #[arg(
+        long,
+        env = "COORDINATOR_AGENT_NETWORKS",
+        default_value = "127.0.0.0/8,::1/128",
+        value_parser = networks_arg
+    )]
+    pub agent_networks: String,
+    /// Networks webhooks may reach besides public addresses (comma-separated CIDRs; default none).
+    #[arg(
+        long,
+        env = "COORDINATOR_WEBHOOK_NETWORKS",
+        default_value = "",
+        value_parser = networks_arg
+    )]
+    pub webhook_networks: String,
+}
+
+/// Checks a CIDR list flag (kept as text so `config print` shows it as typed).
+fn networks_arg(text: &str) -> Result<String, String> {
+    crate::egress::parse_networks(text).map(|_| text.to_owned())
 }
 
 impl SurfaceArgs {
@@ -212,6 +233,10 @@ impl SurfaceArgs {
             per_sec: self.rate_limit_per_sec,
             burst: self.rate_limit_burst,
         };
+        settings.egress.agent_networks = crate::egress::parse_networks(&self.agent_networks)
+            .map_err(|e| anyhow::anyhow!("--agent-networks: {e}"))?;
+        settings.egress.webhook_networks = crate::egress::parse_networks(&self.webhook_networks)
+            .map_err(|e| anyhow::anyhow!("--webhook-networks: {e}"))?;
         Ok(())
     }
 }

@@ -70,7 +70,7 @@ pub struct AppState {
     /// Planning settings.
     pub planning: Arc<PlanningConfig>,
     /// Client for calls to workers (cancel notifications).
-    pub http: reqwest::Client,
+    pub http: crate::egress::Client,
     /// Ticks on every engine wake-up: event streams wait on it.
     pub wake: tokio::sync::watch::Receiver<u64>,
     /// Seconds between scheduled BDI maintenance cycles (shown by its status).
@@ -80,6 +80,9 @@ pub struct AppState {
     pub stop: watch::Receiver<bool>,
     /// Per-credential request limits of this replica.
     pub limiter: Arc<rate_limit::RateLimiter>,
+    /// Client for webhook deliveries (webhook egress policy); `http` is the
+    /// agent client (agent egress policy).
+    pub webhook_http: crate::egress::Client,
 }
 
 impl AppState {
@@ -223,12 +226,14 @@ async fn readyz(State(state): State<AppState>) -> Response {
     (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
-/// The client for calls to workers.
-fn http_client() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5))
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build()?)
+/// The clients for calls to workers and to webhooks, each bound to its egress policy.
+fn http_clients(
+    egress: &crate::egress::Settings,
+) -> anyhow::Result<(crate::egress::Client, crate::egress::Client)> {
+    use crate::egress::{Client, Policy};
+    let agents = Policy::agents(egress.agent_networks.clone(), egress.hosts.clone());
+    let webhooks = Policy::webhooks(egress.webhook_networks.clone(), egress.hosts.clone());
+    Ok((Client::new(agents)?, Client::new(webhooks)?))
 }
 
 /// How to run the service.
@@ -253,6 +258,8 @@ pub struct Settings {
     pub bdi_interval_secs: u32,
     /// Per-credential API rate limit (off unless set; the CLI sets its defaults).
     pub rate_limit: rate_limit::RateLimit,
+    /// Which addresses agent endpoints and webhooks may reach.
+    pub egress: crate::egress::Settings,
 }
 
 impl Settings {
@@ -268,6 +275,7 @@ impl Settings {
             webhook_retry: RetryPolicy::default(),
             bdi_interval_secs: crate::bdi::runtime::DEFAULT_INTERVAL_SECS,
             rate_limit: rate_limit::RateLimit::DISABLED,
+            egress: crate::egress::Settings::default(),
         }
     }
 }
@@ -288,7 +296,8 @@ impl Application {
         let listener = TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
         let mut engine = settings.engine;
-        engine.worker_http = http_client()?;
+        let (http, webhook_http) = http_clients(&settings.egress)?;
+        engine.worker_http = http.clone();
         // Replanning around a failed task needs a planner that can plan anew.
         engine.escalation_replan = settings.planning.llm.is_some();
         let mut planning = settings.planning;
@@ -297,7 +306,6 @@ impl Application {
         engine.public_url = settings
             .public_url
             .unwrap_or_else(|| format!("http://{addr}"));
-        let http = http_client()?;
         let (stop, stop_rx) = watch::channel(false);
         Ok(Application {
             listener,
@@ -311,6 +319,7 @@ impl Application {
                 http,
                 bdi_interval_secs: settings.bdi_interval_secs,
                 limiter: Arc::new(rate_limit::RateLimiter::new(settings.rate_limit)),
+                webhook_http,
             },
             run_engine: settings.run_engine,
             retention: settings.retention,
@@ -351,6 +360,7 @@ impl Application {
             let cfg = PumpConfig {
                 retry: self.webhook_retry,
                 http: self.state.http.clone(),
+                webhook_http: self.state.webhook_http.clone(),
             };
             tokio::spawn(deliver::run(
                 self.state.pool.clone(),
