@@ -129,7 +129,7 @@ struct RegisterAgent {
     /// Tools (at most 100, each 1–64 characters).
     #[serde(default)]
     tools: Vec<String>,
-    /// Worker base URL (http or https); tasks are sent to `{endpoint_url}/v1/tasks`.
+    /// Worker base URL (http or https); tasks are sent to `{endpoint_url}/v1/tasks`. No userinfo, query string or fragment; its address must be inside the service's agent networks (`--agent-networks`, loopback by default).
     endpoint_url: String,
     /// Most tasks at once.
     #[serde(default = "one")]

@@ -34,7 +34,7 @@ pub const DEFAULT_KINDS: &[&str] = &["task.*"];
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
-    /// Where to POST deliveries (http or https).
+    /// Where to POST deliveries (http or https, no userinfo); public addresses only unless the service lists more (`--webhook-networks`). Redirects are not followed.
     pub url: String,
     /// Event kinds to deliver (`task.*` style prefixes allowed); empty or absent: `task.*`.
     #[serde(default)]
