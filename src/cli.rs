@@ -178,6 +178,27 @@ pub struct SurfaceArgs {
     /// Include metric series labelled by workspace and agent (the deepest inboxes); off by default, since they name tenants and agents.
     #[arg(long, env = "COORDINATOR_METRICS_AGENT_LABELS")]
     pub metrics_agent_labels: bool,
+    /// Networks agent endpoints may be in (comma-separated CIDRs; a deployment lists its pod network). Link-local needs a listed link-local range, the metadata address 169.254.169.254 needs itself listed.
+    #[arg(
+        long,
+        env = "COORDINATOR_AGENT_NETWORKS",
+        default_value = "127.0.0.0/8,::1/128",
+        value_parser = networks_arg
+    )]
+    pub agent_networks: String,
+    /// Networks webhooks may reach besides public addresses (comma-separated CIDRs; default none).
+    #[arg(
+        long,
+        env = "COORDINATOR_WEBHOOK_NETWORKS",
+        default_value = "",
+        value_parser = networks_arg
+    )]
+    pub webhook_networks: String,
+}
+
+/// Checks a CIDR list flag (kept as text so `config print` shows it as typed).
+fn networks_arg(text: &str) -> Result<String, String> {
+    crate::egress::parse_networks(text).map(|_| text.to_owned())
 }
 
 impl SurfaceArgs {
@@ -220,6 +241,10 @@ impl SurfaceArgs {
         };
         settings.metrics_listen = self.metrics_listen;
         settings.metrics_agent_labels = self.metrics_agent_labels;
+        settings.egress.agent_networks = crate::egress::parse_networks(&self.agent_networks)
+            .map_err(|e| anyhow::anyhow!("--agent-networks: {e}"))?;
+        settings.egress.webhook_networks = crate::egress::parse_networks(&self.webhook_networks)
+            .map_err(|e| anyhow::anyhow!("--webhook-networks: {e}"))?;
         Ok(())
     }
 }

@@ -93,6 +93,10 @@ pub fn test_settings() -> Settings {
     s.engine.sweep_interval = Duration::from_millis(500);
     s.engine.retry_base = Duration::from_millis(50);
     s.engine.retry_cap = Duration::from_millis(200);
+    // Most tests point webhooks and agent subscriptions at receivers on
+    // loopback, which the webhook egress policy refuses by default; the
+    // egress tests (`egress.rs`) start from `Settings::new` defaults instead.
+    s.egress.webhook_networks = coordinator::egress::parse_networks("127.0.0.0/8").expect("a CIDR");
     s
 }
 

@@ -10,6 +10,7 @@ mod cli;
 mod config;
 mod contract_net;
 mod deploy;
+mod egress;
 mod failures;
 mod fuzz_regressions;
 mod governance;

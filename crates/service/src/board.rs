@@ -93,7 +93,7 @@ pub fn move_meaning(from: BoardColumn, to: BoardColumn) -> Result<HumanAction, S
 /// Moves a card: resolves its task as the move means, or refuses with 409.
 pub async fn move_card(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     card_id: Uuid,
     req: MoveCard,

@@ -44,6 +44,7 @@ pub mod bdi;
 pub mod board;
 pub mod coordination;
 pub mod db;
+pub mod egress;
 pub mod engine;
 pub mod error;
 pub mod local_postgres;

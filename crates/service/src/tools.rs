@@ -42,7 +42,7 @@ pub struct ToolContext<'a> {
     /// Planning settings (creating and replanning missions).
     pub planning: &'a PlanningConfig,
     /// Client for calls to workers (cancel notices).
-    pub http: &'a reqwest::Client,
+    pub http: &'a crate::egress::Client,
 }
 
 /// Reads are open to every role, as `GET /v1/missions` is.

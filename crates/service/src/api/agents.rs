@@ -129,7 +129,7 @@ struct RegisterAgent {
     /// Tools (at most 100, each 1–64 characters).
     #[serde(default)]
     tools: Vec<String>,
-    /// Worker base URL (http or https); tasks are sent to `{endpoint_url}/v1/tasks`.
+    /// Worker base URL (http or https); tasks are sent to `{endpoint_url}/v1/tasks`. No userinfo, query string or fragment; its address must be inside the service's agent networks (`--agent-networks`, loopback by default).
     endpoint_url: String,
     /// Most tasks at once.
     #[serde(default = "one")]
@@ -180,6 +180,38 @@ fn check_names(field: &str, names: &[String]) -> ApiResult<()> {
     Ok(())
 }
 
+/// Checks an agent's base URL against its shape rules and the agent egress
+/// policy (names are resolved now; again at every call).
+async fn check_endpoint(state: &AppState, url: &reqwest::Url) -> ApiResult<()> {
+    const FIELD: &str = "endpoint_url";
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ApiError::invalid(
+            FIELD,
+            "endpoint_url must not carry credentials (user:pass@); workers authenticate the service by the callback token",
+        ));
+    }
+    // The service appends its own routes (`/v1/tasks`, …) to the base URL: a
+    // query or fragment would swallow them and aim the call elsewhere.
+    if url.query().is_some() {
+        return Err(ApiError::invalid(
+            FIELD,
+            "endpoint_url must not have a query string: the service appends its own routes (/v1/tasks, …) to the base URL",
+        ));
+    }
+    if url.fragment().is_some() {
+        return Err(ApiError::invalid(
+            FIELD,
+            "endpoint_url must not have a fragment (#…): the service appends its own routes (/v1/tasks, …) to the base URL",
+        ));
+    }
+    state
+        .http
+        .policy()
+        .admit(url)
+        .await
+        .map_err(|why| ApiError::invalid(FIELD, format!("endpoint_url refused: {why}")))
+}
+
 /// Registers an agent.
 ///
 /// Roles: admin, operator, worker.
@@ -224,6 +256,7 @@ async fn register(
             "endpoint_url must be an http(s) URL with a host",
         ));
     }
+    check_endpoint(&state, &url).await?;
     if !(1..=10_000).contains(&req.max_concurrency) {
         return Err(ApiError::invalid(
             "max_concurrency",

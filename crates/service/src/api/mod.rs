@@ -70,7 +70,7 @@ pub struct AppState {
     /// Planning settings.
     pub planning: Arc<PlanningConfig>,
     /// Client for calls to workers (cancel notifications).
-    pub http: reqwest::Client,
+    pub http: crate::egress::Client,
     /// Ticks on every engine wake-up: event streams wait on it.
     pub wake: tokio::sync::watch::Receiver<u64>,
     /// Seconds between scheduled BDI maintenance cycles (shown by its status).
@@ -82,6 +82,9 @@ pub struct AppState {
     pub limiter: Arc<rate_limit::RateLimiter>,
     /// Whether `/metrics` shows series labelled by workspace and agent.
     pub metrics_agent_labels: bool,
+    /// Client for webhook deliveries (webhook egress policy); `http` is the
+    /// agent client (agent egress policy).
+    pub webhook_http: crate::egress::Client,
 }
 
 impl AppState {
@@ -225,12 +228,14 @@ async fn readyz(State(state): State<AppState>) -> Response {
     (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
-/// The client for calls to workers.
-fn http_client() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5))
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build()?)
+/// The clients for calls to workers and to webhooks, each bound to its egress policy.
+fn http_clients(
+    egress: &crate::egress::Settings,
+) -> anyhow::Result<(crate::egress::Client, crate::egress::Client)> {
+    use crate::egress::{Client, Policy};
+    let agents = Policy::agents(egress.agent_networks.clone(), egress.hosts.clone());
+    let webhooks = Policy::webhooks(egress.webhook_networks.clone(), egress.hosts.clone());
+    Ok((Client::new(agents)?, Client::new(webhooks)?))
 }
 
 /// How to run the service.
@@ -260,6 +265,8 @@ pub struct Settings {
     pub metrics_listen: Option<SocketAddr>,
     /// Include metric series labelled by workspace and agent.
     pub metrics_agent_labels: bool,
+    /// Which addresses agent endpoints and webhooks may reach.
+    pub egress: crate::egress::Settings,
 }
 
 impl Settings {
@@ -277,6 +284,7 @@ impl Settings {
             rate_limit: rate_limit::RateLimit::DISABLED,
             metrics_listen: None,
             metrics_agent_labels: false,
+            egress: crate::egress::Settings::default(),
         }
     }
 }
@@ -302,7 +310,8 @@ impl Application {
             None => None,
         };
         let mut engine = settings.engine;
-        engine.worker_http = http_client()?;
+        let (http, webhook_http) = http_clients(&settings.egress)?;
+        engine.worker_http = http.clone();
         // Replanning around a failed task needs a planner that can plan anew.
         engine.escalation_replan = settings.planning.llm.is_some();
         let mut planning = settings.planning;
@@ -311,7 +320,6 @@ impl Application {
         engine.public_url = settings
             .public_url
             .unwrap_or_else(|| format!("http://{addr}"));
-        let http = http_client()?;
         let (stop, stop_rx) = watch::channel(false);
         Ok(Application {
             listener,
@@ -327,6 +335,7 @@ impl Application {
                 bdi_interval_secs: settings.bdi_interval_secs,
                 limiter: Arc::new(rate_limit::RateLimiter::new(settings.rate_limit)),
                 metrics_agent_labels: settings.metrics_agent_labels,
+                webhook_http,
             },
             run_engine: settings.run_engine,
             retention: settings.retention,
@@ -373,6 +382,7 @@ impl Application {
             let cfg = PumpConfig {
                 retry: self.webhook_retry,
                 http: self.state.http.clone(),
+                webhook_http: self.state.webhook_http.clone(),
             };
             tokio::spawn(deliver::run(
                 self.state.pool.clone(),

@@ -97,6 +97,23 @@ async fn subscribe(
     {
         return Err(ApiError::invalid("role", "role must be 1–64 characters"));
     }
+    // Deliveries to the agent's endpoint are webhook deliveries: the webhook
+    // policy must admit it too.
+    if let Some(agent) = crate::store::agents::get(&state.pool, who.workspace_id, &agent_id).await?
+        && let Ok(url) = reqwest::Url::parse(&agent.endpoint_url)
+    {
+        state
+            .webhook_http
+            .policy()
+            .admit(&url)
+            .await
+            .map_err(|why| {
+                ApiError::invalid(
+                    "agent_id",
+                    format!("the agent's endpoint_url is refused for event deliveries: {why}"),
+                )
+            })?;
+    }
     let topics = store::Topics {
         mission_id: req.mission_id,
         role: req.role,
@@ -204,6 +221,15 @@ async fn create(
 ) -> ApiResult<(StatusCode, Json<WebhookView>)> {
     who.require(MANAGERS)?;
     let kinds = req.validate()?;
+    // `validate` parsed the URL; the address is judged against the webhook policy.
+    if let Ok(url) = reqwest::Url::parse(&req.url) {
+        state
+            .webhook_http
+            .policy()
+            .admit(&url)
+            .await
+            .map_err(|why| ApiError::invalid("url", format!("url refused: {why}")))?;
+    }
     let hook = store::create(
         &state.pool,
         who.workspace_id,

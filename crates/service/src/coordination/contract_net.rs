@@ -943,7 +943,7 @@ pub async fn set_allocation(
 /// can still propose through the API). Returns tenders solicited.
 pub async fn solicit(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     timeout: std::time::Duration,
 ) -> anyhow::Result<usize> {
     let due = store::claim_unsolicited(pool, 16).await?;

@@ -240,7 +240,7 @@ fn sender(who: &Principal, h: &CreateHandoff) -> Result<String, HandoffError> {
 /// one transaction.
 pub async fn create(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     h: CreateHandoff,
 ) -> Result<HandoffView, HandoffError> {

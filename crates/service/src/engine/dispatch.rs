@@ -45,7 +45,7 @@ pub fn span(d: &Dispatch) -> tracing::Span {
 /// Sends one dispatch to its worker and applies an immediate answer: `202`
 /// means the worker will call back; `200` carries the result; anything else
 /// (or no answer within the timeout) fails the attempt as `infrastructure`.
-pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &reqwest::Client, d: Dispatch) {
+pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &crate::egress::Client, d: Dispatch) {
     let attempt_id = d.request.attempt_id;
     let url = format!("{}/v1/tasks", d.endpoint_url.trim_end_matches('/'));
     let started = std::time::Instant::now();
@@ -102,6 +102,10 @@ pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &reqwest::Client, d: 
         },
         Ok(resp) => Some((
             transport_failure(format!("worker answered {} to the dispatch", resp.status())),
+            Origin::DispatchFailed,
+        )),
+        Err(crate::egress::SendError::Refused) => Some((
+            transport_failure(format!("dispatch to {url} {}", crate::egress::REFUSED)),
             Origin::DispatchFailed,
         )),
         Err(e) => Some((

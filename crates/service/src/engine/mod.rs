@@ -55,7 +55,7 @@ pub struct EngineConfig {
     /// Scoring weights.
     pub weights: ScoreWeights,
     /// Client for calls to workers outside dispatch (cancel notices).
-    pub worker_http: reqwest::Client,
+    pub worker_http: crate::egress::Client,
     /// Agents with this skill judge `must_pass` criteria that have no deterministic check.
     pub verifier_skill: String,
     /// The ladder may replan around a failed task (needs an LLM planner).
@@ -95,7 +95,7 @@ impl EngineConfig {
             max_continuations: 10,
             continuation_delay: reports::DEFAULT_CONTINUATION_DELAY,
             weights: ScoreWeights::default(),
-            worker_http: reqwest::Client::new(),
+            worker_http: crate::egress::Client::default_agents(),
             verifier_skill: "verification".into(),
             escalation_replan: false,
             max_escalation_replans: 1,
@@ -125,7 +125,7 @@ pub struct Engine {
     pool: PgPool,
     cfg: Arc<EngineConfig>,
     planning: Arc<PlanningConfig>,
-    http: reqwest::Client,
+    http: crate::egress::Client,
 }
 
 impl Engine {
@@ -134,7 +134,7 @@ impl Engine {
         pool: PgPool,
         cfg: EngineConfig,
         planning: Arc<PlanningConfig>,
-        http: reqwest::Client,
+        http: crate::egress::Client,
     ) -> Self {
         Engine {
             pool,

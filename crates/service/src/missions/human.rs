@@ -142,7 +142,7 @@ fn downstream(edges: &[(Uuid, Uuid)], mut set: BTreeSet<Uuid>) -> BTreeSet<Uuid>
 /// Settles a task in `awaiting_human`.
 pub async fn resolve(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     id: Uuid,
     task: &str,
@@ -500,7 +500,7 @@ pub struct CancelTaskRequest {
 /// the rest of the mission runs on.
 pub async fn cancel_task(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     id: Uuid,
     task: &str,

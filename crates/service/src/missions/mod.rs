@@ -440,7 +440,7 @@ async fn check_assignments(
 /// (reports on them are then refused as stale) and their slots released.
 pub async fn cancel(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     id: Uuid,
 ) -> Result<MissionView, MissionError> {
@@ -476,7 +476,7 @@ pub async fn pause(pool: &PgPool, who: &Principal, id: Uuid) -> Result<MissionVi
 /// whose work all finished while paused moves on.
 pub async fn resume(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     id: Uuid,
 ) -> Result<MissionView, MissionError> {

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use super::{DELIVERY_HEADER, EVENT_HEADER, RetryPolicy, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
 use crate::{
     coordination::messages::PushedMessage,
+    egress::{REFUSED, SendError},
     store::{
         messages::{self as messages, DuePush},
         webhooks::{self, DueDelivery},
@@ -33,8 +34,10 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub struct PumpConfig {
     /// Retry spacing and limit.
     pub retry: RetryPolicy,
-    /// Client for the POSTs.
-    pub http: reqwest::Client,
+    /// Client for message pushes to agent endpoints (agent egress policy).
+    pub http: crate::egress::Client,
+    /// Client for webhook deliveries (webhook egress policy).
+    pub webhook_http: crate::egress::Client,
 }
 
 /// Runs passes until `stop` turns true; wakes on engine notifications.
@@ -99,7 +102,7 @@ pub async fn push_pass(pool: &PgPool, cfg: &PumpConfig) -> sqlx::Result<usize> {
     Ok(n)
 }
 
-async fn push(pool: &PgPool, http: &reqwest::Client, p: &DuePush) -> Result<u16, String> {
+async fn push(pool: &PgPool, http: &crate::egress::Client, p: &DuePush) -> Result<u16, String> {
     let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
     let message = messages::get(&mut conn, p.workspace_id, p.message_id)
         .await
@@ -111,12 +114,15 @@ async fn push(pool: &PgPool, http: &reqwest::Client, p: &DuePush) -> Result<u16,
         message,
     };
     let res = http
-        .post(format!("{}/v1/messages", p.endpoint_url))
+        .post(&format!("{}/v1/messages", p.endpoint_url))
         .timeout(TIMEOUT)
         .json(&body)
         .send()
         .await
-        .map_err(|e| format!("request failed: {e}"))?;
+        .map_err(|e| match e {
+            SendError::Refused => REFUSED.to_owned(),
+            e => format!("request failed: {e}"),
+        })?;
     Ok(res.status().as_u16())
 }
 
@@ -126,7 +132,7 @@ async fn webhook_pass(pool: &PgPool, cfg: &PumpConfig) -> sqlx::Result<usize> {
     let due = webhooks::claim_due(pool, BATCH, LEASE_SECS).await?;
     let n = due.len();
     let sends = due.into_iter().map(|d| async move {
-        let outcome = send(&cfg.http, &d).await;
+        let outcome = send(&cfg.webhook_http, &d).await;
         let (delivered, status, error) = match outcome {
             Ok(status) if (200..300).contains(&status) => (true, Some(status), None),
             Ok(status) => (
@@ -152,20 +158,24 @@ async fn webhook_pass(pool: &PgPool, cfg: &PumpConfig) -> sqlx::Result<usize> {
     Ok(n)
 }
 
-async fn send(http: &reqwest::Client, d: &DueDelivery) -> Result<i32, String> {
+async fn send(http: &crate::egress::Client, d: &DueDelivery) -> Result<i32, String> {
     let body = serde_json::to_vec(&d.body).map_err(|e| e.to_string())?;
     let ts = OffsetDateTime::now_utc().unix_timestamp();
     let res = http
         .post(&d.url)
         .timeout(TIMEOUT)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(SIGNATURE_HEADER, sign(&d.secret, ts, &body))
-        .header(TIMESTAMP_HEADER, ts.to_string())
+        .header("content-type", "application/json")
+        .header(SIGNATURE_HEADER, &sign(&d.secret, ts, &body))
+        .header(TIMESTAMP_HEADER, &ts.to_string())
         .header(EVENT_HEADER, &d.event_kind)
-        .header(DELIVERY_HEADER, d.id.to_string())
+        .header(DELIVERY_HEADER, &d.id.to_string())
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("request failed: {e}"))?;
+        .map_err(|e| match e {
+            // Nothing was sent: the log says so and nothing about the port.
+            SendError::Refused => REFUSED.to_owned(),
+            e => format!("request failed: {e}"),
+        })?;
     Ok(i32::from(res.status().as_u16()))
 }

@@ -34,7 +34,7 @@ pub const DEFAULT_KINDS: &[&str] = &["task.*"];
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
-    /// Where to POST deliveries (http or https).
+    /// Where to POST deliveries (http or https, no userinfo); public addresses only unless the service lists more (`--webhook-networks`). Redirects are not followed.
     pub url: String,
     /// Event kinds to deliver (`task.*` style prefixes allowed); empty or absent: `task.*`.
     #[serde(default)]
@@ -56,6 +56,12 @@ impl CreateWebhook {
         }
         if self.url.len() > 2048 {
             return Err(Invalid::new("url", "url must be at most 2048 characters"));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Invalid::new(
+                "url",
+                "url must not carry credentials (user:pass@); receivers check the signature header",
+            ));
         }
         let n = self.secret.chars().count();
         if !(16..=256).contains(&n) {
@@ -181,6 +187,10 @@ mod tests {
         for (bad, field) in [
             (req("ftp://example.com", &[], "0123456789abcdef"), "url"),
             (req("not a url", &[], "0123456789abcdef"), "url"),
+            (
+                req("https://u:p@example.com", &[], "0123456789abcdef"),
+                "url",
+            ),
             (req("https://example.com", &[], "short"), "secret"),
             (
                 req("https://example.com", &["Task!"], "0123456789abcdef"),

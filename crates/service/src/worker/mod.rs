@@ -12,7 +12,7 @@ use crate::store::attempts;
 
 /// Tells the workers of cancelled attempts to stop (`POST {endpoint}/v1/tasks/{attempt}/cancel`),
 /// in the background and best effort: their later reports are refused as stale anyway.
-pub fn notify_cancelled(http: &reqwest::Client, cancelled: Vec<attempts::Cancelled>) {
+pub fn notify_cancelled(http: &crate::egress::Client, cancelled: Vec<attempts::Cancelled>) {
     for a in cancelled {
         let http = http.clone();
         tokio::spawn(async move {

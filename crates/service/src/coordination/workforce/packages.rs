@@ -139,7 +139,7 @@ async fn insert_package(
 /// Creates a package in `draft` (and opens it when asked).
 pub async fn create_package(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     req: CreatePackage,
 ) -> Result<PackageView, WorkforceError> {
@@ -163,7 +163,7 @@ pub async fn create_package(
 /// a person stays). A running or pending task is refused (409).
 pub async fn delegate_task(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     mission: Uuid,
     task: &str,
@@ -345,7 +345,7 @@ fn check_move(req: &TransitionRequest) -> Result<(), Invalid> {
 /// the same rating, cancelling it again) is a no-op returning it unchanged.
 pub async fn transition(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     id: Uuid,
     req: TransitionRequest,
@@ -415,7 +415,7 @@ pub struct AssignRequest {
 /// Assigns an open package: `transition` to `assigned`.
 pub async fn assign(
     pool: &PgPool,
-    http: &reqwest::Client,
+    http: &crate::egress::Client,
     who: &Principal,
     id: Uuid,
     req: AssignRequest,
