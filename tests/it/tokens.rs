@@ -395,14 +395,14 @@ async fn an_expired_token_gets_401_and_its_stream_ends_when_it_expires() {
     assert_eq!(body["error"]["code"], "unauthorized", "{body}");
 
     // Expires while its stream is open.
-    let (id, secret) = mint(&app, json!({"role": "operator", "expires_in_secs": 2})).await;
+    let (id, secret) = mint(&app, json!({"role": "operator", "expires_in_secs": 3})).await;
     let (_, row) = app.get(&format!("/v1/tokens/{id}")).await;
     assert!(row["expires_at"].is_string(), "{row}");
     let stream = open_stream(&app, &secret, "/v1/events?after=0").await;
-    let ended = time_to_end(stream, Duration::from_secs(6))
+    let ended = time_to_end(stream, Duration::from_secs(8))
         .await
         .expect("the stream ended once the token expired");
-    eprintln!("stream of a 2 s token ended {ended:?} after it opened");
+    eprintln!("stream of a 3 s token ended {ended:?} after it opened");
     let (status, _) = get_as(&app, &secret, "/v1/missions").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     app.stop().await;
