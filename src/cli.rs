@@ -463,9 +463,10 @@ fn parse_expires_in(text: &str) -> Result<u64, String> {
         "d" => 86_400,
         _ => return Err(format!("'{text}': the unit must be s, m, h or d")),
     };
+    // The API's bound too: at most ten years (10 × 366 days).
     n.checked_mul(scale)
-        .filter(|s| *s > 0)
-        .ok_or_else(|| format!("'{text}' must be a positive duration"))
+        .filter(|s| (1..=316_224_000).contains(s))
+        .ok_or_else(|| format!("'{text}' must be a positive duration of at most ten years"))
 }
 
 /// What a new token is.
@@ -781,11 +782,15 @@ async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
         (role == Role::Agent) == agent_id.is_some(),
         "--agent-id is required for role agent, and only for it"
     );
+    let name = name.unwrap_or_else(|| format!("{role} token"));
+    anyhow::ensure!(
+        !name.trim().is_empty() && name.chars().count() <= 128,
+        "--name must be 1 to 128 characters"
+    );
     let db = Database::open(&db).await?;
     let mut conn = db.pool.acquire().await?;
     let ws = auth::workspace_by_name(&mut conn, &workspace).await?;
     let secret = auth::generate_token();
-    let name = name.unwrap_or_else(|| format!("{role} token"));
     let expires_at =
         expires_in.map(|secs| time::OffsetDateTime::now_utc() + Duration::from_secs(secs));
     auth::insert_token_until(
