@@ -449,6 +449,57 @@ pub enum TokenCommand {
     /// Create an API token (printed once) directly in the database, whatever
     /// COORDINATOR_URL / COORDINATOR_TOKEN say: for bootstrapping.
     Bootstrap(TokenArgs),
+    /// List the workspace's tokens through the API (`GET /v1/tokens`, admin
+    /// token): id, role, name, agent, created, last used, expiry; never a secret.
+    List(TokenListArgs),
+    /// Revoke a token through the API (`DELETE /v1/tokens/{id}`, admin
+    /// token): it gets 401 at once and its open event streams end within seconds.
+    Revoke(TokenRevokeArgs),
+}
+
+/// `coordinator token list`.
+#[derive(Debug, clap::Args)]
+pub struct TokenListArgs {
+    /// Also list revoked tokens.
+    #[arg(long)]
+    pub include_revoked: bool,
+    /// The service to ask.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `coordinator token revoke`.
+#[derive(Debug, clap::Args)]
+pub struct TokenRevokeArgs {
+    /// Id of the token to revoke (`coordinator token list` shows it).
+    pub id: String,
+    /// The service to ask.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Parses `--expires-in`: a number of seconds, or a number with a unit
+/// (`s`, `m`, `h`, `d`), e.g. `90d`.
+fn parse_expires_in(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration like 3600, 90m, 12h or 30d"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("'{text}': the unit must be s, m, h or d")),
+    };
+    // The API's bound too: at most ten years (10 × 366 days).
+    n.checked_mul(scale)
+        .filter(|s| (1..=316_224_000).contains(s))
+        .ok_or_else(|| format!("'{text}' must be a positive duration of at most ten years"))
 }
 
 /// What a new token is.
@@ -463,6 +514,10 @@ pub struct TokenArgs {
     /// For role agent: the agent it acts as.
     #[arg(long)]
     pub agent_id: Option<String>,
+    /// The token stops working after this long: seconds, or with a unit
+    /// (`90m`, `12h`, `30d`; at most ten years) [default: never].
+    #[arg(long, value_parser = parse_expires_in, value_name = "DURATION")]
+    pub expires_in: Option<u64>,
     /// Workspace name, created if missing (database form only; the API uses
     /// the admin token's workspace) [default: default].
     #[arg(long)]
@@ -676,6 +731,13 @@ async fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Before the database starts, so a weak admin secret fails fast.
+    auth::check_bootstrap(
+        args.bootstrap_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty()),
+    )?;
     let db = Database::open(&args.db).await?;
     match auth::ensure_bootstrap(&db.pool, args.bootstrap_token.as_deref()).await? {
         Bootstrap::Generated(token) => {
@@ -725,8 +787,16 @@ async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
                 &token.role.to_string(),
                 token.name,
                 token.agent_id,
+                token.expires_in,
             )
             .await);
+        }
+        TokenCommand::List(TokenListArgs {
+            include_revoked,
+            client,
+        }) => return Ok(cli_client::list_tokens(&client, include_revoked).await),
+        TokenCommand::Revoke(TokenRevokeArgs { id, client }) => {
+            return Ok(cli_client::revoke_token(&client, &id).await);
         }
         TokenCommand::Create(TokenCreateArgs { token, .. }) | TokenCommand::Bootstrap(token) => {
             token
@@ -736,6 +806,7 @@ async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
         role,
         name,
         agent_id,
+        expires_in,
         workspace,
         db,
     } = args;
@@ -744,12 +815,27 @@ async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
         (role == Role::Agent) == agent_id.is_some(),
         "--agent-id is required for role agent, and only for it"
     );
+    let name = name.unwrap_or_else(|| format!("{role} token"));
+    anyhow::ensure!(
+        !name.trim().is_empty() && name.chars().count() <= 128,
+        "--name must be 1 to 128 characters"
+    );
     let db = Database::open(&db).await?;
     let mut conn = db.pool.acquire().await?;
     let ws = auth::workspace_by_name(&mut conn, &workspace).await?;
     let secret = auth::generate_token();
-    let name = name.unwrap_or_else(|| format!("{role} token"));
-    auth::insert_token(&mut conn, ws, role, &name, agent_id.as_deref(), &secret).await?;
+    let expires_at =
+        expires_in.map(|secs| time::OffsetDateTime::now_utc() + Duration::from_secs(secs));
+    auth::insert_token_until(
+        &mut conn,
+        ws,
+        role,
+        &name,
+        agent_id.as_deref(),
+        &secret,
+        expires_at,
+    )
+    .await?;
     drop(conn);
     db.close().await?;
     println!("{secret}");

@@ -194,6 +194,7 @@ pub async fn create_token(
     role: &str,
     name: Option<String>,
     agent_id: Option<String>,
+    expires_in_secs: Option<u64>,
 ) -> ExitCode {
     let run = async {
         let api = client.client()?;
@@ -202,6 +203,7 @@ pub async fn create_token(
                 role: role.to_owned(),
                 name,
                 agent_id,
+                expires_in_secs,
             })
             .await?;
         if client.json {
@@ -215,6 +217,61 @@ pub async fn create_token(
                 created.role,
                 api.base_url()
             );
+        }
+        Ok(ExitCode::SUCCESS)
+    };
+    run.await.unwrap_or_else(|e| report(e, client.json))
+}
+
+/// `coordinator token list` (`GET /v1/tokens`, admin token): a table of the
+/// workspace's tokens, or `--json`; never a secret.
+pub async fn list_tokens(client: &ClientArgs, include_revoked: bool) -> ExitCode {
+    let run = async {
+        let api = client.client()?;
+        let tokens = api.tokens(include_revoked).await?;
+        if client.json {
+            out_json(&tokens)?;
+        } else if tokens.is_empty() {
+            eprintln!("no tokens");
+        } else {
+            let mut t = table::Table::new(&[
+                "ID",
+                "ROLE",
+                "NAME",
+                "AGENT",
+                "CREATED",
+                "LAST USED",
+                "EXPIRES",
+                "REVOKED",
+            ]);
+            for tok in &tokens {
+                t.row(vec![
+                    tok.id.to_string(),
+                    tok.role.clone(),
+                    table::truncate(&tok.name, 40),
+                    table::or_dash(tok.agent_id.as_deref()),
+                    table::datetime(tok.created_at),
+                    table::datetime(tok.last_used_at),
+                    table::datetime(tok.expires_at),
+                    table::datetime(tok.revoked_at),
+                ]);
+            }
+            out(&t.render())?;
+        }
+        Ok(ExitCode::SUCCESS)
+    };
+    run.await.unwrap_or_else(|e| report(e, client.json))
+}
+
+/// `coordinator token revoke ID` (`DELETE /v1/tokens/{id}`, admin token).
+pub async fn revoke_token(client: &ClientArgs, id: &str) -> ExitCode {
+    let run = async {
+        let api = client.client()?;
+        api.revoke_token(id).await?;
+        if client.json {
+            out_json(&serde_json::json!({ "id": id, "revoked": true }))?;
+        } else {
+            eprintln!("revoked token {id}: it gets 401 from now on");
         }
         Ok(ExitCode::SUCCESS)
     };

@@ -827,3 +827,97 @@ async fn rfc_coordination_commands_send_ack_reserve_and_status() {
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn tokens_are_listed_and_revoked_through_the_cli() {
+    let app = spawn_app().await;
+    let (url, admin) = (app.url.as_str(), app.token.as_str());
+    let created = cli(
+        url,
+        admin,
+        &[
+            "token",
+            "create",
+            "--role",
+            "operator",
+            "--name",
+            "nightly job",
+            "--expires-in",
+            "30d",
+            "--json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    let id = created["id"].as_str().expect("id").to_owned();
+    let secret = created["token"].as_str().expect("secret").to_owned();
+    assert!(created["expires_at"].is_string(), "{created}");
+    let bad = cli(
+        url,
+        admin,
+        &[
+            "token",
+            "create",
+            "--role",
+            "operator",
+            "--expires-in",
+            "3 weeks",
+        ],
+    )
+    .await;
+    assert_eq!(bad.code, 2, "{bad:#?}");
+
+    // The table: the name, role and expiry, never a secret.
+    let table = cli(url, admin, &["token", "list"]).await.ok();
+    let line = table
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{table:#?}"));
+    assert!(
+        line.contains("operator") && line.contains("nightly job"),
+        "{line}"
+    );
+    assert!(table.stdout.starts_with("ID"), "{table:#?}");
+    assert!(!table.stdout.contains(&secret) && !table.stdout.contains(admin));
+    let listed = cli(url, admin, &["token", "list", "--json"])
+        .await
+        .ok()
+        .json();
+    let row = listed
+        .as_array()
+        .and_then(|a| a.iter().find(|t| t["id"] == id.as_str()))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(row["name"], "nightly job", "{row}");
+    assert!(row["expires_at"].is_string(), "{row}");
+    assert!(!listed.to_string().contains(&secret));
+
+    // Revoked: the token gets 401 (exit 1), the list leaves it out.
+    let revoked = cli(url, admin, &["token", "revoke", &id]).await.ok();
+    assert!(revoked.stderr.contains("revoked token"), "{revoked:#?}");
+    let refused = cli(url, &secret, &["mission", "list"]).await;
+    assert_eq!(refused.code, 1, "{refused:#?}");
+    assert!(
+        refused.stderr.contains("unauthorized (HTTP 401)"),
+        "{refused:#?}"
+    );
+    let after = cli(url, admin, &["token", "list"]).await.ok();
+    assert!(!after.stdout.contains(&id), "{after:#?}");
+    let all = cli(url, admin, &["token", "list", "--include-revoked"])
+        .await
+        .ok();
+    assert!(all.stdout.contains(&id), "{all:#?}");
+    let unknown = cli(
+        url,
+        admin,
+        &["token", "revoke", &uuid::Uuid::now_v7().to_string()],
+    )
+    .await;
+    assert_eq!(unknown.code, 1, "{unknown:#?}");
+    assert!(
+        unknown.stderr.contains("not_found (HTTP 404)"),
+        "{unknown:#?}"
+    );
+    app.stop().await;
+}

@@ -112,7 +112,7 @@ async fn serve_reads_its_config_file_and_logs_json() {
     ]);
     cmd.env(
         "COORDINATOR_BOOTSTRAP_TOKEN",
-        "config-test-admin-token-0123",
+        "config-test-admin-token-0123456789abcdef",
     );
     let mut child = cmd.spawn().expect("spawn serve");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
@@ -137,7 +137,7 @@ async fn serve_reads_its_config_file_and_logs_json() {
 async fn config_print_shows_each_value_with_its_source_and_masks_secrets() {
     let file = temp_file(
         "tick-ms = 250\nlease-secs = 30\nlisten = \"0.0.0.0:9000\"\n\
-         bootstrap-token = \"file-bootstrap-secret-4242\"\nno-engine = true\n",
+         bootstrap-token = \"file-bootstrap-secret-4242-0123456789abcdef\"\nno-engine = true\n",
     );
     let mut cmd = command(&[
         "config",
@@ -193,7 +193,7 @@ async fn config_print_shows_each_value_with_its_source_and_masks_secrets() {
         "{stdout}"
     );
     for secret in [
-        "file-bootstrap-secret-4242",
+        "file-bootstrap-secret-4242-0123456789abcdef",
         "sk-flag-secret-9999",
         "db-password-7777",
     ] {

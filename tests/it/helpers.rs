@@ -108,7 +108,7 @@ pub async fn spawn_app() -> TestApp {
 /// Starts the service on `db_url` with `settings` (replicas share a URL).
 pub async fn spawn_app_on(db_url: &str, settings: Settings) -> TestApp {
     let pool = db::connect(db_url, 10).await.expect("connect");
-    let token = "test-admin-token-0123456789".to_owned();
+    let token = "test-admin-token-0123456789abcdef0123456789".to_owned();
     auth::ensure_bootstrap(&pool, Some(&token))
         .await
         .expect("bootstrap");

@@ -34,6 +34,7 @@ mod sweeps;
 mod team_decisions;
 mod telemetry;
 mod timeline;
+mod tokens;
 mod tool_policy;
 mod tools;
 mod workforce;

@@ -197,7 +197,7 @@ async fn every_v1_route_refuses_missing_malformed_unknown_and_revoked_tokens() {
             // Attempt routes take attempt tokens only: an API token is unknown there.
             cases.push((
                 "API token on an attempt route",
-                Some("Bearer test-admin-token-0123456789"),
+                Some("Bearer test-admin-token-0123456789abcdef0123456789"),
             ));
         }
         for (what, authorization) in cases {
@@ -421,9 +421,10 @@ async fn workspace_b(app: &TestApp, doc: &Value) -> (Uuid, String, Ids) {
         .await
         .expect("workspace");
     let b_token = auth::generate_token();
-    auth::insert_token(&mut conn, ws, auth::Role::Admin, "b admin", None, &b_token)
-        .await
-        .expect("token");
+    let b_token_id =
+        auth::insert_token(&mut conn, ws, auth::Role::Admin, "b admin", None, &b_token)
+            .await
+            .expect("token");
     drop(conn);
     let b = |method: Method, path: String, body: Option<Value>| {
         let t = b_token.clone();
@@ -434,6 +435,7 @@ async fn workspace_b(app: &TestApp, doc: &Value) -> (Uuid, String, Ids) {
         }
     };
     let mut ids = Ids::new();
+    ids.insert("tokens/{id}".into(), b_token_id.to_string());
     let agent = "b-agent";
     b(
         Method::POST,
@@ -1085,7 +1087,7 @@ fn drain(mut stderr: tokio::process::ChildStderr) -> tokio::task::JoinHandle<Str
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_never_reach_logs_events_or_tables() {
     let db_url = fresh_database().await;
-    let bootstrap = "bootstrap-secret-5a1f0c9e7d3b";
+    let bootstrap = "bootstrap-secret-5a1f0c9e7d3b8a4f6e2d1c0b";
     let api_key = "sk-llm-secret-4e8a2b6c0d1f";
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

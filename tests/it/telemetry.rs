@@ -113,7 +113,7 @@ async fn spans_are_exported_and_trace_context_crosses_the_worker_boundary() {
     let db = fresh_database().await;
     let (otlp, exports) = collector().await;
     let (worker, dispatches) = recording_worker().await;
-    let token = "telemetry-test-admin-token-0123";
+    let token = "telemetry-test-admin-token-0123456789abcdef";
     let mut child = Command::new(env!("CARGO_BIN_EXE_coordinator"))
         .args(["serve", "--listen", "127.0.0.1:0", "--tick-ms", "100"])
         .env("DATABASE_URL", &db)

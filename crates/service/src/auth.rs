@@ -4,15 +4,25 @@
 //! workspace; attempt tokens (one per dispatch) are separate and live on the
 //! attempt row.
 
+use std::time::Duration;
+
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{domain::text_enum, error::ApiError};
 
 /// Name of the workspace created on first start.
 pub const DEFAULT_WORKSPACE: &str = "default";
+
+/// Shortest bootstrap token `serve` accepts: it becomes an admin secret.
+pub const MIN_BOOTSTRAP_LEN: usize = 32;
+
+/// `last_used_at` is written at most this often per token, so
+/// authentication does not write on every request.
+pub const LAST_USED_GRANULARITY: Duration = Duration::from_secs(60);
 
 /// What a token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,6 +58,8 @@ pub struct Principal {
     pub role: Role,
     /// For agent tokens: the agent it acts as.
     pub agent_id: Option<String>,
+    /// When the token stops working, if it expires (long-lived streams check it).
+    pub expires_at: Option<OffsetDateTime>,
 }
 
 /// The caller's token may not do this: its role, or the agent it speaks for,
@@ -101,12 +113,20 @@ impl Principal {
         self.require(roles)
     }
 
-    /// A short, non-secret name for logs and event actors.
+    /// The non-secret name of the caller in events and records: `agent:<agent
+    /// id>` for agent tokens, else `<role>:<full token id>` (the id is what
+    /// `GET /v1/tokens/{id}` resolves to the token's name; before issue 27
+    /// only its first 8 hex digits were kept, a prefix of today's form).
     pub fn actor(&self) -> String {
         match &self.agent_id {
             Some(agent) => format!("agent:{agent}"),
-            None => format!("{}:{}", self.role, &self.token_id.simple().to_string()[..8]),
+            None => format!("{}:{}", self.role, self.token_id),
         }
+    }
+
+    /// Whether the token has expired by `now` (streams end when it has).
+    pub fn expired_at(&self, now: OffsetDateTime) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
     }
 }
 
@@ -137,22 +157,136 @@ pub fn parse_bearer(header: Option<&str>) -> Result<&str, ApiError> {
     Ok(token)
 }
 
-/// Resolves a bearer token to its principal; 401 if unknown or revoked.
+/// Resolves a bearer token to its principal; 401 if unknown, expired or
+/// revoked (one answer for all three, so it tells a guesser nothing). Marks
+/// the token used at most once per [`LAST_USED_GRANULARITY`].
 pub async fn authenticate(pool: &PgPool, token: &str) -> Result<Principal, ApiError> {
     let row = sqlx::query!(
-        r#"SELECT id, workspace_id, role, agent_id FROM api_tokens
-           WHERE token_hash = $1 AND revoked_at IS NULL"#,
-        hash_token(token)
+        r#"SELECT id, workspace_id, role, agent_id, expires_at,
+                  (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2)) AS "stale!"
+           FROM api_tokens
+           WHERE token_hash = $1 AND revoked_at IS NULL
+             AND (expires_at IS NULL OR expires_at > now())"#,
+        hash_token(token),
+        LAST_USED_GRANULARITY.as_secs_f64()
     )
     .fetch_optional(pool)
     .await?
     .ok_or_else(|| ApiError::Unauthorized("invalid or revoked token".into()))?;
+    if row.stale {
+        // Guarded again in SQL, so replicas racing here write once.
+        sqlx::query!(
+            "UPDATE api_tokens SET last_used_at = now()
+             WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2))",
+            row.id,
+            LAST_USED_GRANULARITY.as_secs_f64()
+        )
+        .execute(pool)
+        .await?;
+    }
     Ok(Principal {
         token_id: row.id,
         workspace_id: row.workspace_id,
         role: row.role.parse().context("stored token role")?,
         agent_id: row.agent_id,
+        expires_at: row.expires_at,
     })
+}
+
+/// Whether the token `id` still works (not revoked, not expired): what an
+/// open stream re-checks.
+pub async fn still_valid(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND revoked_at IS NULL
+                          AND (expires_at IS NULL OR expires_at > now())) AS "valid!""#,
+        id
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// One API token as admins see it: never the secret or its hash.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct TokenView {
+    /// Token id; event actors name it (`<role>:<id>`).
+    pub id: Uuid,
+    /// What the token may do.
+    pub role: String,
+    /// Its name.
+    pub name: String,
+    /// For agent tokens: the agent it acts as.
+    pub agent_id: Option<String>,
+    /// When it was made.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When it last authenticated a request (to the minute; null if never).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_used_at: Option<OffsetDateTime>,
+    /// When it stops working (null: never).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
+    /// When it was revoked (null: not revoked).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+/// A page of the workspace's tokens, newest first, after `cursor` (a token
+/// id); revoked ones only when `include_revoked`.
+pub async fn list_tokens(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    include_revoked: bool,
+    cursor: Option<Uuid>,
+    limit: i64,
+) -> sqlx::Result<Vec<TokenView>> {
+    sqlx::query_as!(
+        TokenView,
+        r#"SELECT id, role, name, agent_id, created_at, last_used_at, expires_at, revoked_at
+           FROM api_tokens
+           WHERE workspace_id = $1 AND ($2 OR revoked_at IS NULL)
+             AND ($3::uuid IS NULL OR id < $3)
+           ORDER BY id DESC
+           LIMIT $4"#,
+        workspace_id,
+        include_revoked,
+        cursor,
+        limit
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// One token of the workspace (revoked ones too, so an actor can always be
+/// resolved to its name); `None` if it is not one of the workspace's.
+pub async fn get_token(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    id: Uuid,
+) -> sqlx::Result<Option<TokenView>> {
+    sqlx::query_as!(
+        TokenView,
+        r#"SELECT id, role, name, agent_id, created_at, last_used_at, expires_at, revoked_at
+           FROM api_tokens WHERE workspace_id = $1 AND id = $2"#,
+        workspace_id,
+        id
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// Revokes the workspace's token `id` (again is a no-op); `false` if it is
+/// not one of the workspace's.
+pub async fn revoke_token(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<bool> {
+    let found = sqlx::query_scalar!(
+        r#"UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, now())
+           WHERE workspace_id = $1 AND id = $2
+           RETURNING id"#,
+        workspace_id,
+        id
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(found.is_some())
 }
 
 /// Stores a new token; returns its id. The caller shows the secret once.
@@ -164,16 +298,30 @@ pub async fn insert_token(
     agent_id: Option<&str>,
     secret: &str,
 ) -> anyhow::Result<Uuid> {
+    insert_token_until(conn, workspace_id, role, name, agent_id, secret, None).await
+}
+
+/// Stores a new token that stops working at `expires_at` (never if `None`).
+pub async fn insert_token_until(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    role: Role,
+    name: &str,
+    agent_id: Option<&str>,
+    secret: &str,
+    expires_at: Option<OffsetDateTime>,
+) -> anyhow::Result<Uuid> {
     let id = Uuid::now_v7();
     sqlx::query!(
-        "INSERT INTO api_tokens (id, workspace_id, name, role, agent_id, token_hash)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO api_tokens (id, workspace_id, name, role, agent_id, token_hash, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
         id,
         workspace_id,
         name,
         role.as_str(),
         agent_id,
-        hash_token(secret)
+        hash_token(secret),
+        expires_at
     )
     .execute(conn)
     .await?;
@@ -208,7 +356,12 @@ pub enum Bootstrap {
 /// On a database with no token yet, makes the admin token of the default
 /// workspace: `bootstrap` if given, else a fresh one. Safe with many replicas
 /// starting at once (an advisory lock makes it happen once).
+///
+/// A given `bootstrap` shorter than [`MIN_BOOTSTRAP_LEN`] characters is refused
+/// whether or not it would be used, so a weak admin secret fails at startup.
 pub async fn ensure_bootstrap(pool: &PgPool, bootstrap: Option<&str>) -> anyhow::Result<Bootstrap> {
+    let bootstrap = bootstrap.map(str::trim).filter(|t| !t.is_empty());
+    check_bootstrap(bootstrap)?;
     let mut tx = pool.begin().await?;
     sqlx::query!("SELECT pg_advisory_xact_lock(7242001)")
         .execute(&mut *tx)
@@ -220,7 +373,7 @@ pub async fn ensure_bootstrap(pool: &PgPool, bootstrap: Option<&str>) -> anyhow:
         return Ok(Bootstrap::AlreadyDone);
     }
     let workspace = workspace_by_name(&mut tx, DEFAULT_WORKSPACE).await?;
-    let (secret, outcome) = match bootstrap.map(str::trim).filter(|t| !t.is_empty()) {
+    let (secret, outcome) = match bootstrap {
         Some(t) => (t.to_owned(), Bootstrap::FromEnvironment),
         None => {
             let t = generate_token();
@@ -230,6 +383,20 @@ pub async fn ensure_bootstrap(pool: &PgPool, bootstrap: Option<&str>) -> anyhow:
     insert_token(&mut tx, workspace, Role::Admin, "bootstrap", None, &secret).await?;
     tx.commit().await?;
     Ok(outcome)
+}
+
+/// Refuses a bootstrap token shorter than [`MIN_BOOTSTRAP_LEN`] characters.
+pub fn check_bootstrap(bootstrap: Option<&str>) -> anyhow::Result<()> {
+    if let Some(t) = bootstrap {
+        let n = t.chars().count();
+        anyhow::ensure!(
+            n >= MIN_BOOTSTRAP_LEN,
+            "the bootstrap token (--bootstrap-token / COORDINATOR_BOOTSTRAP_TOKEN) has {n} \
+             characters; it becomes an admin secret and must have at least {MIN_BOOTSTRAP_LEN} \
+             (e.g. `openssl rand -hex 24`), or leave it unset to have one generated"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -263,8 +430,38 @@ mod tests {
             workspace_id: Uuid::nil(),
             role: Role::Stakeholder,
             agent_id: None,
+            expires_at: None,
         };
         assert!(p.require(&[Role::Admin, Role::Stakeholder]).is_ok());
         assert!(p.require(&[Role::Admin, Role::Operator]).is_err());
+    }
+
+    #[test]
+    fn actors_name_the_whole_token_id_and_keep_the_old_prefix() {
+        let id = Uuid::now_v7();
+        let p = Principal {
+            token_id: id,
+            workspace_id: Uuid::nil(),
+            role: Role::Operator,
+            agent_id: None,
+            expires_at: None,
+        };
+        let old = format!("operator:{}", &id.simple().to_string()[..8]);
+        assert_eq!(p.actor(), format!("operator:{id}"));
+        assert!(p.actor().starts_with(&old), "{} {old}", p.actor());
+        let agent = Principal {
+            role: Role::Agent,
+            agent_id: Some("alice".into()),
+            ..p
+        };
+        assert_eq!(agent.actor(), "agent:alice");
+    }
+
+    #[test]
+    fn short_bootstrap_tokens_are_refused() {
+        assert!(check_bootstrap(None).is_ok());
+        assert!(check_bootstrap(Some(&"x".repeat(MIN_BOOTSTRAP_LEN))).is_ok());
+        let e = check_bootstrap(Some("short-admin-token")).expect_err("refused");
+        assert!(e.to_string().contains("at least 32"), "{e}");
     }
 }

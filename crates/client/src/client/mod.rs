@@ -437,6 +437,38 @@ pub struct CreateToken {
     /// For role agent: the agent it acts as.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// Seconds until it stops working (absent: never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_in_secs: Option<u64>,
+}
+
+/// One API token as `GET /v1/tokens` shows it (never the secret).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TokenInfo {
+    /// Token id (events name it as `<role>:<id>`).
+    pub id: Uuid,
+    /// Role.
+    pub role: String,
+    /// Label.
+    pub name: String,
+    /// For agent tokens: the agent.
+    pub agent_id: Option<String>,
+    /// When it was made.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub created_at: Option<OffsetDateTime>,
+    /// When it last authenticated a request (to the minute).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_used_at: Option<OffsetDateTime>,
+    /// When it stops working.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
+    /// When it was revoked.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub revoked_at: Option<OffsetDateTime>,
+    /// Fields this client does not name.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// A token just created (the secret is shown only this once).
@@ -591,6 +623,41 @@ impl Client {
     /// `POST /v1/tokens`: a new token of this token's workspace (admin only).
     pub async fn create_token(&self, req: &CreateToken) -> Result<CreatedToken, ClientError> {
         self.post(&["v1", "tokens"], Some(req)).await
+    }
+
+    /// `GET /v1/tokens`, every page: the workspace's tokens, newest first
+    /// (revoked ones too when `include_revoked`).
+    pub async fn tokens(&self, include_revoked: bool) -> Result<Vec<TokenInfo>, ClientError> {
+        #[derive(Deserialize)]
+        struct Page {
+            tokens: Vec<TokenInfo>,
+            next_cursor: Option<Uuid>,
+        }
+        let mut all = Vec::new();
+        let mut cursor: Option<Uuid> = None;
+        loop {
+            let mut query = vec![
+                ("limit", "500".to_owned()),
+                ("include_revoked", include_revoked.to_string()),
+            ];
+            if let Some(c) = cursor {
+                query.push(("cursor", c.to_string()));
+            }
+            let page: Page = self.get(&["v1", "tokens"], &query).await?;
+            all.extend(page.tokens);
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// `DELETE /v1/tokens/{id}`: revokes a token of this token's workspace.
+    pub async fn revoke_token(&self, id: &str) -> Result<(), ClientError> {
+        let url = self.url(&["v1", "tokens", id]);
+        self.send_raw(self.request(Method::DELETE, &url), &url)
+            .await
+            .map(drop)
     }
 
     /// `POST /v1/agents`.

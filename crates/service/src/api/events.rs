@@ -138,7 +138,7 @@ async fn list(
         };
         return Ok(stream::workspace_events(
             state.pool.clone(),
-            who.workspace_id,
+            who.clone(),
             after,
             filter,
             state.wake.clone(),

@@ -564,7 +564,7 @@ async fn list_events(
         let after = resume.or(p.after).unwrap_or(0).max(0);
         return Ok(crate::api::stream::mission_events(
             state.pool.clone(),
-            who.workspace_id,
+            who.clone(),
             id,
             after,
             state.wake.clone(),

@@ -9,8 +9,16 @@
 //! event-writing commit sends (one listener per process, shared through a
 //! watch channel) and re-check every second anyway. Events are read from the database only as the client
 //! pulls them, so a slow client cannot grow server memory beyond one page.
+//!
+//! A stream lives only as long as the token that opened it: it ends once
+//! the token expires, and a re-check every [`TOKEN_RECHECK`] ends it once the
+//! token is revoked; the client's reconnect then gets 401.
 
-use std::{collections::VecDeque, convert::Infallible, time::Duration};
+use std::{
+    collections::VecDeque,
+    convert::Infallible,
+    time::{Duration, Instant},
+};
 
 use axum::{
     http::{HeaderMap, header},
@@ -22,6 +30,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::{
+    auth::{self, Principal},
     error::ApiError,
     store::events::{self, EventFilter, EventView, LogPosition},
 };
@@ -34,6 +43,9 @@ const RECHECK: Duration = Duration::from_secs(1);
 const RECONNECT: Duration = Duration::from_secs(1);
 /// Comment lines sent on a quiet stream so proxies and clients keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// How often a stream asks the database whether its token was revoked (one
+/// primary-key read per stream; expiry needs no read).
+pub const TOKEN_RECHECK: Duration = Duration::from_secs(2);
 
 /// Notified at the commit of every transaction that wrote events (a trigger
 /// on the event log; see the `event_notify` migration).
@@ -127,6 +139,8 @@ impl Source {
 struct Cursor {
     pool: PgPool,
     workspace_id: Uuid,
+    who: Principal,
+    token_checked: Instant,
     source: Source,
     pending: VecDeque<(i64, EventView)>,
     wake: watch::Receiver<u64>,
@@ -134,52 +148,44 @@ struct Cursor {
     greeted: bool,
 }
 
-/// The mission's events after `after` (a `seq`), then every new one as it is written.
+/// The mission's events after `after` (a `seq`), then every new one as it
+/// is written, while `who`'s token stays valid.
 pub fn mission_events(
     pool: PgPool,
-    workspace_id: Uuid,
+    who: Principal,
     run_id: Uuid,
     after: i64,
     wake: watch::Receiver<u64>,
     stop: watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    serve(
-        pool,
-        workspace_id,
-        Source::Mission { run_id, after },
-        wake,
-        stop,
-    )
+    serve(pool, who, Source::Mission { run_id, after }, wake, stop)
 }
 
-/// The workspace's events after `after` that match `filter`, in commit order, then live.
+/// The workspace's events after `after` that match `filter`, in commit
+/// order, then live, while `who`'s token stays valid.
 pub fn workspace_events(
     pool: PgPool,
-    workspace_id: Uuid,
+    who: Principal,
     after: LogPosition,
     filter: EventFilter,
     wake: watch::Receiver<u64>,
     stop: watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    serve(
-        pool,
-        workspace_id,
-        Source::Workspace { after, filter },
-        wake,
-        stop,
-    )
+    serve(pool, who, Source::Workspace { after, filter }, wake, stop)
 }
 
 fn serve(
     pool: PgPool,
-    workspace_id: Uuid,
+    who: Principal,
     source: Source,
     wake: watch::Receiver<u64>,
     stop: watch::Receiver<bool>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let cursor = Cursor {
         pool,
-        workspace_id,
+        workspace_id: who.workspace_id,
+        who,
+        token_checked: Instant::now(),
         source,
         pending: VecDeque::new(),
         wake,
@@ -197,6 +203,10 @@ fn serve(
             if *c.stop.borrow() {
                 // The server is stopping: end the stream; the client
                 // reconnects (to another replica) with Last-Event-ID.
+                return None;
+            }
+            if !c.token_still_valid().await {
+                // Revoked or expired: end the stream; the reconnect gets 401.
                 return None;
             }
             if let Some((id, ev)) = c.pending.pop_front() {
@@ -232,6 +242,28 @@ fn serve(
         }
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+}
+
+impl Cursor {
+    /// Whether the stream's token still works: expiry is checked every
+    /// time, revocation against the database every [`TOKEN_RECHECK`] (a
+    /// failed read ends the stream too; the client reconnects).
+    async fn token_still_valid(&mut self) -> bool {
+        if self.who.expired_at(time::OffsetDateTime::now_utc()) {
+            return false;
+        }
+        if self.token_checked.elapsed() < TOKEN_RECHECK {
+            return true;
+        }
+        self.token_checked = Instant::now();
+        match auth::still_valid(&self.pool, self.who.token_id).await {
+            Ok(valid) => valid,
+            Err(e) => {
+                tracing::warn!(error = %e, "event stream token check failed");
+                false
+            }
+        }
+    }
 }
 
 /// Whether the client asked for an event stream rather than a JSON page.
