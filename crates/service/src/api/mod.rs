@@ -6,6 +6,7 @@ pub mod agents;
 pub mod attempts;
 pub mod bdi;
 pub mod board;
+pub mod connections;
 pub mod contract_net;
 pub mod doc;
 pub mod events;
@@ -253,6 +254,9 @@ pub struct Settings {
     pub bdi_interval_secs: u32,
     /// Per-credential API rate limit (off unless set; the CLI sets its defaults).
     pub rate_limit: rate_limit::RateLimit,
+    /// Client connection timeouts and caps (the overall cap is lowered to fit
+    /// the open-file limit at start).
+    pub connections: connections::ConnectionLimits,
 }
 
 impl Settings {
@@ -268,6 +272,7 @@ impl Settings {
             webhook_retry: RetryPolicy::default(),
             bdi_interval_secs: crate::bdi::runtime::DEFAULT_INTERVAL_SECS,
             rate_limit: rate_limit::RateLimit::DISABLED,
+            connections: connections::ConnectionLimits::default(),
         }
     }
 }
@@ -280,11 +285,17 @@ pub struct Application {
     run_engine: bool,
     retention: RetentionConfig,
     webhook_retry: RetryPolicy,
+    connections: connections::ConnectionLimits,
 }
 
 impl Application {
     /// Binds the listener and prepares the state.
     pub async fn build(pool: PgPool, settings: Settings) -> anyhow::Result<Application> {
+        // Idle clients cost a descriptor each: take all the system allows,
+        // and keep the connection cap below it.
+        let connections = settings
+            .connections
+            .fitted_to(connections::raise_fd_limit());
         let listener = TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
         let mut engine = settings.engine;
@@ -315,6 +326,7 @@ impl Application {
             run_engine: settings.run_engine,
             retention: settings.retention,
             webhook_retry: settings.webhook_retry,
+            connections,
         })
     }
 
@@ -378,15 +390,11 @@ impl Application {
         } else {
             None
         };
-        let mut server_stop = stop_rx.clone();
+        let server_stop = stop_rx.clone();
         let grace = self.state.engine.shutdown_grace;
         let app = router(self.state);
-        // Connect info gives the rate limiter the client IP of anonymous requests.
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        let server = axum::serve(self.listener, app).with_graceful_shutdown(async move {
-            let _ = server_stop.wait_for(|stop| *stop).await;
-        });
-        let mut server = tokio::spawn(async move { server.await });
+        let server = connections::serve(self.listener, app, self.connections, server_stop);
+        let mut server = tokio::spawn(server);
         shutdown.await;
         tracing::info!("shutting down: no new claims; finishing in-flight work");
         let _ = stop_tx.send(true);
@@ -404,7 +412,7 @@ impl Application {
         }
         // Requests still open after the grace period (a stuck client) are cut off.
         match tokio::time::timeout(grace, &mut server).await {
-            Ok(served) => served??,
+            Ok(served) => served?,
             Err(_) => {
                 tracing::warn!(
                     grace_secs = grace.as_secs_f64(),
