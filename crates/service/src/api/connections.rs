@@ -479,14 +479,43 @@ pub async fn serve(
 async fn serve_connection(
     stream: TcpStream,
     remote: SocketAddr,
+    permit: Permit,
+    builder: Arc<http1::Builder>,
+    router: Router,
+    limits: ConnectionLimits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let tracker = Tracker::new();
+    // A connection that has sent nothing costs only its socket and this small
+    // task: hyper's state and buffers are allocated once bytes (or EOF) arrive.
+    let mut first = [0u8; 1];
+    tokio::select! {
+        // A peek, not `readable()`: readiness alone may be stale, a peeked byte (or EOF) is not.
+        peeked = stream.peek(&mut first) => if peeked.is_err() { return; },
+        () = tokio::time::sleep(limits.header_read_timeout) => return,
+        _ = stop.wait_for(|stop| *stop) => return,
+    }
+    // Its own statement: a temporary in the awaiting one would keep the
+    // unboxed future's space in this task for the connection's life.
+    let http = Box::pin(serve_http(
+        stream, remote, permit, tracker, builder, router, limits, stop,
+    ));
+    http.await;
+}
+
+/// The HTTP part of [`serve_connection`].
+#[allow(clippy::too_many_arguments)]
+async fn serve_http(
+    stream: TcpStream,
+    remote: SocketAddr,
     _permit: Permit,
+    tracker: Arc<Tracker>,
     builder: Arc<http1::Builder>,
     router: Router,
     limits: ConnectionLimits,
     mut stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
-    let tracker = Tracker::new();
     let io = TokioIo::new(TrackedIo {
         inner: stream,
         tracker: tracker.clone(),
