@@ -379,3 +379,43 @@ async fn a_live_sse_stream_outlives_the_idle_and_header_timeouts() {
         "the stream ended with the service"
     );
 }
+
+#[tokio::test]
+async fn a_stalled_request_body_gets_a_json_error_at_the_body_timeout() {
+    let mut settings = test_settings();
+    settings.connections.body_timeout = Duration::from_secs(1);
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    let mut stream = connect_from([127, 0, 0, 1], addr_of(&app.url)).await;
+    let request = format!(
+        "POST /v1/missions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         content-length: 100\r\nauthorization: Bearer {}\r\n\r\n{{\"goal\": ",
+        app.token
+    );
+    let started = Instant::now();
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut answer))
+        .await
+        .expect("answered and closed within 5 s")
+        .expect("read");
+    let took = started.elapsed();
+    assert!(
+        answer.starts_with("HTTP/1.1 400"),
+        "a 400, not a hang: {answer}"
+    );
+    let body = &answer[answer.find("\r\n\r\n").expect("head end") + 4..];
+    let body: serde_json::Value = serde_json::from_str(body).expect("JSON error body");
+    assert_eq!(body["error"]["code"], "invalid_json", "{body}");
+    assert!(
+        took >= Duration::from_millis(900),
+        "at the timeout, not before: {took:?}"
+    );
+    println!("connections figures: stalled body (body timeout 1s) answered 400 after {took:?}");
+    // Nothing was created.
+    let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM orchestration_runs")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(n, 0);
+    app.stop().await;
+}
