@@ -44,7 +44,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the API and the tick loop.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply database migrations and exit.
     Migrate {
         /// Database.
@@ -134,6 +134,53 @@ pub struct ServeArgs {
     /// Database.
     #[command(flatten)]
     pub db: DatabaseArgs,
+    /// Client connection timeouts and caps.
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
+}
+
+/// Client connection timeouts and caps (see docs/security.md, "Connection limits").
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectionArgs {
+    /// Seconds a client has, from connecting (or from the first byte of a later request), to send a whole request head.
+    #[arg(long, env = "COORDINATOR_HEADER_READ_TIMEOUT_SECS", default_value_t = crate::api::connections::DEFAULT_HEADER_READ_TIMEOUT.as_secs())]
+    pub header_read_timeout_secs: u64,
+    /// Longest pause, in seconds, between two pieces of a request body (the request then fails).
+    #[arg(long, env = "COORDINATOR_REQUEST_BODY_TIMEOUT_SECS", default_value_t = crate::api::connections::DEFAULT_BODY_TIMEOUT.as_secs())]
+    pub request_body_timeout_secs: u64,
+    /// Seconds a kept-alive connection with no request in flight may stay silent (SSE streams are never idle).
+    #[arg(long, env = "COORDINATOR_IDLE_TIMEOUT_SECS", default_value_t = crate::api::connections::DEFAULT_IDLE_TIMEOUT.as_secs())]
+    pub idle_timeout_secs: u64,
+    /// Open client connections overall (lowered at start to fit the open-file limit); more are closed at once.
+    #[arg(long, env = "COORDINATOR_MAX_CONNECTIONS", default_value_t = crate::api::connections::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Open client connections per client IP address; more are closed at once.
+    #[arg(long, env = "COORDINATOR_MAX_CONNECTIONS_PER_IP", default_value_t = crate::api::connections::DEFAULT_MAX_CONNECTIONS_PER_IP)]
+    pub max_connections_per_ip: usize,
+}
+
+impl ConnectionArgs {
+    /// Applies these settings to `settings`.
+    pub fn apply(&self, settings: &mut Settings) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.header_read_timeout_secs >= 1
+                && self.request_body_timeout_secs >= 1
+                && self.idle_timeout_secs >= 1,
+            "--header-read-timeout-secs, --request-body-timeout-secs and --idle-timeout-secs must be at least 1"
+        );
+        anyhow::ensure!(
+            self.max_connections >= 1 && self.max_connections_per_ip >= 1,
+            "--max-connections and --max-connections-per-ip must be at least 1"
+        );
+        settings.connections = crate::api::connections::ConnectionLimits {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
+            body_timeout: Duration::from_secs(self.request_body_timeout_secs),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+            max_connections: self.max_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
+        };
+        Ok(())
+    }
 }
 
 /// Event retention and outbound webhooks.
@@ -653,7 +700,7 @@ fn say(message: &str) {
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve(args) => serve(args).await.map(|()| ExitCode::SUCCESS),
+        Command::Serve(args) => serve(*args).await.map(|()| ExitCode::SUCCESS),
         Command::Migrate { db } => {
             let db = Database::open(&db).await?;
             say("migrations applied");
@@ -759,6 +806,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     args.engine.apply(&mut settings.engine)?;
     args.planning.apply(&mut settings.planning)?;
     args.surfaces.apply(&mut settings)?;
+    args.connections.apply(&mut settings)?;
     if let Some(url) = &args.planning.llm_base_url {
         say(&format!(
             "LLM planner: {url} (model {})",

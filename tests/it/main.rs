@@ -8,6 +8,7 @@ mod board_page;
 mod chaos;
 mod cli;
 mod config;
+mod connections;
 mod contract_net;
 mod deploy;
 mod egress;

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod attempts;
 pub mod bdi;
 pub mod board;
+pub mod connections;
 pub mod contract_net;
 pub mod doc;
 pub mod events;
@@ -267,6 +268,9 @@ pub struct Settings {
     pub metrics_agent_labels: bool,
     /// Which addresses agent endpoints and webhooks may reach.
     pub egress: crate::egress::Settings,
+    /// Client connection timeouts and caps (the overall cap is lowered to fit
+    /// the open-file limit at start).
+    pub connections: connections::ConnectionLimits,
 }
 
 impl Settings {
@@ -285,6 +289,7 @@ impl Settings {
             metrics_listen: None,
             metrics_agent_labels: false,
             egress: crate::egress::Settings::default(),
+            connections: connections::ConnectionLimits::default(),
         }
     }
 }
@@ -298,11 +303,17 @@ pub struct Application {
     run_engine: bool,
     retention: RetentionConfig,
     webhook_retry: RetryPolicy,
+    connections: connections::ConnectionLimits,
 }
 
 impl Application {
     /// Binds the listener and prepares the state.
     pub async fn build(pool: PgPool, settings: Settings) -> anyhow::Result<Application> {
+        // Idle clients cost a descriptor each: take all the system allows,
+        // and keep the connection cap below it.
+        let connections = settings
+            .connections
+            .fitted_to(connections::raise_fd_limit());
         let listener = TcpListener::bind(settings.listen).await?;
         let addr = listener.local_addr()?;
         let metrics_listener = match settings.metrics_listen {
@@ -340,6 +351,7 @@ impl Application {
             run_engine: settings.run_engine,
             retention: settings.retention,
             webhook_retry: settings.webhook_retry,
+            connections,
         })
     }
 
@@ -421,15 +433,11 @@ impl Application {
                     .await
             })
         });
-        let mut server_stop = stop_rx.clone();
+        let server_stop = stop_rx.clone();
         let grace = self.state.engine.shutdown_grace;
         let app = router(self.state);
-        // Connect info gives the rate limiter the client IP of anonymous requests.
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        let server = axum::serve(self.listener, app).with_graceful_shutdown(async move {
-            let _ = server_stop.wait_for(|stop| *stop).await;
-        });
-        let mut server = tokio::spawn(async move { server.await });
+        let server = connections::serve(self.listener, app, self.connections, server_stop);
+        let mut server = tokio::spawn(server);
         shutdown.await;
         tracing::info!("shutting down: no new claims; finishing in-flight work");
         let _ = stop_tx.send(true);
@@ -453,7 +461,7 @@ impl Application {
         }
         // Requests still open after the grace period (a stuck client) are cut off.
         match tokio::time::timeout(grace, &mut server).await {
-            Ok(served) => served??,
+            Ok(served) => served?,
             Err(_) => {
                 tracing::warn!(
                     grace_secs = grace.as_secs_f64(),

@@ -44,11 +44,10 @@ pub(crate) struct Replica {
 impl Replica {
     /// Starts a replica on a pool of `connections` to `url`.
     pub(crate) async fn start(url: &str, connections: u32) -> anyhow::Result<Replica> {
-        let app = Application::build(
-            db::connect(url, connections).await?,
-            Settings::new(SocketAddr::from(([127, 0, 0, 1], 0))),
-        )
-        .await?;
+        let mut settings = Settings::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+        // Clients and workers are all on loopback: the per-IP cap is not under test.
+        settings.connections.max_connections_per_ip = settings.connections.max_connections;
+        let app = Application::build(db::connect(url, connections).await?, settings).await?;
         let base = app.url();
         let (stop, stopped) = oneshot::channel::<()>();
         let handle = tokio::spawn(app.run_until_stopped(async {

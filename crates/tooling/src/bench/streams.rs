@@ -88,6 +88,8 @@ async fn open_at_end(api: &Api, after: i64) -> anyhow::Result<reqwest::Response>
 pub async fn measure(pool: &PgPool, token: &str, clients: usize) -> anyhow::Result<StreamReport> {
     let mut settings = Settings::new(SocketAddr::from(([127, 0, 0, 1], 0)));
     settings.run_engine = false;
+    // Every client is on loopback: the per-IP cap would measure itself, not the streams.
+    settings.connections.max_connections_per_ip = settings.connections.max_connections;
     let app = Application::build(pool.clone(), settings).await?;
     let api = Api {
         http: reqwest::Client::new(),
