@@ -310,6 +310,57 @@ async fn mcp_needs_a_token_and_speaks_only_post() {
     app.stop().await;
 }
 
+/// The MCP transport's own refusals come back as the JSON error body with
+/// their status, like every other route: too large, deeply nested, a wrong
+/// content type or `Accept`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_refusals_are_json_error_bodies() {
+    let app = spawn_app().await;
+    let post = |content_type: &'static str, accept: &'static str, body: String| {
+        app.http
+            .post(format!("{}/mcp", app.url))
+            .bearer_auth(&app.token)
+            .header("content-type", content_type)
+            .header("accept", accept)
+            .body(body)
+    };
+    let both = "application/json, text/event-stream";
+    let big = format!(
+        "{{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\", \"params\": {{\"x\": \"{}\"}}}}",
+        "y".repeat(2 * 1024 * 1024)
+    );
+    let deep = format!(
+        "{{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\", \"params\": {{\"x\": {}{}}}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let cases = [
+        ("oversized", post("application/json", both, big)),
+        ("deeply nested", post("application/json", both, deep)),
+        ("not JSON", post("text/plain", both, "hello".into())),
+        (
+            "wrong accept",
+            post("application/json", "text/html", "{}".into()),
+        ),
+    ];
+    for (what, request) in cases {
+        let resp = request.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        assert!((400..500).contains(&status), "{what}: {status} {text:.200}");
+        let body: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|_| panic!("{what}: not JSON: {status} {text:.200}"));
+        // Our error body, or a JSON-RPC error from the MCP server itself.
+        assert!(
+            body["error"]["code"].is_string() || body["error"]["code"].is_i64(),
+            "{what}: {body}"
+        );
+    }
+    let (status, _) = app.get("/healthz").await;
+    assert_eq!(status, StatusCode::OK);
+    app.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_python_sdk_creates_approves_and_follows_a_mission() {
     let Some(python) = peers::mcp_python() else {

@@ -60,9 +60,16 @@ pub fn export_requested(vars: &HashMap<String, String>) -> bool {
 /// Must run inside the Tokio runtime. An exporter that cannot be built is
 /// reported and logging goes on without it.
 pub fn init(filter: &str, format: LogFormat) -> Telemetry {
-    // sqlx reports "relation already exists, skipping" notices from migrations at info.
+    // sqlx reports "relation already exists, skipping" notices from migrations
+    // at info; the MCP library logs each client's self-description
+    // (`clientInfo`, any text the client likes) at info.
+    let quiet = if filter.contains("rmcp") {
+        "sqlx::postgres::notice=warn".to_owned()
+    } else {
+        "sqlx::postgres::notice=warn,rmcp=warn".to_owned()
+    };
     let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(format!("{filter},sqlx::postgres::notice=warn")))
+        .or_else(|_| EnvFilter::try_new(format!("{filter},{quiet}")))
         .unwrap_or_else(|_| EnvFilter::new("info"));
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let fmt = match format {

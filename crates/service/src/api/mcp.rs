@@ -78,7 +78,41 @@ async fn serve(State(state): State<AppState>, request: Request) -> Response {
     parts.extensions.insert(who);
     parts.extensions.insert(state);
     let response = SERVICE.handle(Request::from_parts(parts, body)).await;
-    response.map(Body::new)
+    json_refusal(response.map(Body::new)).await
+}
+
+/// The MCP transport answers its own refusals (a body too large, not JSON,
+/// a wrong `Accept`) in plain text; they become the one JSON error body with
+/// the same status. JSON answers (results and JSON-RPC errors) pass as they are.
+async fn json_refusal(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    // A refusal's text is short; a bounded read keeps a huge one out of memory.
+    let text = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let code = match status.as_u16() {
+        413 => "payload_too_large",
+        415 => "unsupported_media_type",
+        406 => "not_acceptable",
+        s if s >= 500 => "internal_error",
+        _ => "invalid_request",
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("refused").to_owned()
+    } else {
+        text
+    };
+    let body = json!({ "error": { "code": code, "message": message, "details": null } });
+    (status, axum::Json(body)).into_response()
 }
 
 /// The caller, through the same extractor as the REST routes (so MCP calls
