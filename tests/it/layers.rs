@@ -310,3 +310,65 @@ fn the_use_cases_never_import_the_http_error() {
         );
     }
 }
+
+/// Source files and functions of the workspace (outside tests) stay small
+/// enough to read: no file over 1,000 lines, no function over 150. Split by
+/// phase when one grows past it.
+#[test]
+fn no_source_file_or_function_is_too_long() {
+    const MAX_FILE: usize = 1_000;
+    const MAX_FN: usize = 150;
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("crates"), &mut files);
+    let mut too_long = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(root())
+            .expect("under root")
+            .display()
+            .to_string();
+        if rel.ends_with("tests.rs") || rel.contains("/tests/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read source");
+        let mut lines: Vec<&str> = text.lines().collect();
+        // Unit tests sit at the end of a file, after `#[cfg(test)]`.
+        if let Some(at) = lines.iter().position(|l| l.starts_with("#[cfg(test)]")) {
+            lines.truncate(at);
+        }
+        if lines.len() > MAX_FILE {
+            too_long.push(format!("{rel}: {} lines", lines.len()));
+        }
+        for (i, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            let indent = &line[..line.len() - trimmed.len()];
+            let head = trimmed
+                .trim_start_matches("pub ")
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub(super) ")
+                .trim_start_matches("const ")
+                .trim_start_matches("async ");
+            let Some(name) = head.strip_prefix("fn ") else {
+                continue;
+            };
+            if line.trim_end().ends_with(';') {
+                continue; // a declaration in a trait, no body
+            }
+            let close = format!("{indent}}}");
+            let end = lines[i + 1..]
+                .iter()
+                .position(|l| l.trim_end() == close)
+                .map_or(lines.len(), |p| i + 1 + p);
+            let len = end - i + 1;
+            if len > MAX_FN {
+                let name: String = name
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                too_long.push(format!("{rel}: fn {name}: {len} lines"));
+            }
+        }
+    }
+    assert!(too_long.is_empty(), "split these by phase: {too_long:#?}");
+}
