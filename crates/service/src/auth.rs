@@ -12,7 +12,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{domain::text_enum, error::ApiError};
+use crate::domain::text_enum;
 
 /// Name of the workspace created on first start.
 pub const DEFAULT_WORKSPACE: &str = "default";
@@ -140,17 +140,31 @@ pub fn hash_token(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
 
+/// Why a request could not be authenticated.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// No usable credentials: missing, malformed, unknown, expired or revoked.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// A stored value did not parse.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
 /// Extracts the token from an `Authorization: Bearer …` header value.
-pub fn parse_bearer(header: Option<&str>) -> Result<&str, ApiError> {
+pub fn parse_bearer(header: Option<&str>) -> Result<&str, AuthError> {
     let value = header.ok_or_else(|| {
-        ApiError::Unauthorized("missing Authorization: Bearer <token> header".into())
+        AuthError::Unauthorized("missing Authorization: Bearer <token> header".into())
     })?;
     let (scheme, token) = value
         .split_once(' ')
-        .ok_or_else(|| ApiError::Unauthorized("malformed Authorization header".into()))?;
+        .ok_or_else(|| AuthError::Unauthorized("malformed Authorization header".into()))?;
     let token = token.trim();
     if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
-        return Err(ApiError::Unauthorized(
+        return Err(AuthError::Unauthorized(
             "Authorization header must be 'Bearer <token>'".into(),
         ));
     }
@@ -160,7 +174,7 @@ pub fn parse_bearer(header: Option<&str>) -> Result<&str, ApiError> {
 /// Resolves a bearer token to its principal; 401 if unknown, expired or
 /// revoked (one answer for all three, so it tells a guesser nothing). Marks
 /// the token used at most once per [`LAST_USED_GRANULARITY`].
-pub async fn authenticate(pool: &PgPool, token: &str) -> Result<Principal, ApiError> {
+pub async fn authenticate(pool: &PgPool, token: &str) -> Result<Principal, AuthError> {
     let row = sqlx::query!(
         r#"SELECT id, workspace_id, role, agent_id, expires_at,
                   (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2)) AS "stale!"
@@ -172,7 +186,7 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> Result<Principal, ApiEr
     )
     .fetch_optional(pool)
     .await?
-    .ok_or_else(|| ApiError::Unauthorized("invalid or revoked token".into()))?;
+    .ok_or_else(|| AuthError::Unauthorized("invalid or revoked token".into()))?;
     if row.stale {
         // Guarded again in SQL, so replicas racing here write once.
         sqlx::query!(

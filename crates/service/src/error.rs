@@ -170,6 +170,16 @@ impl From<coordinator_core::invalid::Invalid> for ApiError {
     }
 }
 
+impl From<crate::auth::AuthError> for ApiError {
+    fn from(e: crate::auth::AuthError) -> Self {
+        match e {
+            crate::auth::AuthError::Unauthorized(message) => ApiError::Unauthorized(message),
+            crate::auth::AuthError::Database(e) => e.into(),
+            crate::auth::AuthError::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
 impl From<crate::auth::Forbidden> for ApiError {
     fn from(e: crate::auth::Forbidden) -> Self {
         ApiError::Forbidden(e.0)

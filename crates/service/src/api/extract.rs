@@ -152,7 +152,9 @@ impl FromRequestParts<AppState> for Principal {
             _ => Ok(()),
         };
         let principal = match bearer(parts) {
-            Ok(token) => auth::authenticate(&state.pool, token).await,
+            Ok(token) => auth::authenticate(&state.pool, token)
+                .await
+                .map_err(ApiError::from),
             Err(e) => Err(e),
         };
         match principal {
@@ -178,7 +180,7 @@ pub fn bearer(parts: &Parts) -> Result<&str, ApiError> {
                 .map_err(|_| ApiError::Unauthorized("malformed Authorization header".into()))?,
         ),
     };
-    auth::parse_bearer(header)
+    auth::parse_bearer(header).map_err(ApiError::from)
 }
 
 /// The JSON body of a 404 for unknown routes.
