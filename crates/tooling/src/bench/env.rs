@@ -10,7 +10,7 @@ use sqlx::PgPool;
 use tokio::{sync::oneshot, task::JoinHandle};
 use uuid::Uuid;
 
-use super::{Api, BenchArgs, create_database, median, report};
+use super::{Api, BenchArgs, create_database, median};
 use crate::{
     api::{Application, Settings},
     auth, db,
@@ -156,7 +156,7 @@ impl BenchEnv {
 
     /// The baseline: medians of one committed insert and one HTTP round trip
     /// to the worker, the least one dispatch step can cost.
-    pub(crate) async fn baseline(&self) -> anyhow::Result<report::Baseline> {
+    pub(crate) async fn baseline(&self) -> anyhow::Result<Baseline> {
         let mut commits = Vec::new();
         let mut rtts = Vec::new();
         for i in 0..200 {
@@ -177,7 +177,7 @@ impl BenchEnv {
         }
         let commit_ms = median(commits);
         let http_ms = median(rtts);
-        Ok(report::Baseline {
+        Ok(Baseline {
             commit_ms,
             http_ms,
             total_ms: commit_ms + http_ms,
@@ -201,4 +201,15 @@ pub(crate) fn mission_id(m: &serde_json::Value) -> anyhow::Result<Uuid> {
         .as_str()
         .and_then(|s| s.parse::<Uuid>().ok())
         .context("mission id")
+}
+
+/// The in-run baseline: one committed insert plus one HTTP round trip.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Baseline {
+    /// Median committed insert, ms.
+    pub commit_ms: f64,
+    /// Median HTTP round trip to the worker, ms.
+    pub http_ms: f64,
+    /// Their sum: the least one dispatch step can cost, ms.
+    pub total_ms: f64,
 }

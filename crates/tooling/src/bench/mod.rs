@@ -235,7 +235,7 @@ where
 
 /// Every figure a run measured, section by section (the report's input).
 pub(crate) struct Measured {
-    baseline: report::Baseline,
+    baseline: env::Baseline,
     throughput: Vec<report::Throughput>,
     dispatch: report::Dispatch,
     chain: report::Chain,

@@ -15,6 +15,7 @@ use std::{fmt::Write as _, path::PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+pub use super::env::Baseline;
 use super::{idle::IdleReport, long::LongReport, memory::MemoryReport, streams::StreamReport};
 
 /// `coordinator bench report` options.
@@ -59,17 +60,6 @@ pub struct RunSettings {
     pub long_inflight: usize,
     /// Seconds of tick timing per idle level.
     pub idle_secs: u64,
-}
-
-/// The in-run baseline: one committed insert plus one HTTP round trip.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Baseline {
-    /// Median committed insert, ms.
-    pub commit_ms: f64,
-    /// Median HTTP round trip to the worker, ms.
-    pub http_ms: f64,
-    /// Their sum: the least one dispatch step can cost, ms.
-    pub total_ms: f64,
 }
 
 /// Throughput at one replica count.
