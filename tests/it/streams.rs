@@ -469,7 +469,9 @@ async fn the_eventsource_client_reconnects_and_resumes_without_loss_or_repeats()
     let proxy = cutting_proxy(upstream, 3, 2500).await;
     let out = tokio::process::Command::new("node")
         .arg(js.join("follow-events.mjs"))
-        .arg(format!("{proxy}/v1/events"))
+        // The whole log from the start (a stream without a cursor starts
+        // from now); reconnects resume from Last-Event-ID, which wins.
+        .arg(format!("{proxy}/v1/events?after=0"))
         .arg(&app.token)
         .arg(all.len().to_string())
         .arg(kinds.join(","))
