@@ -316,8 +316,10 @@ async fn mcp_needs_a_token_and_speaks_only_post() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_refusals_are_json_error_bodies() {
     let app = spawn_app().await;
+    // A fresh connection each: the server closes one whose body it cut short,
+    // and a pooled client would send the next request on it.
     let post = |content_type: &'static str, accept: &'static str, body: String| {
-        app.http
+        reqwest::Client::new()
             .post(format!("{}/mcp", app.url))
             .bearer_auth(&app.token)
             .header("content-type", content_type)
