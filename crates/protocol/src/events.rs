@@ -33,6 +33,9 @@ pub enum EventArea {
     Organisation,
     /// Agents' beliefs, desires, goals and intentions, and missions as intentions.
     Bdi,
+    /// What agents do through their tools: the blackboard, discovered work,
+    /// handoffs between agents, refused tool calls.
+    Agents,
 }
 
 impl EventArea {
@@ -47,6 +50,7 @@ impl EventArea {
         EventArea::Team,
         EventArea::Organisation,
         EventArea::Bdi,
+        EventArea::Agents,
     ];
 
     /// The catalogue's heading for the area.
@@ -63,6 +67,7 @@ impl EventArea {
             EventArea::Team => "Team decisions and tools ([team.md](team.md))",
             EventArea::Organisation => "Organisation ([organisation.md](organisation.md))",
             EventArea::Bdi => "BDI ([bdi.md](bdi.md))",
+            EventArea::Agents => "Agents acting ([agents.md](agents.md))",
         }
     }
 }
@@ -115,6 +120,8 @@ pub enum EventEntity {
     Goal,
     /// An agent's intention.
     Intention,
+    /// A key of a mission's blackboard.
+    BlackboardKey,
 }
 
 impl EventEntity {
@@ -143,6 +150,7 @@ impl EventEntity {
             EventEntity::Desire => "desire",
             EventEntity::Goal => "goal",
             EventEntity::Intention => "intention",
+            EventEntity::BlackboardKey => "blackboard key",
         }
     }
 }
@@ -448,6 +456,17 @@ event_kinds! {
     MissionCommitmentSet = "mission.commitment_set", Bdi, Mission,
         "A mission's commitment strategy was set or cleared.",
         ["strategy", "explicit"];
+
+    // -------------------------------------------------------------- agents
+    BlackboardWritten = "blackboard.written", Agents, BlackboardKey,
+        "A key of the mission's blackboard was written (`expected_version` when it was a compare-and-set).",
+        ["key", "version", "value", "expected_version"];
+    BlackboardDeleted = "blackboard.deleted", Agents, BlackboardKey,
+        "A key of the mission's blackboard was deleted (its version keeps counting).",
+        ["key", "version", "expected_version"];
+    PlanExtended = "plan.extended", Agents, Plan,
+        "An agent added the work it discovered to its mission (children of, or successors to, its task).",
+        ["anchor", "placement", "added", "reason", "previous_plan_version", "needs_approval"];
 }
 
 impl EventKind {

@@ -13,11 +13,14 @@
 //! Also the kinds of events the coordinator logs ([`EventKind`]), which
 //! clients filter and dispatch on.
 
+pub mod agent_events;
 pub mod event_payloads;
 pub mod events;
 
 pub use event_payloads::EventPayload;
 pub use events::{EventArea, EventEntity, EventKind, UnknownEventKind};
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -51,11 +54,29 @@ pub struct DispatchRequest {
     pub organisation: Option<coordinator_core::organisation::OrgContext>,
     /// Why the previous attempt was not accepted, if it was not.
     pub feedback: Option<String>,
+    /// The mission's blackboard when the task was dispatched: the keys the
+    /// task declares in `inputs.blackboard_keys`, or else the most recently
+    /// written ones (up to [`BLACKBOARD_SNAPSHOT_KEYS`]); absent when empty.
+    /// Read the rest with the `blackboard_*` tools.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub blackboard: BTreeMap<String, BlackboardValue>,
     /// When the coordinator stops waiting without a heartbeat.
     #[serde(with = "time::serde::rfc3339")]
     pub deadline: OffsetDateTime,
     /// Where and how to report.
     pub callback: Callback,
+}
+
+/// Most blackboard keys a dispatch carries.
+pub const BLACKBOARD_SNAPSHOT_KEYS: usize = 50;
+
+/// One key of a mission's blackboard, as a dispatch carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlackboardValue {
+    /// The value.
+    pub value: Value,
+    /// Its version (pass it as `expected_version` to update it safely).
+    pub version: i64,
 }
 
 /// The task as a worker sees it.
@@ -108,8 +129,17 @@ pub struct Callback {
     /// poll `{tool_approvals_url}/{id}` (absent from older coordinators).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_approvals_url: Option<String>,
-    /// Bearer token valid for this attempt only.
+    /// Bearer token valid for this attempt only. It also authenticates the
+    /// agent's tool calls (`tools_url`, `mcp_url`) while the attempt is live.
     pub token: String,
+    /// The agent tools this attempt may call, in OpenAI function-calling
+    /// form: `GET` lists them, `POST {tools_url}/{name}` with the arguments
+    /// object calls one (absent from older coordinators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_url: Option<String>,
+    /// The same tools over MCP (streamable HTTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_url: Option<String>,
     /// W3C `traceparent` of the dispatch (also sent as that header), present
     /// when the coordinator exports traces: send it back as the
     /// `traceparent` header of callbacks so they join the attempt's trace.

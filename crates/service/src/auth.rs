@@ -12,7 +12,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::domain::text_enum;
+use crate::domain::{AttemptStatus, text_enum};
 
 /// Name of the workspace created on first start.
 pub const DEFAULT_WORKSPACE: &str = "default";
@@ -60,6 +60,20 @@ pub struct Principal {
     pub agent_id: Option<String>,
     /// When the token stops working, if it expires (long-lived streams check it).
     pub expires_at: Option<OffsetDateTime>,
+    /// For attempt tokens: the task the agent is working on, which confines
+    /// every call to that mission.
+    pub attempt: Option<AttemptScope>,
+}
+
+/// What an attempt token speaks for: one agent working on one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptScope {
+    /// The attempt (also the principal's `token_id`).
+    pub attempt_id: Uuid,
+    /// Its mission.
+    pub mission_id: Uuid,
+    /// Its task.
+    pub task_id: Uuid,
 }
 
 /// The caller's token may not do this: its role, or the agent it speaks for,
@@ -135,6 +149,30 @@ pub fn generate_token() -> String {
     format!("cot_{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple())
 }
 
+/// Prefix of attempt tokens, which name their attempt so that one can be
+/// found by primary key (no index on the hash, nothing to scan).
+const ATTEMPT_PREFIX: &str = "cat_";
+
+/// A new token for attempt `id`: `cat_`, the attempt id in 32 hex digits, `_`
+/// and 64 random hex digits. Only its hash is stored, as for API tokens.
+pub fn attempt_token(id: Uuid) -> String {
+    format!(
+        "{ATTEMPT_PREFIX}{}_{}{}",
+        id.simple(),
+        Uuid::new_v4().simple(),
+        Uuid::new_v4().simple()
+    )
+}
+
+/// The attempt an attempt token names, if `token` has that form.
+pub fn attempt_of(token: &str) -> Option<Uuid> {
+    let rest = token.strip_prefix(ATTEMPT_PREFIX)?;
+    let (id, secret) = rest.split_once('_')?;
+    (id.len() == 32 && secret.len() == 64)
+        .then(|| Uuid::try_parse(id).ok())
+        .flatten()
+}
+
 /// The stored form of a token.
 pub fn hash_token(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
@@ -146,6 +184,14 @@ pub enum AuthError {
     /// No usable credentials: missing, malformed, unknown, expired or revoked.
     #[error("{0}")]
     Unauthorized(String),
+    /// An attempt token whose attempt has ended: it may act no more.
+    #[error("attempt {attempt_id} is {status}: its token no longer acts for the agent")]
+    StaleAttempt {
+        /// The attempt.
+        attempt_id: Uuid,
+        /// Its status now.
+        status: String,
+    },
     /// The database failed.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
@@ -175,6 +221,9 @@ pub fn parse_bearer(header: Option<&str>) -> Result<&str, AuthError> {
 /// revoked (one answer for all three, so it tells a guesser nothing). Marks
 /// the token used at most once per [`LAST_USED_GRANULARITY`].
 pub async fn authenticate(pool: &PgPool, token: &str) -> Result<Principal, AuthError> {
+    if let Some(attempt_id) = attempt_of(token) {
+        return authenticate_attempt(pool, attempt_id, token).await;
+    }
     let row = sqlx::query!(
         r#"SELECT id, workspace_id, role, agent_id, expires_at,
                   (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2)) AS "stale!"
@@ -204,16 +253,64 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> Result<Principal, AuthE
         role: row.role.parse().context("stored token role")?,
         agent_id: row.agent_id,
         expires_at: row.expires_at,
+        attempt: None,
     })
 }
 
-/// Whether the token `id` still works (not revoked, not expired): what an
-/// open stream re-checks.
-pub async fn still_valid(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
+/// Resolves an attempt token: the agent of a live attempt, confined to its
+/// mission. A wrong secret answers 401 like an unknown token; an attempt
+/// that has ended answers 409, so its worker learns to stop.
+async fn authenticate_attempt(
+    pool: &PgPool,
+    attempt_id: Uuid,
+    token: &str,
+) -> Result<Principal, AuthError> {
+    let row = sqlx::query!(
+        "SELECT workspace_id, run_id, task_id, agent_id, token_hash, status
+         FROM task_attempts WHERE id = $1",
+        attempt_id
+    )
+    .fetch_optional(pool)
+    .await?
+    .filter(|r| r.token_hash == hash_token(token))
+    .ok_or_else(|| AuthError::Unauthorized("invalid or revoked token".into()))?;
+    let status: AttemptStatus = row.status.parse().context("stored attempt status")?;
+    if !status.is_live() {
+        return Err(AuthError::StaleAttempt {
+            attempt_id,
+            status: row.status,
+        });
+    }
+    Ok(Principal {
+        token_id: attempt_id,
+        workspace_id: row.workspace_id,
+        role: Role::Agent,
+        agent_id: Some(row.agent_id),
+        expires_at: None,
+        attempt: Some(AttemptScope {
+            attempt_id,
+            mission_id: row.run_id,
+            task_id: row.task_id,
+        }),
+    })
+}
+
+/// Whether the caller's token still works (not revoked, not expired; for an
+/// attempt token, its attempt still live): what an open stream re-checks.
+pub async fn still_valid(pool: &PgPool, who: &Principal) -> sqlx::Result<bool> {
+    if let Some(scope) = who.attempt {
+        return sqlx::query_scalar!(
+            r#"SELECT EXISTS (SELECT 1 FROM task_attempts WHERE id = $1
+                              AND status IN ('dispatching', 'running')) AS "live!""#,
+            scope.attempt_id
+        )
+        .fetch_one(pool)
+        .await;
+    }
     sqlx::query_scalar!(
         r#"SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND revoked_at IS NULL
                           AND (expires_at IS NULL OR expires_at > now())) AS "valid!""#,
-        id
+        who.token_id
     )
     .fetch_one(pool)
     .await
@@ -445,6 +542,7 @@ mod tests {
             role: Role::Stakeholder,
             agent_id: None,
             expires_at: None,
+            attempt: None,
         };
         assert!(p.require(&[Role::Admin, Role::Stakeholder]).is_ok());
         assert!(p.require(&[Role::Admin, Role::Operator]).is_err());
@@ -459,6 +557,7 @@ mod tests {
             role: Role::Operator,
             agent_id: None,
             expires_at: None,
+            attempt: None,
         };
         let old = format!("operator:{}", &id.simple().to_string()[..8]);
         assert_eq!(p.actor(), format!("operator:{id}"));

@@ -174,6 +174,14 @@ impl From<crate::auth::AuthError> for ApiError {
     fn from(e: crate::auth::AuthError) -> Self {
         match e {
             crate::auth::AuthError::Unauthorized(message) => ApiError::Unauthorized(message),
+            crate::auth::AuthError::StaleAttempt {
+                attempt_id,
+                ref status,
+            } => ApiError::Conflict {
+                code: "stale_attempt",
+                message: e.to_string(),
+                details: json!({ "attempt_id": attempt_id, "attempt_status": status }),
+            },
             crate::auth::AuthError::Database(e) => e.into(),
             crate::auth::AuthError::Unexpected(e) => ApiError::Unexpected(e),
         }

@@ -46,12 +46,15 @@ pub fn dispatch(coordinator: &str) -> DispatchRequest {
         }],
         organisation: None,
         feedback: Some("Too long last time; keep it tight.".into()),
+        blackboard: Default::default(),
         deadline: OffsetDateTime::now_utc() + time::Duration::minutes(5),
         callback: Callback {
             heartbeat_url: format!("{coordinator}/v1/attempts/{attempt_id}/heartbeat"),
             result_url: format!("{coordinator}/v1/attempts/{attempt_id}/result"),
             token: TOKEN.into(),
             tool_approvals_url: None,
+            tools_url: None,
+            mcp_url: None,
             traceparent: None,
         },
     }

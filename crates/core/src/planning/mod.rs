@@ -22,6 +22,7 @@
 //! [`instantiate_generic`], and the constraint-free [`plan_from_templates`].
 
 pub mod cases;
+pub mod discovered;
 pub mod htn;
 pub mod matching;
 pub mod spec;

@@ -160,6 +160,7 @@ impl FromRequestParts<AppState> for Principal {
         match principal {
             Ok(p) => {
                 state.limiter.check(Key::Token(p.token_id))?;
+                confine_attempt(&p, parts.uri.path())?;
                 Ok(p)
             }
             Err(e @ ApiError::Unauthorized(_)) => {
@@ -169,6 +170,25 @@ impl FromRequestParts<AppState> for Principal {
             Err(e) => Err(e),
         }
     }
+}
+
+/// An attempt token acts inside its own mission: the mission list and
+/// other missions' routes are refused with 403.
+fn confine_attempt(p: &Principal, path: &str) -> Result<(), ApiError> {
+    let Some(scope) = p.attempt else {
+        return Ok(());
+    };
+    let Some(rest) = path.strip_prefix("/v1/missions") else {
+        return Ok(());
+    };
+    let id = rest.trim_start_matches('/').split('/').next().unwrap_or("");
+    if id.parse::<uuid::Uuid>().ok() == Some(scope.mission_id) {
+        return Ok(());
+    }
+    Err(ApiError::Forbidden(format!(
+        "an attempt token acts inside mission {} only",
+        scope.mission_id
+    )))
 }
 
 /// The bearer token of a request (401 if absent or malformed).

@@ -188,7 +188,7 @@ impl ServerHandler for ToolServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let (who, _) = caller(&context)?;
         Ok(ListToolsResult::with_all_items(
-            tools::visible_to(who.role).map(mcp_tool).collect(),
+            tools::visible_for(&who).map(mcp_tool).collect(),
         ))
     }
 

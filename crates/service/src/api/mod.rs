@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod attempts;
 pub mod bdi;
+pub mod blackboard;
 pub mod board;
 pub mod connections;
 pub mod contract_net;
@@ -126,6 +127,7 @@ fn slices() -> OpenApiRouter<AppState> {
         .routes(routes!(readyz))
         .merge(agents::router())
         .merge(missions::router())
+        .merge(blackboard::router())
         .merge(attempts::router())
         .merge(events::router())
         .merge(board::router())

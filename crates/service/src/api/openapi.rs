@@ -53,6 +53,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "bdi", description = "BDI state per agent (beliefs with a revision log, desires with the priority formula, goals by tier, intentions with commitment strategies), the BDI maintenance job, and missions' commitment strategies."),
         (name = "organisation", description = "The workspace's organisation spec (MOISE+ roles, groups, links, missions, norms), enforced by the scorer."),
         (name = "reservations", description = "Advisory reservations of work surfaces (scope patterns) with a TTL."),
+        (name = "blackboard", description = "A mission's shared key/value state, versioned with compare-and-set (the agents' blackboard)."),
         (name = "attempts", description = "Worker callbacks, authenticated by the attempt's own token."),
         (name = "tokens", description = "API tokens of a workspace."),
         (name = "events", description = "The workspace's event log across missions, as pages or a live stream."),

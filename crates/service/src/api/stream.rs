@@ -256,7 +256,7 @@ impl Cursor {
             return true;
         }
         self.token_checked = Instant::now();
-        match auth::still_valid(&self.pool, self.who.token_id).await {
+        match auth::still_valid(&self.pool, &self.who).await {
             Ok(valid) => valid,
             Err(e) => {
                 tracing::warn!(error = %e, "event stream token check failed");

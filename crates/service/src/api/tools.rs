@@ -37,7 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     security(("api_token" = []))
 )]
 async fn list(who: Principal) -> Json<Value> {
-    let tools: Vec<Value> = tools::visible_to(who.role)
+    let tools: Vec<Value> = tools::visible_for(&who)
         .map(tools::Tool::function_schema)
         .collect();
     Json(json!({ "tools": tools }))

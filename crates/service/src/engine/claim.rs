@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::{EngineConfig, dispatch::Dispatch};
 use crate::{
     assignment::{self, TaskNeeds},
-    auth::{generate_token, hash_token},
+    auth::{attempt_token, hash_token},
     coordination::{
         contract_net, governance,
         organisation::{OrgContext, OrgSpec},
@@ -534,13 +534,14 @@ async fn write_attempts(
     let mut tokens = Vec::with_capacity(n);
     for (task, idx, score) in chosen {
         let agent = &candidates[*idx];
-        let token = generate_token();
+        let attempt_id = Uuid::now_v7();
+        let token = attempt_token(attempt_id);
         let purpose = if task.verify_pending {
             "verify"
         } else {
             "work"
         };
-        rows.attempt_ids.push(Uuid::now_v7());
+        rows.attempt_ids.push(attempt_id);
         rows.workspace_ids.push(task.workspace_id);
         rows.run_ids.push(task.run_id);
         rows.task_ids.push(task.id);
@@ -697,12 +698,15 @@ fn dispatch_request(
             .get(&task.workspace_id)
             .map(|spec| org_context(spec, &agent.profile.role, task)),
         feedback: task.feedback.clone(),
+        blackboard: Default::default(),
         deadline,
         callback: Callback {
             heartbeat_url: format!("{base}/v1/attempts/{attempt_id}/heartbeat"),
             result_url: format!("{base}/v1/attempts/{attempt_id}/result"),
             tool_approvals_url: Some(format!("{base}/v1/attempts/{attempt_id}/tool-approvals")),
             token,
+            tools_url: Some(format!("{base}/v1/tools")),
+            mcp_url: Some(format!("{base}/mcp")),
             traceparent: None,
         },
     }

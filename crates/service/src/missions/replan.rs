@@ -31,6 +31,7 @@ use crate::{
 };
 
 use coordinator_core::invalid::Invalid;
+use coordinator_protocol::agent_events::PlanExtended;
 
 /// Why changing a mission's plan (reject, instructions, plan versions,
 /// routines, replanning around a task) was refused or failed.
@@ -127,12 +128,25 @@ fn replaceable(t: &TaskRow) -> bool {
 
 /// The kept tasks of a mission as plan tasks (depending on each other by key).
 pub async fn kept_specs(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<Vec<TaskSpec>> {
+    specs(conn, run_id, |t| !replaceable(t)).await
+}
+
+/// Every task of a mission as plan tasks, finished, running and not started.
+pub async fn all_specs(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<Vec<TaskSpec>> {
+    specs(conn, run_id, |_| true).await
+}
+
+async fn specs(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+    keep: impl Fn(&TaskRow) -> bool,
+) -> sqlx::Result<Vec<TaskSpec>> {
     let rows = tasks::list_for_mission(conn, run_id).await?;
     let edges = tasks::edges_for_mission(conn, run_id).await?;
     let key_of: BTreeMap<Uuid, String> = rows.iter().map(|t| (t.id, t.task_key.clone())).collect();
     Ok(rows
         .iter()
-        .filter(|t| !replaceable(t))
+        .filter(|t| keep(t))
         .map(|t| TaskSpec {
             id: t.task_key.clone(),
             title: t.title.clone(),
@@ -277,11 +291,11 @@ async fn replace_plan(
         let mut conn = pool.acquire().await?;
         missions::methods_used(&mut conn, id).await?
     };
-    apply(pool, cfg, who, id, explicit, feedback, field, &used).await
+    apply(pool, cfg, who, id, explicit, feedback, field, &used, None).await
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn apply(
+pub(super) async fn apply(
     pool: &PgPool,
     cfg: &PlanningConfig,
     who: &Principal,
@@ -290,6 +304,7 @@ async fn apply(
     feedback: &str,
     field: &str,
     used: &[String],
+    extended: Option<&PlanExtended>,
 ) -> Result<MissionView, ReplanError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
@@ -373,6 +388,15 @@ async fn apply(
         ),
     )
     .await?;
+    if let Some(payload) = extended {
+        let task = who.attempt.map(|a| a.task_id);
+        events::append(
+            &mut tx,
+            run.workspace_id,
+            NewEvent::new(id, task, None, &actor, payload),
+        )
+        .await?;
+    }
     match planned {
         Planned::Ready {
             plan,

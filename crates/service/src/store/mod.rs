@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod attempts;
 pub mod bdi;
+pub mod blackboard;
 pub mod board;
 pub mod contract_net;
 pub mod events;

@@ -19,37 +19,42 @@ fn plan_schema(what: &str) -> Value {
             "tasks": {
                 "type": "array",
                 "description": "The tasks of the plan.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": { "type": "string", "description": "Plan-local key, unique in the plan, e.g. \"research\"." },
-                        "title": { "type": "string", "description": "Short title." },
-                        "task_type": { "type": "string", "description": "Kind of work: research, writing, review, coding, analysis, planning, testing…" },
-                        "description": { "type": "string", "description": "Instructions for the agent doing it." },
-                        "required_skills": { "type": "array", "items": { "type": "string" }, "description": "Skills an agent needs, e.g. [\"research\"]." },
-                        "required_tools": { "type": "array", "items": { "type": "string" }, "description": "Tools an agent needs." },
-                        "depends_on": { "type": "array", "items": { "type": "string" }, "description": "Ids of the tasks that must finish first." },
-                        "success_criteria": {
-                            "type": "array",
-                            "description": "How the result is judged; at least one must have must_pass true.",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "description": { "type": "string" },
-                                    "must_pass": { "type": "boolean" }
-                                },
-                                "required": ["description"]
-                            }
-                        },
-                        "estimated_cost": { "type": "number", "description": "Estimated cost in the budget unit." },
-                        "optional": { "type": "boolean", "description": "Whether the mission may succeed without it." },
-                        "inputs": { "type": "object", "description": "Free-form inputs for the task." }
-                    },
-                    "required": ["id", "title", "task_type"]
-                }
+                "items": task_schema(),
             }
         },
         "required": ["tasks"]
+    })
+}
+
+/// One task of a plan, as a model writes it.
+pub(super) fn task_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": { "type": "string", "description": "Plan-local key, unique in the plan, e.g. \"research\"." },
+            "title": { "type": "string", "description": "Short title." },
+            "task_type": { "type": "string", "description": "Kind of work: research, writing, review, coding, analysis, planning, testing…" },
+            "description": { "type": "string", "description": "Instructions for the agent doing it." },
+            "required_skills": { "type": "array", "items": { "type": "string" }, "description": "Skills an agent needs, e.g. [\"research\"]." },
+            "required_tools": { "type": "array", "items": { "type": "string" }, "description": "Tools an agent needs." },
+            "depends_on": { "type": "array", "items": { "type": "string" }, "description": "Ids of the tasks that must finish first." },
+            "success_criteria": {
+                "type": "array",
+                "description": "How the result is judged; at least one must have must_pass true.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "description": { "type": "string" },
+                        "must_pass": { "type": "boolean" }
+                    },
+                    "required": ["description"]
+                }
+            },
+            "estimated_cost": { "type": "number", "description": "Estimated cost in the budget unit." },
+            "optional": { "type": "boolean", "description": "Whether the mission may succeed without it." },
+            "inputs": { "type": "object", "description": "Free-form inputs for the task." }
+        },
+        "required": ["id", "title", "task_type"]
     })
 }
 
@@ -103,6 +108,7 @@ fn starting_tools() -> Vec<Tool> {
             ),
             roles: WRITERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::CreateMission,
         },
         Tool {
@@ -124,6 +130,7 @@ fn starting_tools() -> Vec<Tool> {
             ),
             roles: APPROVERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::ApprovePlan,
         },
         Tool {
@@ -141,6 +148,7 @@ fn starting_tools() -> Vec<Tool> {
             ),
             roles: APPROVERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::RejectPlan,
         },
     ]
@@ -164,6 +172,7 @@ fn following_tools() -> Vec<Tool> {
             ),
             roles: READERS,
             read_only: true,
+            group: Group::Mission,
             kind: Kind::MissionStatus,
         },
         Tool {
@@ -185,6 +194,7 @@ fn following_tools() -> Vec<Tool> {
             ),
             roles: READERS,
             read_only: true,
+            group: Group::Mission,
             kind: Kind::ListMissions,
         },
     ]
@@ -204,6 +214,7 @@ fn steering_tools() -> Vec<Tool> {
             ),
             roles: WRITERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::CancelMission,
         },
         Tool {
@@ -222,6 +233,7 @@ fn steering_tools() -> Vec<Tool> {
             ),
             roles: WRITERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::SendInstructions,
         },
     ]
@@ -247,6 +259,7 @@ fn settling_tools() -> Vec<Tool> {
             ),
             roles: APPROVERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::ReviewResults,
         },
         Tool {
@@ -267,6 +280,7 @@ fn settling_tools() -> Vec<Tool> {
             ),
             roles: APPROVERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::ResolveTask,
         },
     ]
@@ -286,6 +300,7 @@ fn pausing_tools() -> Vec<Tool> {
             ),
             roles: WRITERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::PauseMission,
         },
         Tool {
@@ -298,6 +313,7 @@ fn pausing_tools() -> Vec<Tool> {
             ),
             roles: WRITERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::ResumeMission,
         },
     ]
@@ -328,6 +344,7 @@ fn deciding_tools() -> Vec<Tool> {
             ),
             roles: DECIDERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::ResolveDecision,
         },
         Tool {
@@ -349,6 +366,7 @@ fn deciding_tools() -> Vec<Tool> {
             ),
             roles: tool_policy::RESOLVERS,
             read_only: false,
+            group: Group::Mission,
             kind: Kind::ResolveToolApproval,
         },
     ]
@@ -373,6 +391,7 @@ fn learning_tools() -> Vec<Tool> {
         ),
         roles: READERS,
         read_only: true,
+        group: Group::Mission,
         kind: Kind::SearchPlanLibrary,
     }]
 }

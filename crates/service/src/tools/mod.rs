@@ -12,11 +12,13 @@
 
 use std::{collections::BTreeMap, sync::LazyLock};
 
+use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-mod catalogue;
+pub mod agent;
+pub(crate) mod catalogue;
 
 use crate::{
     auth::{Principal, Role},
@@ -53,9 +55,19 @@ const READERS: &[Role] = Role::ALL;
 /// Longest task output shown inline, in characters of JSON.
 const MAX_OUTPUT_CHARS: usize = 4_000;
 
+/// Runs an agent tool: the caller (already allowed by role) and its
+/// arguments (already checked against the schema, nulls dropped).
+pub type Handler = for<'a> fn(
+    &'a ToolContext<'a>,
+    &'a Principal,
+    Map<String, Value>,
+) -> BoxFuture<'a, Result<Value, ApiError>>;
+
 /// Which use case a tool runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Kind {
+    /// An agent tool, run by its own handler ([`agent`]).
+    Agent(Handler),
     CreateMission,
     ApprovePlan,
     RejectPlan,
@@ -87,10 +99,65 @@ pub struct Tool {
     pub roles: &'static [Role],
     /// True for tools that change nothing.
     pub read_only: bool,
+    /// Part of the catalogue it belongs to.
+    pub group: Group,
     kind: Kind,
 }
 
-static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(catalogue::build);
+impl std::fmt::Debug for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Handlers are function pointers; which tool it is shows in `name`.
+        f.write_str(match self {
+            Kind::Agent(_) => "Agent(handler)",
+            _ => "Mission",
+        })
+    }
+}
+
+/// Which part of the catalogue a tool belongs to. Organisation roles grant
+/// tools by name or by group (`group:communication`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// A person's mission tools (create, approve, review, …).
+    Mission,
+    /// Messages, requests and the contract net (seed 000 §20.2).
+    Communication,
+    /// Contractors, work packages and handoffs (§20.3).
+    Workforce,
+    /// Stakeholder profiles, decisions and governance checks (§20.4).
+    Stakeholder,
+    /// Plans, HTN decomposition and the plan library (§20.6).
+    Planning,
+    /// Desires and intention reconsideration (§20.7).
+    Desire,
+    /// Beliefs, goals, intentions and the BDI cycle (§20.8).
+    Bdi,
+    /// The agent's own task: blackboard, discovered work, handoff to an
+    /// agent, blocker decisions, the mission's events.
+    Task,
+}
+
+impl Group {
+    /// The group's name in grants and docs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Group::Mission => "mission",
+            Group::Communication => "communication",
+            Group::Workforce => "workforce",
+            Group::Stakeholder => "stakeholder",
+            Group::Planning => "planning",
+            Group::Desire => "desire",
+            Group::Bdi => "bdi",
+            Group::Task => "task",
+        }
+    }
+}
+
+static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+    let mut tools = catalogue::build();
+    tools.extend(agent::build());
+    tools
+});
 
 /// Every tool, in a stable order.
 pub fn all() -> &'static [Tool] {
@@ -105,6 +172,13 @@ pub fn find(name: &str) -> Option<&'static Tool> {
 /// The tools a caller with `role` may call (the ones worth showing a model).
 pub fn visible_to(role: Role) -> impl Iterator<Item = &'static Tool> {
     all().iter().filter(move |t| t.allows(role))
+}
+
+/// The tools `who` may call: by role, and for an attempt token only those
+/// that make sense inside one mission.
+pub fn visible_for(who: &Principal) -> impl Iterator<Item = &'static Tool> {
+    let scoped = who.attempt.is_some();
+    visible_to(who.role).filter(move |t| !(scoped && t.name == "list_missions"))
 }
 
 impl Tool {
@@ -135,7 +209,9 @@ impl Tool {
     ) -> Result<Value, ApiError> {
         who.require(self.roles)?;
         let mut args = check_arguments(&self.parameters, args)?;
+        confine_to_mission(who, self, &args)?;
         match self.kind {
+            Kind::Agent(handler) => handler(cx, who, args).await,
             Kind::CreateMission => {
                 let req: CreateMission = request(args)?;
                 let view = missions::create(cx.pool, cx.planning, who, req).await?;
@@ -225,6 +301,35 @@ impl Tool {
             }
             Kind::SearchPlanLibrary => search_plan_library(cx, who, &args).await,
         }
+    }
+}
+
+/// An attempt token acts inside its mission only: a tool naming another
+/// mission, or listing all of them, is refused.
+fn confine_to_mission(
+    who: &Principal,
+    tool: &Tool,
+    args: &Map<String, Value>,
+) -> Result<(), ApiError> {
+    let Some(scope) = who.attempt else {
+        return Ok(());
+    };
+    if tool.name == "list_missions" {
+        return Err(crate::auth::Forbidden(format!(
+            "an attempt token acts inside mission {} only; mission_status shows it",
+            scope.mission_id
+        ))
+        .into());
+    }
+    match args.get("mission_id").and_then(Value::as_str) {
+        Some(id) if id.parse::<Uuid>().ok() != Some(scope.mission_id) => {
+            Err(crate::auth::Forbidden(format!(
+                "an attempt token acts inside mission {} only, not {id}",
+                scope.mission_id
+            ))
+            .into())
+        }
+        _ => Ok(()),
     }
 }
 
