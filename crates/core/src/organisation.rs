@@ -78,6 +78,12 @@ pub struct RoleSpec {
     /// How many live agents may hold the role.
     #[serde(default)]
     pub cardinality: Cardinality,
+    /// The agent tools the role may call: tool names, `group:<group>`
+    /// (`group:communication`, …) or `*`. Absent: every agent tool (roles
+    /// extending this one inherit its grants). Norms targeting `tool:<name>`
+    /// or `tool:group:<group>` refine it ([`OrgSpec::tool_access`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
 }
 
 /// Bounds on how many live agents hold a role.
@@ -494,6 +500,16 @@ impl OrgSpec {
             .collect();
         for (i, n) in self.norms.iter().enumerate() {
             known_role(format!("norms[{i}].role"), &n.role, out);
+            if let Some(tool) = tool_target(&n.target) {
+                if tool.trim().is_empty() {
+                    out.push(problem(
+                        "unknown_target",
+                        format!("norms[{i}].target"),
+                        format!("norm '{}' targets no tool ('tool:' needs a name)", n.id),
+                    ));
+                }
+                continue;
+            }
             if !targets.contains(&key(&n.target)) {
                 out.push(problem(
                     "unknown_target",
@@ -852,3 +868,6 @@ pub fn staffing(spec: &OrgSpec, live: &BTreeMap<String, i64>) -> Vec<Staffing> {
 
 #[cfg(test)]
 mod tests;
+mod tools;
+
+pub use tools::{ToolAccess, tool_target};

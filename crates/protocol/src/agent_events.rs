@@ -55,6 +55,25 @@ impl EventPayload for PlanExtended {
     const KIND: EventKind = EventKind::PlanExtended;
 }
 
+/// `tool.refused`: the organisation spec refused an agent's tool call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolRefused {
+    /// The tool.
+    pub tool: String,
+    /// The caller.
+    pub agent_id: String,
+    /// Its role.
+    pub role: String,
+    /// Why, naming the role and the norm.
+    pub reason: String,
+    /// The norm that refused it, if one did.
+    pub norm: Option<String>,
+}
+
+impl EventPayload for ToolRefused {
+    const KIND: EventKind = EventKind::ToolRefused;
+}
+
 impl EventPayload for BlackboardWritten {
     const KIND: EventKind = EventKind::BlackboardWritten;
 }
@@ -92,6 +111,13 @@ mod tests {
                 key: "k".into(),
                 version: 3,
                 expected_version: Some(2),
+            }),
+            keys(&ToolRefused {
+                tool: "t".into(),
+                agent_id: "a".into(),
+                role: "r".into(),
+                reason: "no".into(),
+                norm: None,
             }),
             keys(&PlanExtended {
                 anchor: "a".into(),

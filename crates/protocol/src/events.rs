@@ -464,6 +464,9 @@ event_kinds! {
     BlackboardDeleted = "blackboard.deleted", Agents, BlackboardKey,
         "A key of the mission's blackboard was deleted (its version keeps counting).",
         ["key", "version", "expected_version"];
+    ToolRefused = "tool.refused", Agents, ToolCall,
+        "An agent's tool call was refused by the organisation spec (the role's grants, a norm on the tool, or a norm on the agent's task).",
+        ["tool", "agent_id", "role", "reason", "norm"];
     PlanExtended = "plan.extended", Agents, Plan,
         "An agent added the work it discovered to its mission (children of, or successors to, its task).",
         ["anchor", "placement", "added", "reason", "previous_plan_version", "needs_approval"];

@@ -96,6 +96,8 @@ impl AppState {
             pool: &self.pool,
             planning: &self.planning,
             http: &self.http,
+            approval_timeout_secs: self.engine.tool_approval_timeout.as_secs(),
+            wake: &self.wake,
         }
     }
 }

@@ -15,5 +15,6 @@ pub mod messages;
 pub mod organisation;
 pub mod reservations;
 pub mod team_decisions;
+pub mod tool_access;
 pub mod tool_policy;
 pub mod workforce;

@@ -253,16 +253,17 @@ fn resolved_event<'a>(row: &ApprovalRow, actor: &'a str) -> NewEvent<'a> {
     }
 }
 
-/// Loads the attempt and checks the bearer token is its own.
+/// Loads the attempt and checks the bearer token is its own (`None`: the
+/// caller was authenticated by this attempt's token already).
 async fn authenticate(
     conn: &mut sqlx::PgConnection,
     attempt_id: Uuid,
-    token: &str,
+    token: Option<&str>,
 ) -> Result<AttemptFacts, ToolApprovalError> {
     let facts = store::attempt_facts(conn, attempt_id)
         .await?
         .ok_or(ToolApprovalError::NoAttempt { attempt_id })?;
-    if facts.token_hash != hash_token(token) {
+    if token.is_some_and(|token| facts.token_hash != hash_token(token)) {
         return Err(ToolApprovalError::WrongToken { attempt_id });
     }
     Ok(facts)
@@ -307,11 +308,13 @@ fn validate(req: &ApprovalRequest) -> Result<(), Invalid> {
 
 /// A worker asks whether it may make a tool call. The task's policy judges
 /// it at once; `created` is false for an idempotent retry of the same id.
+/// `token` is the attempt's bearer token (`None` when the caller already
+/// authenticated with it, as an agent tool call has).
 pub async fn request_approval(
     pool: &PgPool,
     default_timeout_secs: u64,
     attempt_id: Uuid,
-    token: &str,
+    token: Option<&str>,
     req: ApprovalRequest,
 ) -> Result<(ApprovalView, bool), ToolApprovalError> {
     validate(&req)?;
@@ -440,7 +443,7 @@ pub async fn poll(
 ) -> Result<ApprovalView, ToolApprovalError> {
     let facts = {
         let mut conn = pool.acquire().await?;
-        authenticate(&mut conn, attempt_id, token).await?
+        authenticate(&mut conn, attempt_id, Some(token)).await?
     };
     expire_overdue(pool, facts.workspace_id, Some(id)).await?;
     let mut conn = pool.acquire().await?;
@@ -471,7 +474,7 @@ pub async fn report_call(
     }
     let mut tx = pool.begin().await?;
     missions::lock_for_attempt(&mut tx, attempt_id).await?;
-    let facts = authenticate(&mut tx, attempt_id, token).await?;
+    let facts = authenticate(&mut tx, attempt_id, Some(token)).await?;
     if !is_live(&facts.status) {
         return Err(ToolApprovalError::StaleAttempt { attempt_id });
     }

@@ -26,7 +26,7 @@ use crate::{
     },
     domain::{TaskEvent, TaskStatus, budget},
     store::{
-        agents,
+        agents, blackboard,
         events::{self, EventPayload, payloads},
         governance as store_governance, organisation as store_organisation,
         tasks::{self, Change},
@@ -144,6 +144,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         write_attempts(&mut tx, cfg, &actor, &chosen, &locked.candidates).await?;
     let claimed_ids: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.id).collect();
     let upstream = upstream_outputs(&mut tx, &claimed_ids).await?;
+    let boards = blackboards(&mut tx, &chosen).await?;
     let deadline = OffsetDateTime::now_utc() + cfg.lease;
     let dispatches = chosen
         .iter()
@@ -160,6 +161,11 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
                 attempt_id,
                 token,
                 upstream.get(&task.id).cloned().unwrap_or_default(),
+                blackboard::snapshot_for(
+                    &boards,
+                    task.run_id,
+                    blackboard::declared_keys(&task.inputs).as_deref(),
+                ),
                 deadline,
             ),
         })
@@ -660,6 +666,7 @@ fn dispatch_request(
     attempt_id: Uuid,
     token: String,
     upstream: Vec<UpstreamOutput>,
+    blackboard: BTreeMap<String, coordinator_protocol::BlackboardValue>,
     deadline: OffsetDateTime,
 ) -> DispatchRequest {
     let base = cfg.public_url.trim_end_matches('/');
@@ -698,7 +705,7 @@ fn dispatch_request(
             .get(&task.workspace_id)
             .map(|spec| org_context(spec, &agent.profile.role, task)),
         feedback: task.feedback.clone(),
-        blackboard: Default::default(),
+        blackboard,
         deadline,
         callback: Callback {
             heartbeat_url: format!("{base}/v1/attempts/{attempt_id}/heartbeat"),
@@ -889,6 +896,23 @@ async fn refuse_over_budget(
         .await?;
     }
     Ok(())
+}
+
+/// The blackboard rows the batch's dispatches carry, in one round trip.
+async fn blackboards(
+    conn: &mut sqlx::PgConnection,
+    chosen: &[Chosen<'_>],
+) -> sqlx::Result<Vec<blackboard::SnapshotRow>> {
+    let mut runs: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.run_id).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let declared: Vec<String> = chosen
+        .iter()
+        .filter_map(|(t, _, _)| blackboard::declared_keys(&t.inputs))
+        .flatten()
+        .collect();
+    let recent = coordinator_protocol::BLACKBOARD_SNAPSHOT_KEYS as i64;
+    blackboard::snapshots(conn, &runs, &declared, recent).await
 }
 
 async fn upstream_outputs(

@@ -18,11 +18,12 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 pub mod agent;
+pub mod docs;
 pub(crate) mod catalogue;
 
 use crate::{
     auth::{Principal, Role},
-    coordination::{governance, tool_policy},
+    coordination::{governance, tool_access, tool_policy},
     domain::MissionStatus,
     error::ApiError,
     missions::{
@@ -47,6 +48,11 @@ pub struct ToolContext<'a> {
     pub planning: &'a PlanningConfig,
     /// Client for calls to workers (cancel notices).
     pub http: &'a crate::egress::Client,
+    /// Seconds a tool call waiting for approval waits for a person, unless
+    /// the task's policy says otherwise.
+    pub approval_timeout_secs: u64,
+    /// Ticks whenever events are written (long-polling tools wait on it).
+    pub wake: &'a tokio::sync::watch::Receiver<u64>,
 }
 
 /// Reads are open to every role, as `GET /v1/missions` is.
@@ -210,6 +216,19 @@ impl Tool {
         who.require(self.roles)?;
         let mut args = check_arguments(&self.parameters, args)?;
         confine_to_mission(who, self, &args)?;
+        if who.role == Role::Agent {
+            let call = tool_access::Call {
+                tool: self.name,
+                group: self.group.as_str(),
+                read_only: self.read_only,
+                arguments: &args,
+            };
+            if let tool_access::Gate::Pending(approval) =
+                tool_access::check(cx.pool, cx.approval_timeout_secs, who, call).await?
+            {
+                return Ok(approval);
+            }
+        }
         match self.kind {
             Kind::Agent(handler) => handler(cx, who, args).await,
             Kind::CreateMission => {

@@ -9,6 +9,7 @@ use crate::{
     coordination::blackboard,
     error::ApiError,
     missions::{self, discovered},
+    store::events,
     tools::{Group, Tool, ToolContext},
 };
 
@@ -52,6 +53,27 @@ pub(super) fn tools() -> Vec<Tool> {
             ),
             false,
             add_subtasks,
+        ),
+        tool(
+            Group::Task,
+            "mission_events",
+            "Follow the mission's events",
+            "List the events of the mission after a sequence number (0: from the start), oldest \
+             first: what other agents and people did (task transitions, blackboard writes, \
+             messages, decisions). With wait_secs, waits up to that long for the first new one \
+             (long-poll). Pass the last seq you saw as after to continue.",
+            object(
+                json!({
+                    "after": { "type": "integer", "minimum": 0, "description": "Only events with a higher seq (default 0)." },
+                    "kinds": { "type": "array", "items": { "type": "string" }, "description": "Only these kinds; a trailing * is a prefix (\"task.*\")." },
+                    "wait_secs": { "type": "integer", "minimum": 0, "maximum": 25, "description": "Wait up to this long for a new event (default 0)." },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 200, "description": "Most events (default 50)." },
+                    "mission_id": mission_arg(),
+                }),
+                &[],
+            ),
+            true,
+            mission_events,
         ),
         tool(
             Group::Task,
@@ -217,6 +239,60 @@ fn add_subtasks<'a>(
             "The new tasks are in the plan; carry on with your task."
         });
         Ok(result)
+    })
+}
+
+fn mission_events<'a>(
+    cx: &'a ToolContext<'a>,
+    who: &'a Principal,
+    mut args: Map<String, Value>,
+) -> BoxFuture<'a, Result<Value, ApiError>> {
+    Box::pin(async move {
+        let mission = mission_of(who, &mut args)?;
+        missions::view(cx.pool, who.workspace_id, mission).await?;
+        let after = args.get("after").and_then(Value::as_i64).unwrap_or(0);
+        let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(50);
+        let wait = args.get("wait_secs").and_then(Value::as_u64).unwrap_or(0).min(25);
+        let kinds: Vec<String> = args
+            .get("kinds")
+            .and_then(Value::as_array)
+            .map(|k| k.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let wanted = |kind: &str| {
+            kinds.is_empty()
+                || kinds.iter().any(|k| match k.strip_suffix('*') {
+                    Some(prefix) => kind.starts_with(prefix),
+                    None => kind == k,
+                })
+        };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
+        let mut wake = cx.wake.clone();
+        wake.borrow_and_update();
+        let mut cursor = after;
+        loop {
+            let page = events::list_for_mission(cx.pool, who.workspace_id, mission, cursor, limit)
+                .await?;
+            let last = page.last().and_then(|e| e.seq);
+            let found: Vec<_> = page.into_iter().filter(|e| wanted(&e.kind)).collect();
+            if let Some(seq) = last {
+                cursor = seq;
+            }
+            if !found.is_empty() {
+                return Ok(json!({ "mission_id": mission, "events": found, "next_after": cursor }));
+            }
+            // A page of other kinds moves the cursor on without waiting.
+            if last.is_some() {
+                continue;
+            }
+            let woken = wait > 0
+                && matches!(
+                    tokio::time::timeout_at(deadline, wake.changed()).await,
+                    Ok(Ok(()))
+                );
+            if !woken {
+                return Ok(json!({ "mission_id": mission, "events": [], "next_after": cursor }));
+            }
+        }
     })
 }
 
