@@ -7,6 +7,9 @@
 //! - [`missions`]: missions, plans, routines, tasks and attempts, the
 //!   governance events that move tasks and missions, the contract net and
 //!   the organisation spec.
+//! - [`coordination`]: the governance profile and decisions, the workforce
+//!   (contractors, work packages, handoffs), messages, reservations, team
+//!   decisions and tools.
 //!
 //! Every type is re-exported here (`event_payloads::TaskQueued`).
 
@@ -39,8 +42,10 @@ macro_rules! payload_kind {
     };
 }
 
+pub mod coordination;
 pub mod missions;
 
+pub use coordination::*;
 pub use missions::*;
 
 #[cfg(test)]

@@ -1,12 +1,17 @@
-//! Each payload type's fields against the catalogue's list for its kind.
+//! Each payload type's fields against the catalogue's list for its kind,
+//! and the shapes that depend on serde attributes (skipped, flattened,
+//! transparent fields).
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use coordinator_core::domain::{Autonomy, FailureKind, MissionStatus, Rung, TaskStatus};
+use coordinator_core::messages::{Category, Performative};
 use coordinator_core::organisation::DefaultModality;
+use coordinator_core::team_decisions::TeamOption;
+use coordinator_core::workforce::{Candidate, PackageStatus, QualityRating};
 
 use super::*;
 use crate::events::EventKind;
@@ -262,12 +267,199 @@ fn mission_samples() -> Vec<(EventKind, BTreeSet<String>)> {
     ]
 }
 
+fn decision() -> DecisionSnapshot {
+    DecisionSnapshot {
+        decision_id: Uuid::nil(),
+        status: "pending".into(),
+        category: "hiring".into(),
+        agent_id: None,
+        description: s(),
+        governance_check: Value::Null,
+        resolver: None,
+        rationale: None,
+        conditions: json!([]),
+        modifications: json!({}),
+        recheck_at: None,
+    }
+}
+
+fn reservation() -> ReservationFields {
+    ReservationFields {
+        reservation_id: Uuid::nil(),
+        scope: "src/*".into(),
+        agent_id: "a".into(),
+        state: "active".into(),
+        expires_at: Some("2026-01-01T00:00:00Z".into()),
+    }
+}
+
+fn trust() -> ContractorTrustUpdated {
+    ContractorTrustUpdated {
+        contractor_id: Uuid::nil(),
+        previous_score: 0.5,
+        new_score: 0.6,
+        quality_rating: QualityRating::Excellent,
+        work_package_id: Uuid::nil(),
+    }
+}
+
+/// A fully populated payload of each governance-profile, decision,
+/// workforce, message, reservation, team and tool kind.
+fn coordination_samples() -> Vec<(EventKind, BTreeSet<String>)> {
+    let u = Uuid::nil();
+    vec![
+        keys(&GovernanceProfileUpdated { profile: json!({}) }),
+        keys(&DecisionRequested(decision())),
+        keys(&DecisionResolved(decision())),
+        keys(&DecisionRechecked(decision())),
+        keys(&ContractorAdded {
+            contractor_id: u,
+            name: s(),
+            skills: vec![],
+            trust_score: 0.5,
+        }),
+        keys(&ContractorUpdated {
+            contractor_id: u,
+            availability: s(),
+            skills: vec![],
+        }),
+        keys(&trust()),
+        keys(&WorkPackageCreated {
+            work_package_id: u,
+            title: s(),
+            required_skills: vec![],
+        }),
+        keys(&WorkPackageStatusChanged {
+            work_package_id: u,
+            from: PackageStatus::Open,
+            to: PackageStatus::Assigned,
+            candidates: Some(vec![]),
+            contractor_id: Some(u),
+            trust: Some(trust()),
+            quality_rating: Some(QualityRating::Excellent),
+            task: Some(DelegatedTask {
+                id: u,
+                key: s(),
+                untouched: None,
+                action: Some("complete".into()),
+            }),
+            reason: Some(s()),
+        }),
+        keys(&WorkPackageProgress {
+            work_package_id: u,
+            progress: 10,
+            note: None,
+            mission_id: None,
+        }),
+        keys(&HandoffCreated {
+            handoff_id: u,
+            direction: "agent_to_human".into(),
+            from: s(),
+            to: s(),
+            key: s(),
+            task_status_from: TaskStatus::Running,
+            task_status_to: TaskStatus::AwaitingHuman,
+            message_id: None,
+            agent_id: s(),
+        }),
+        keys(&MessageSent {
+            message_id: u,
+            conversation_id: u,
+            from: s(),
+            agent_id: None,
+            to: "all".into(),
+            recipients: vec![],
+            performative: Performative::Inform,
+            category: None,
+            subject: s(),
+        }),
+        keys(&MessageAcked {
+            message_id: u,
+            agent_id: s(),
+            category: None,
+            conversation_id: u,
+        }),
+        keys(&ReservationCreated {
+            reservation: reservation(),
+            renewed: false,
+        }),
+        keys(&ReservationReleased {
+            reservation: reservation(),
+        }),
+        keys(&ReservationExpired {
+            reservation: reservation(),
+            taken_over_by: Some(u),
+            by_agent: Some(s()),
+            swept: Some(true),
+        }),
+        keys(&TeamDecisionProposed {
+            team_decision_id: u,
+            topic: s(),
+            options: vec![],
+            evidence: vec![],
+            recommended_option: None,
+            eligible_agents: vec![],
+            closes_at: 0,
+        }),
+        keys(&TeamDecisionVoted {
+            team_decision_id: u,
+            agent_id: s(),
+            option: s(),
+            rationale: None,
+        }),
+        keys(&TeamDecisionCommitted {
+            team_decision_id: u,
+            topic: s(),
+            committed_option: s(),
+            tie_broken: false,
+            tally: Default::default(),
+            adr: s(),
+        }),
+        keys(&TeamDecisionCancelled {
+            team_decision_id: u,
+            reason: s(),
+        }),
+        keys(&ToolApprovalRequested {
+            approval_id: u,
+            agent_id: s(),
+            tool: s(),
+            paths: vec![],
+            diff_lines: 0,
+            tokens: 0,
+            files_changed: 0,
+            verdict: s(),
+            reasons: vec![],
+            approval_status: s(),
+        }),
+        keys(&ToolApprovalResolved {
+            approval_id: u,
+            agent_id: s(),
+            tool: s(),
+            approval_status: s(),
+            granted: Some(true),
+            resolver: None,
+            rationale: None,
+        }),
+        keys(&ToolCalled {
+            agent_id: s(),
+            tool: s(),
+            approval_id: None,
+            ok: true,
+            summary: None,
+            duration_ms: None,
+        }),
+    ]
+}
+
 /// Every field a fully populated payload writes is listed in the
 /// catalogue, and every listed field is one it writes (`status` is added
 /// by the store to task transitions).
 #[test]
 fn payload_fields_match_the_catalogue() {
-    for (kind, mut written) in mission_samples() {
+    let samples = mission_samples()
+        .into_iter()
+        .chain(coordination_samples());
+    for (kind, mut written) in samples {
         let mut listed: BTreeSet<String> = kind
             .payload_fields()
             .iter()
@@ -277,4 +469,85 @@ fn payload_fields_match_the_catalogue() {
         written.remove("status");
         assert_eq!(written, listed, "payload fields of {kind}");
     }
+}
+
+/// Shapes that depend on serde attributes: a flattened reservation, a
+/// transparent decision, skipped optional fields, core enums as their text.
+#[test]
+fn payload_shapes() {
+    let u = Uuid::nil();
+    let (_, v) = ReservationExpired {
+        reservation: reservation(),
+        taken_over_by: None,
+        by_agent: None,
+        swept: Some(true),
+    }
+    .to_event();
+    assert_eq!(
+        v,
+        json!({
+            "reservation_id": u, "scope": "src/*", "agent_id": "a", "state": "active",
+            "expires_at": "2026-01-01T00:00:00Z", "swept": true,
+        })
+    );
+    let (kind, v) = DecisionResolved(decision()).to_event();
+    assert_eq!(kind, EventKind::DecisionResolved);
+    assert_eq!(v["decision_id"], json!(u));
+    assert_eq!(v["agent_id"], Value::Null);
+    assert_eq!(v["recheck_at"], Value::Null);
+    let (_, v) = WorkPackageStatusChanged {
+        work_package_id: u,
+        from: PackageStatus::Draft,
+        to: PackageStatus::Open,
+        candidates: Some(vec![Candidate {
+            contractor_id: u,
+            name: s(),
+            skill_overlap: 1.0,
+            trust_score: 0.5,
+            score: 0.5,
+        }]),
+        contractor_id: None,
+        trust: None,
+        quality_rating: None,
+        task: None,
+        reason: None,
+    }
+    .to_event();
+    assert_eq!(
+        v,
+        json!({
+            "work_package_id": u, "from": "draft", "to": "open",
+            "candidates": [{ "contractor_id": u, "name": "x", "skill_overlap": 1.0,
+                             "trust_score": 0.5, "score": 0.5 }],
+        })
+    );
+    let (_, v) = MessageSent {
+        message_id: u,
+        conversation_id: u,
+        from: "agent-a".into(),
+        agent_id: Some("agent-a".into()),
+        to: "role:dev".into(),
+        recipients: vec!["agent-b".into()],
+        performative: Performative::Request,
+        category: Some(Category::Blocked),
+        subject: s(),
+    }
+    .to_event();
+    assert_eq!(v["performative"], "REQUEST");
+    assert_eq!(v["category"], "BLOCKED");
+    let (_, v) = TeamDecisionProposed {
+        team_decision_id: u,
+        topic: s(),
+        options: vec![TeamOption {
+            label: "a".into(),
+            description: String::new(),
+        }],
+        evidence: vec![],
+        recommended_option: None,
+        eligible_agents: vec![],
+        closes_at: 1,
+    }
+    .to_event();
+    assert_eq!(v["options"], json!([{ "label": "a", "description": "" }]));
+    assert_eq!(v["recommended_option"], Value::Null);
 }
