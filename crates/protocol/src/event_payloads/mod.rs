@@ -10,6 +10,8 @@
 //! - [`coordination`]: the governance profile and decisions, the workforce
 //!   (contractors, work packages, handoffs), messages, reservations, team
 //!   decisions and tools.
+//! - [`bdi`]: agents' beliefs, desires, goals and intentions, and missions
+//!   as intentions.
 //!
 //! Every type is re-exported here (`event_payloads::TaskQueued`).
 
@@ -42,9 +44,11 @@ macro_rules! payload_kind {
     };
 }
 
+pub mod bdi;
 pub mod coordination;
 pub mod missions;
 
+pub use bdi::*;
 pub use coordination::*;
 pub use missions::*;
 

@@ -7,6 +7,10 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use coordinator_core::bdi::{
+    BeliefOutcome, CommitmentStrategy, ConflictKind, DesireConflict, DesireKind, GoalStatus,
+    GoalTier, IntentionStatus, MissionTrigger, Verdict,
+};
 use coordinator_core::domain::{Autonomy, FailureKind, MissionStatus, Rung, TaskStatus};
 use coordinator_core::messages::{Category, Performative};
 use coordinator_core::organisation::DefaultModality;
@@ -451,14 +455,100 @@ fn coordination_samples() -> Vec<(EventKind, BTreeSet<String>)> {
     ]
 }
 
+/// A fully populated payload of each BDI kind.
+fn bdi_samples() -> Vec<(EventKind, BTreeSet<String>)> {
+    let u = Uuid::nil();
+    vec![
+        keys(&BdiBeliefRevised {
+            agent_id: s(),
+            belief_id: u,
+            category: s(),
+            subject: s(),
+            outcome: BeliefOutcome::Created,
+            certainty: 0.5,
+            conflict: false,
+        }),
+        keys(&BdiBeliefConflict {
+            agent_id: s(),
+            subject: s(),
+            pairs: vec![],
+        }),
+        keys(&BdiDesireCreated {
+            agent_id: s(),
+            desire_id: u,
+            kind: DesireKind::Terminal,
+            priority: 0.5,
+            conflicts: vec![],
+        }),
+        keys(&BdiDesireDropped {
+            agent_id: s(),
+            desire_id: u,
+            reason: s(),
+            related_desires_affected: vec![],
+            cascaded_drops: vec![],
+        }),
+        keys(&BdiGoalCreated {
+            agent_id: s(),
+            goal_id: u,
+            tier: GoalTier::Strategic,
+            parent_goal_id: None,
+        }),
+        keys(&BdiGoalUpdated {
+            agent_id: s(),
+            goal_id: u,
+            from: GoalStatus::Active,
+            to: GoalStatus::Achieved,
+        }),
+        keys(&BdiIntentionCommitted {
+            agent_id: s(),
+            intention_id: u,
+            strategy: CommitmentStrategy::OpenMinded,
+            priority: 0.5,
+        }),
+        keys(&BdiIntentionUpdated {
+            agent_id: s(),
+            intention_id: u,
+            from: Some(IntentionStatus::Active),
+            to: Some(IntentionStatus::Suspended),
+            progress: Some(0.5),
+        }),
+        keys(&BdiIntentionReconsidered {
+            agent_id: s(),
+            intention_id: u,
+            strategy: CommitmentStrategy::Cautious,
+            verdict: Verdict::Keep,
+            reasons: vec![],
+            applied: false,
+        }),
+        keys(&BdiIntentionStale {
+            agent_id: s(),
+            intention_id: u,
+            strategy: s(),
+        }),
+        keys(&MissionReconsidered {
+            trigger: MissionTrigger::Instructions,
+            strategy: CommitmentStrategy::OpenMinded,
+            explicit: false,
+            verdict: Verdict::Drop,
+            replan: true,
+        }),
+        keys(&MissionCommitmentSet {
+            strategy: CommitmentStrategy::SingleMinded,
+            explicit: true,
+        }),
+    ]
+}
+
 /// Every field a fully populated payload writes is listed in the
 /// catalogue, and every listed field is one it writes (`status` is added
-/// by the store to task transitions).
+/// by the store to task transitions); and every kind has a payload type.
 #[test]
 fn payload_fields_match_the_catalogue() {
+    let mut covered = BTreeSet::new();
     let samples = mission_samples()
         .into_iter()
-        .chain(coordination_samples());
+        .chain(coordination_samples())
+        .chain(bdi_samples());
     for (kind, mut written) in samples {
         let mut listed: BTreeSet<String> = kind
             .payload_fields()
@@ -468,7 +558,16 @@ fn payload_fields_match_the_catalogue() {
         listed.remove("status");
         written.remove("status");
         assert_eq!(written, listed, "payload fields of {kind}");
+        covered.insert(kind);
     }
+    let missing: Vec<&EventKind> = EventKind::ALL
+        .iter()
+        .filter(|k| !covered.contains(*k))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "kinds without a typed payload sample: {missing:?}"
+    );
 }
 
 /// Shapes that depend on serde attributes: a flattened reservation, a
@@ -521,6 +620,32 @@ fn payload_shapes() {
                              "trust_score": 0.5, "score": 0.5 }],
         })
     );
+    let (_, v) = BdiIntentionUpdated {
+        agent_id: s(),
+        intention_id: u,
+        from: None,
+        to: None,
+        progress: Some(0.25),
+    }
+    .to_event();
+    assert_eq!(
+        v,
+        json!({ "agent_id": "x", "intention_id": u, "progress": 0.25 })
+    );
+    let (_, v) = BdiDesireCreated {
+        agent_id: s(),
+        desire_id: u,
+        kind: DesireKind::Instrumental,
+        priority: 0.5,
+        conflicts: vec![DesireConflict {
+            desire_id: u,
+            kind: ConflictKind::Resource,
+            detail: "gpu".into(),
+        }],
+    }
+    .to_event();
+    assert_eq!(v["kind"], "instrumental");
+    assert_eq!(v["conflicts"][0]["kind"], "resource");
     let (_, v) = MessageSent {
         message_id: u,
         conversation_id: u,
