@@ -9,7 +9,6 @@
 //! writes a `mission.reconsidered` event with the strategy and the verdict,
 //! in the trigger's transaction.
 
-use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -61,14 +60,18 @@ pub async fn consult(
     events::record(
         conn,
         run.workspace_id,
-        events::WorkspaceEvent {
-            mission_id: Some(run.id),
-            task_id: None,
-            kind: events::EventKind::MissionReconsidered,
+        events::WorkspaceEvent::new(
+            Some(run.id),
+            None,
             actor,
-            payload: json!({ "trigger": trigger, "strategy": strategy, "explicit": explicit.is_some(),
-                             "verdict": verdict, "replan": replan }),
-        },
+            &events::payloads::MissionReconsidered {
+                trigger,
+                strategy,
+                explicit: explicit.is_some(),
+                verdict,
+                replan,
+            },
+        ),
     )
     .await?;
     Ok(replan)

@@ -16,8 +16,6 @@
 
 use std::time::Duration;
 
-use coordinator_protocol::EventKind;
-use serde_json::json;
 use sqlx::PgPool;
 use time::OffsetDateTime;
 use tokio_cron_scheduler::{Job, JobScheduler};
@@ -25,7 +23,7 @@ use tokio_cron_scheduler::{Job, JobScheduler};
 use super::rules::{self, BELIEF_CHUNK, BeliefFact};
 use crate::store::{
     bdi::{self as store, CycleCounts, CycleView},
-    events::{self, WorkspaceEvent},
+    events::{self, WorkspaceEvent, payloads},
 };
 
 /// Advisory lock key of the BDI maintenance job ("bdimaint" in ASCII).
@@ -75,13 +73,16 @@ async fn cycle(pool: &PgPool, replica: &str) -> anyhow::Result<CycleView> {
         events::record(
             &mut tx,
             *workspace_id,
-            WorkspaceEvent {
-                mission_id: None,
-                task_id: None,
-                kind: EventKind::BdiIntentionStale,
-                actor: &actor,
-                payload: json!({ "agent_id": agent_id, "intention_id": id, "strategy": strategy }),
-            },
+            WorkspaceEvent::new(
+                None,
+                None,
+                &actor,
+                &payloads::BdiIntentionStale {
+                    agent_id: agent_id.clone(),
+                    intention_id: *id,
+                    strategy: strategy.clone(),
+                },
+            ),
         )
         .await?;
     }
@@ -123,20 +124,26 @@ async fn cycle(pool: &PgPool, replica: &str) -> anyhow::Result<CycleView> {
                 };
                 if store::insert_conflict(&mut tx, key.0, a, b).await? {
                     counts.conflicts_found += 1;
-                    found.push(json!({ "belief_a": a.id, "belief_b": b.id }));
+                    found.push(payloads::BeliefPair {
+                        belief_a: a.id,
+                        belief_b: b.id,
+                    });
                 }
             }
             if !found.is_empty() {
                 events::record(
                     &mut tx,
                     key.0,
-                    WorkspaceEvent {
-                        mission_id: None,
-                        task_id: None,
-                        kind: EventKind::BdiBeliefConflict,
-                        actor: &actor,
-                        payload: json!({ "agent_id": key.1, "subject": key.2, "pairs": found }),
-                    },
+                    WorkspaceEvent::new(
+                        None,
+                        None,
+                        &actor,
+                        &payloads::BdiBeliefConflict {
+                            agent_id: key.1.clone(),
+                            subject: key.2.clone(),
+                            pairs: found,
+                        },
+                    ),
                 )
                 .await?;
             }

@@ -2,8 +2,6 @@
 //! [`super::rules`], writes the rows and their workspace event together.
 //! Bad input is refused before anything is written.
 
-use coordinator_protocol::EventKind;
-use serde_json::{Value, json};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -19,7 +17,7 @@ use crate::{
             self as store, BeliefView, DesireView, DropRecord, GoalView, IntentionView, NewDesire,
             NewGoal, NewIntention, NewRevision, RevisionView,
         },
-        events::{self, WorkspaceEvent},
+        events::{self, EventPayload, WorkspaceEvent, payloads},
     },
 };
 
@@ -176,23 +174,16 @@ pub async fn require_agent(
     }
 }
 
-async fn record(
+async fn record<P: EventPayload>(
     conn: &mut PgConnection,
     workspace_id: Uuid,
-    kind: EventKind,
     actor: &str,
-    payload: Value,
+    payload: &P,
 ) -> sqlx::Result<()> {
     events::record(
         conn,
         workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind,
-            actor,
-            payload,
-        },
+        WorkspaceEvent::new(None, None, actor, payload),
     )
     .await
 }
@@ -335,15 +326,16 @@ async fn record_belief(
     outcome: BeliefOutcome,
     actor: &str,
 ) -> sqlx::Result<()> {
-    record(
-        conn,
-        workspace_id,
-        EventKind::BdiBeliefRevised,
-        actor,
-        json!({ "agent_id": b.agent_id, "belief_id": b.id, "category": b.category, "subject": b.subject,
-                "outcome": outcome, "certainty": b.certainty, "conflict": b.conflict }),
-    )
-    .await
+    let event = payloads::BdiBeliefRevised {
+        agent_id: b.agent_id.clone(),
+        belief_id: b.id,
+        category: b.category.clone(),
+        subject: b.subject.clone(),
+        outcome,
+        certainty: b.certainty,
+        conflict: b.conflict,
+    };
+    record(conn, workspace_id, actor, &event).await
 }
 
 // ---------------------------------------------------------------- desires
@@ -452,15 +444,14 @@ pub async fn create_desire(
         },
     )
     .await?;
-    record(
-        &mut *conn,
-        workspace_id,
-        EventKind::BdiDesireCreated,
-        actor,
-        json!({ "agent_id": agent_id, "desire_id": id, "kind": d.kind, "priority": priority,
-                "conflicts": conflicts }),
-    )
-    .await?;
+    let event = payloads::BdiDesireCreated {
+        agent_id: agent_id.to_owned(),
+        desire_id: id,
+        kind: d.kind,
+        priority,
+        conflicts: conflicts.clone(),
+    };
+    record(&mut *conn, workspace_id, actor, &event).await?;
     Ok((created, conflicts))
 }
 
@@ -540,15 +531,14 @@ pub async fn drop_desire(
         )
         .await?;
     }
-    record(
-        &mut *conn,
-        workspace_id,
-        EventKind::BdiDesireDropped,
-        actor,
-        json!({ "agent_id": agent_id, "desire_id": desire_id, "reason": reason,
-                "related_desires_affected": plan.affected, "cascaded_drops": plan.cascaded }),
-    )
-    .await?;
+    let event = payloads::BdiDesireDropped {
+        agent_id: agent_id.to_owned(),
+        desire_id,
+        reason: reason.to_owned(),
+        related_desires_affected: plan.affected,
+        cascaded_drops: plan.cascaded,
+    };
+    record(&mut *conn, workspace_id, actor, &event).await?;
     Ok(direct)
 }
 
@@ -634,14 +624,13 @@ pub async fn create_goal(
         },
     )
     .await?;
-    record(
-        &mut *conn,
-        workspace_id,
-        EventKind::BdiGoalCreated,
-        actor,
-        json!({ "agent_id": agent_id, "goal_id": goal.id, "tier": goal.tier, "parent_goal_id": goal.parent_goal_id }),
-    )
-    .await?;
+    let event = payloads::BdiGoalCreated {
+        agent_id: agent_id.to_owned(),
+        goal_id: goal.id,
+        tier: g.tier,
+        parent_goal_id: goal.parent_goal_id,
+    };
+    record(&mut *conn, workspace_id, actor, &event).await?;
     Ok(goal)
 }
 
@@ -668,14 +657,13 @@ pub async fn set_goal_status(
     let moved = store::set_goal_status(&mut *conn, workspace_id, id, g.version, to.as_str())
         .await?
         .ok_or_else(|| stale("goal", id, g.version))?;
-    record(
-        &mut *conn,
-        workspace_id,
-        EventKind::BdiGoalUpdated,
-        actor,
-        json!({ "agent_id": agent_id, "goal_id": id, "from": from, "to": to }),
-    )
-    .await?;
+    let event = payloads::BdiGoalUpdated {
+        agent_id: agent_id.to_owned(),
+        goal_id: id,
+        from,
+        to,
+    };
+    record(&mut *conn, workspace_id, actor, &event).await?;
     Ok(moved)
 }
 
@@ -753,14 +741,13 @@ pub async fn commit_intention(
         },
     )
     .await?;
-    record(
-        &mut *conn,
-        workspace_id,
-        EventKind::BdiIntentionCommitted,
-        actor,
-        json!({ "agent_id": agent_id, "intention_id": it.id, "strategy": it.strategy, "priority": it.priority }),
-    )
-    .await?;
+    let event = payloads::BdiIntentionCommitted {
+        agent_id: agent_id.to_owned(),
+        intention_id: it.id,
+        strategy: i.strategy,
+        priority: it.priority,
+    };
+    record(&mut *conn, workspace_id, actor, &event).await?;
     Ok(it)
 }
 
@@ -796,14 +783,14 @@ pub async fn set_intention_status(
     let moved = store::set_intention_status(&mut *conn, workspace_id, id, it.version, to.as_str())
         .await?
         .ok_or_else(|| stale("intention", id, it.version))?;
-    record(
-        &mut *conn,
-        workspace_id,
-        EventKind::BdiIntentionUpdated,
-        actor,
-        json!({ "agent_id": agent_id, "intention_id": id, "from": from, "to": to }),
-    )
-    .await?;
+    let event = payloads::BdiIntentionUpdated {
+        agent_id: agent_id.to_owned(),
+        intention_id: id,
+        from: Some(from),
+        to: Some(to),
+        progress: None,
+    };
+    record(&mut *conn, workspace_id, actor, &event).await?;
     Ok(moved)
 }
 
@@ -835,14 +822,14 @@ pub async fn record_progress(
     let moved = store::set_progress(&mut *conn, workspace_id, id, it.version, progress)
         .await?
         .ok_or_else(|| stale("intention", id, it.version))?;
-    record(
-        &mut *conn,
-        workspace_id,
-        EventKind::BdiIntentionUpdated,
-        actor,
-        json!({ "agent_id": agent_id, "intention_id": id, "progress": progress }),
-    )
-    .await?;
+    let event = payloads::BdiIntentionUpdated {
+        agent_id: agent_id.to_owned(),
+        intention_id: id,
+        from: None,
+        to: None,
+        progress: Some(progress),
+    };
+    record(&mut *conn, workspace_id, actor, &event).await?;
     Ok(moved)
 }
 
@@ -925,15 +912,15 @@ pub async fn reconsider_intention(
         }
         _ => (false, it),
     };
-    record(
-        &mut *conn,
-        workspace_id,
-        EventKind::BdiIntentionReconsidered,
-        actor,
-        json!({ "agent_id": agent_id, "intention_id": id, "strategy": strategy, "verdict": verdict,
-                "reasons": reasons, "applied": applied }),
-    )
-    .await?;
+    let event = payloads::BdiIntentionReconsidered {
+        agent_id: agent_id.to_owned(),
+        intention_id: id,
+        strategy,
+        verdict,
+        reasons: reasons.clone(),
+        applied,
+    };
+    record(&mut *conn, workspace_id, actor, &event).await?;
     Ok(Reconsideration {
         verdict,
         reasons,

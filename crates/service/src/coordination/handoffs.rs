@@ -9,7 +9,6 @@
 //! receiving agent is hinted as the next owner (preferred while it has a
 //! free slot) and gets a HANDOFF message carrying the payload.
 
-use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -24,7 +23,7 @@ use crate::{
     missions::human::{self, HumanAction, Settlement},
     store::{
         attempts::Cancelled,
-        events::{self, WorkspaceEvent},
+        events::{self, WorkspaceEvent, payloads},
         handoffs::{self as store, HandoffView, NewHandoff},
         messages as message_store,
         missions::MissionRow,
@@ -442,19 +441,28 @@ async fn record(
     events::record(
         &mut *tx,
         run.workspace_id,
-        WorkspaceEvent {
-            mission_id: Some(run.id),
-            task_id: Some(t.id),
-            kind: EventKind::HandoffCreated,
-            actor: p.actor,
-            payload: json!({
-                "handoff_id": p.id, "direction": h.direction, "from": p.from, "to": p.to,
-                "key": t.task_key, "task_status_from": status_from,
-                "task_status_to": moved.status_to, "message_id": moved.message_id,
+        WorkspaceEvent::new(
+            Some(run.id),
+            Some(t.id),
+            p.actor,
+            &payloads::HandoffCreated {
+                handoff_id: p.id,
+                direction: h.direction.as_str().to_owned(),
+                from: p.from.to_owned(),
+                to: p.to.to_owned(),
+                key: t.task_key.clone(),
+                task_status_from: status_from,
+                task_status_to: moved.status_to,
+                message_id: moved.message_id,
                 // Agent-keyed, so an agent's event filter finds its handoffs.
-                "agent_id": if h.direction == Direction::AgentToHuman { p.from } else { p.to },
-            }),
-        },
+                agent_id: if h.direction == Direction::AgentToHuman {
+                    p.from
+                } else {
+                    p.to
+                }
+                .to_owned(),
+            },
+        ),
     )
     .await?;
     Ok(view)

@@ -5,16 +5,15 @@
 //! unread → read → acked. `BLOCKED` and `HANDOFF` need an ack; a categorised
 //! message must name the mission or task it is about (the RFC's bead link).
 
-use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use coordinator_core::invalid::Invalid;
 
 use crate::store::{
-    events::{self, WorkspaceEvent},
+    events::{self, WorkspaceEvent, payloads},
     messages::{self as store, InboxEntry, MessageView},
 };
 
@@ -242,23 +241,22 @@ pub async fn send(
     events::record(
         &mut *conn,
         workspace_id,
-        WorkspaceEvent {
+        WorkspaceEvent::new(
             mission_id,
-            task_id: m.task_id,
-            kind: EventKind::MessageSent,
-            actor: &m.sender,
-            payload: json!({
-                "message_id": id,
-                "conversation_id": conversation_id,
-                "from": view.from,
-                "agent_id": m.from_agent,
-                "to": m.to.stored(),
-                "recipients": recipients,
-                "performative": m.performative,
-                "category": m.category,
-                "subject": m.subject,
-            }),
-        },
+            m.task_id,
+            &m.sender,
+            &payloads::MessageSent {
+                message_id: id,
+                conversation_id,
+                from: view.from.clone(),
+                agent_id: m.from_agent.clone(),
+                to: m.to.stored(),
+                recipients,
+                performative: m.performative,
+                category: m.category,
+                subject: m.subject.clone(),
+            },
+        ),
     )
     .await?;
     Ok(view)
@@ -301,18 +299,17 @@ pub async fn mark(
                 events::record(
                     &mut *conn,
                     workspace_id,
-                    WorkspaceEvent {
-                        mission_id: msg.mission_id,
-                        task_id: msg.task_id,
-                        kind: EventKind::MessageAcked,
+                    WorkspaceEvent::new(
+                        msg.mission_id,
+                        msg.task_id,
                         actor,
-                        payload: json!({
-                            "message_id": message_id,
-                            "agent_id": agent_id,
-                            "category": msg.category,
-                            "conversation_id": msg.conversation_id,
-                        }),
-                    },
+                        &payloads::MessageAcked {
+                            message_id,
+                            agent_id: agent_id.to_owned(),
+                            category: msg.category,
+                            conversation_id: msg.conversation_id,
+                        },
+                    ),
                 )
                 .await?;
             }
@@ -402,6 +399,8 @@ pub struct PushedMessage {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn msg() -> Outgoing {

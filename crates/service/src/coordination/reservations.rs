@@ -8,8 +8,6 @@
 //! scope takes it over (it becomes `expired`), and the reconcile sweep marks
 //! the rest.
 
-use coordinator_protocol::EventKind;
-use serde_json::json;
 use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -18,7 +16,7 @@ use coordinator_core::invalid::Invalid;
 
 use super::messages::LinkageError;
 use crate::store::{
-    events::{self, WorkspaceEvent},
+    events::{self, EventPayload, WorkspaceEvent, payloads},
     reservations::{self as store, ReservationView},
 };
 
@@ -150,15 +148,11 @@ pub async fn reserve(
         .find(|h| h.agent_id == r.agent_id && h.scope == r.scope && h.expires_at > now)
     {
         let renewed = store::renew(&mut *conn, workspace_id, own.id, r.ttl_secs).await?;
-        record(
-            &mut *conn,
-            workspace_id,
-            &renewed,
-            EventKind::ReservationCreated,
-            actor,
-            json!({ "renewed": true }),
-        )
-        .await?;
+        let event = payloads::ReservationCreated {
+            reservation: fields(&renewed),
+            renewed: true,
+        };
+        record(&mut *conn, workspace_id, &renewed, actor, &event).await?;
         return Ok(Reserved::Renewed(renewed));
     }
     if let Some(holder) = overlapping
@@ -178,25 +172,19 @@ pub async fn reserve(
     let created = store::insert(&mut *conn, workspace_id, id, &r, mission_id).await?;
     for s in stale {
         let expired = store::expire(&mut *conn, workspace_id, s.id, Some(id)).await?;
-        record(
-            &mut *conn,
-            workspace_id,
-            &expired,
-            EventKind::ReservationExpired,
-            actor,
-            json!({ "taken_over_by": id, "by_agent": r.agent_id }),
-        )
-        .await?;
+        let event = payloads::ReservationExpired {
+            reservation: fields(&expired),
+            taken_over_by: Some(id),
+            by_agent: Some(r.agent_id.clone()),
+            swept: None,
+        };
+        record(&mut *conn, workspace_id, &expired, actor, &event).await?;
     }
-    record(
-        &mut *conn,
-        workspace_id,
-        &created,
-        EventKind::ReservationCreated,
-        actor,
-        json!({ "renewed": false }),
-    )
-    .await?;
+    let event = payloads::ReservationCreated {
+        reservation: fields(&created),
+        renewed: false,
+    };
+    record(&mut *conn, workspace_id, &created, actor, &event).await?;
     Ok(Reserved::Created(created))
 }
 
@@ -222,15 +210,10 @@ pub async fn release(
         return Err(ReservationError::NotActive { id, state: r.state });
     }
     let released = store::release(&mut *conn, workspace_id, id).await?;
-    record(
-        &mut *conn,
-        workspace_id,
-        &released,
-        EventKind::ReservationReleased,
-        actor,
-        json!({}),
-    )
-    .await?;
+    let event = payloads::ReservationReleased {
+        reservation: fields(&released),
+    };
+    record(&mut *conn, workspace_id, &released, actor, &event).await?;
     Ok(released)
 }
 
@@ -238,47 +221,40 @@ pub async fn release(
 pub async fn expire_stale(conn: &mut PgConnection, actor: &str) -> sqlx::Result<usize> {
     let expired = store::expire_due(&mut *conn).await?;
     for r in &expired {
-        record(
-            &mut *conn,
-            r.workspace_id,
-            r,
-            EventKind::ReservationExpired,
-            actor,
-            json!({ "swept": true }),
-        )
-        .await?;
+        let event = payloads::ReservationExpired {
+            reservation: fields(r),
+            taken_over_by: None,
+            by_agent: None,
+            swept: Some(true),
+        };
+        record(&mut *conn, r.workspace_id, r, actor, &event).await?;
     }
     Ok(expired.len())
 }
 
-async fn record(
+/// The reservation as its events name it.
+fn fields(r: &ReservationView) -> payloads::ReservationFields {
+    payloads::ReservationFields {
+        reservation_id: r.id,
+        scope: r.scope.clone(),
+        agent_id: r.agent_id.clone(),
+        state: r.state.clone(),
+        expires_at: rfc3339(r.expires_at),
+    }
+}
+
+/// Writes a `reservation.*` event, on the reservation's mission when it has one.
+async fn record<P: EventPayload>(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     r: &ReservationView,
-    kind: EventKind,
     actor: &str,
-    extra: serde_json::Value,
+    payload: &P,
 ) -> sqlx::Result<()> {
-    let mut payload = json!({
-        "reservation_id": r.id,
-        "scope": r.scope,
-        "agent_id": r.agent_id,
-        "state": r.state,
-        "expires_at": rfc3339(r.expires_at),
-    });
-    if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
-        p.extend(e.clone());
-    }
     events::record(
         conn,
         workspace_id,
-        WorkspaceEvent {
-            mission_id: r.mission_id,
-            task_id: r.task_id,
-            kind,
-            actor,
-            payload,
-        },
+        WorkspaceEvent::new(r.mission_id, r.task_id, actor, payload),
     )
     .await
 }

@@ -4,7 +4,6 @@
 //! lifecycle) are pure and live in the core (`coordinator_core::team_decisions`,
 //! re-exported here).
 
-use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -16,7 +15,7 @@ use coordinator_core::{domain::IllegalTransition, invalid::Invalid};
 use crate::{
     auth::{Principal, Role},
     store::{
-        events::{self, NewEvent},
+        events::{self, NewEvent, payloads},
         missions,
         team_decisions::{self as store, Close, TeamDecisionRow},
     },
@@ -385,18 +384,21 @@ pub async fn propose(
     events::append(
         &mut tx,
         who.workspace_id,
-        NewEvent {
-            run_id: mission_id,
-            task_id: req.task_id,
-            attempt_id: None,
-            kind: EventKind::TeamDecisionProposed,
-            actor: &actor,
-            payload: json!({
-                "team_decision_id": id, "topic": row.topic, "options": options,
-                "evidence": row.evidence, "recommended_option": row.recommended_option,
-                "eligible_agents": row.eligible, "closes_at": row.closes_at.unix_timestamp(),
-            }),
-        },
+        NewEvent::new(
+            mission_id,
+            req.task_id,
+            None,
+            &actor,
+            &payloads::TeamDecisionProposed {
+                team_decision_id: id,
+                topic: row.topic.clone(),
+                options,
+                evidence: row.evidence.clone(),
+                recommended_option: row.recommended_option.clone(),
+                eligible_agents: row.eligible.clone(),
+                closes_at: row.closes_at.unix_timestamp(),
+            },
+        ),
     )
     .await?;
     tx.commit().await?;
@@ -458,17 +460,20 @@ async fn commit_locked(
     events::append(
         conn,
         row.workspace_id,
-        NewEvent {
-            run_id: row.mission_id,
-            task_id: row.task_id,
-            attempt_id: None,
-            kind: EventKind::TeamDecisionCommitted,
-            actor: closed_by,
-            payload: json!({
-                "team_decision_id": row.id, "topic": row.topic, "committed_option": c.chosen,
-                "tie_broken": c.tie_broken, "tally": tally, "adr": adr,
-            }),
-        },
+        NewEvent::new(
+            row.mission_id,
+            row.task_id,
+            None,
+            closed_by,
+            &payloads::TeamDecisionCommitted {
+                team_decision_id: row.id,
+                topic: row.topic.clone(),
+                committed_option: c.chosen,
+                tie_broken: c.tie_broken,
+                tally: c.tally,
+                adr,
+            },
+        ),
     )
     .await?;
     Ok(Some(done))
@@ -606,17 +611,18 @@ pub async fn vote(
     events::append(
         &mut tx,
         who.workspace_id,
-        NewEvent {
-            run_id: row.mission_id,
-            task_id: row.task_id,
-            attempt_id: None,
-            kind: EventKind::TeamDecisionVoted,
-            actor: &actor,
-            payload: json!({
-                "team_decision_id": id, "agent_id": agent, "option": option,
-                "rationale": req.rationale,
-            }),
-        },
+        NewEvent::new(
+            row.mission_id,
+            row.task_id,
+            None,
+            &actor,
+            &payloads::TeamDecisionVoted {
+                team_decision_id: id,
+                agent_id: agent.clone(),
+                option: option.to_owned(),
+                rationale: req.rationale.clone(),
+            },
+        ),
     )
     .await?;
     let votes = store::votes(&mut tx, id).await?;
@@ -687,14 +693,16 @@ pub async fn cancel(
     events::append(
         &mut tx,
         who.workspace_id,
-        NewEvent {
-            run_id: row.mission_id,
-            task_id: row.task_id,
-            attempt_id: None,
-            kind: EventKind::TeamDecisionCancelled,
-            actor: &actor,
-            payload: json!({ "team_decision_id": id, "reason": req.reason.trim() }),
-        },
+        NewEvent::new(
+            row.mission_id,
+            row.task_id,
+            None,
+            &actor,
+            &payloads::TeamDecisionCancelled {
+                team_decision_id: id,
+                reason: req.reason.trim().to_owned(),
+            },
+        ),
     )
     .await?;
     let votes = store::votes(&mut tx, id).await?;

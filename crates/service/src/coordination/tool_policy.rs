@@ -3,7 +3,6 @@
 //! it made. The policy and its verdicts are pure and live in the core
 //! (`coordinator_core::tool_policy`, re-exported here).
 
-use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -17,7 +16,7 @@ use coordinator_core::{domain::IllegalTransition, invalid::Invalid};
 use crate::{
     auth::{Principal, Role, hash_token},
     store::{
-        events::{self, NewEvent},
+        events::{self, NewEvent, payloads},
         missions,
         tool_approvals::{self as store, ApprovalRow, AttemptFacts},
     },
@@ -239,18 +238,21 @@ impl ApprovalRow {
 }
 
 fn resolved_event<'a>(row: &ApprovalRow, actor: &'a str) -> NewEvent<'a> {
-    NewEvent {
-        run_id: row.run_id,
-        task_id: Some(row.task_id),
-        attempt_id: Some(row.attempt_id),
-        kind: EventKind::ToolApprovalResolved,
+    NewEvent::new(
+        row.run_id,
+        Some(row.task_id),
+        Some(row.attempt_id),
         actor,
-        payload: json!({
-            "approval_id": row.id, "agent_id": row.agent_id, "tool": row.tool,
-            "approval_status": row.status, "granted": row.status().granted(row.timeout_outcome()),
-            "resolver": row.resolver, "rationale": row.rationale,
-        }),
-    }
+        &payloads::ToolApprovalResolved {
+            approval_id: row.id,
+            agent_id: row.agent_id.clone(),
+            tool: row.tool.clone(),
+            approval_status: row.status.clone(),
+            granted: row.status().granted(row.timeout_outcome()),
+            resolver: row.resolver.clone(),
+            rationale: row.rationale.clone(),
+        },
+    )
 }
 
 /// Loads the attempt and checks the bearer token is its own (`None`: the
@@ -396,19 +398,24 @@ pub async fn request_approval(
     events::append(
         &mut tx,
         facts.workspace_id,
-        NewEvent {
-            run_id: facts.run_id,
-            task_id: Some(facts.task_id),
-            attempt_id: Some(attempt_id),
-            kind: EventKind::ToolApprovalRequested,
-            actor: &actor,
-            payload: json!({
-                "approval_id": row.id, "agent_id": row.agent_id, "tool": row.tool,
-                "paths": row.paths, "diff_lines": row.diff_lines, "tokens": row.tokens,
-                "files_changed": row.files_changed, "verdict": row.verdict,
-                "reasons": row.reasons, "approval_status": row.status,
-            }),
-        },
+        NewEvent::new(
+            facts.run_id,
+            Some(facts.task_id),
+            Some(attempt_id),
+            &actor,
+            &payloads::ToolApprovalRequested {
+                approval_id: row.id,
+                agent_id: row.agent_id.clone(),
+                tool: row.tool.clone(),
+                paths: row.paths.clone(),
+                diff_lines: row.diff_lines,
+                tokens: row.tokens,
+                files_changed: row.files_changed,
+                verdict: row.verdict.clone(),
+                reasons: row.reasons.clone(),
+                approval_status: row.status.clone(),
+            },
+        ),
     )
     .await?;
     if settled_by_policy {
@@ -492,17 +499,20 @@ pub async fn report_call(
     events::append(
         &mut tx,
         facts.workspace_id,
-        NewEvent {
-            run_id: facts.run_id,
-            task_id: Some(facts.task_id),
-            attempt_id: Some(attempt_id),
-            kind: EventKind::ToolCalled,
-            actor: &actor,
-            payload: json!({
-                "agent_id": facts.agent_id, "tool": req.tool.trim(), "approval_id": req.approval_id,
-                "ok": req.ok, "summary": req.summary, "duration_ms": req.duration_ms,
-            }),
-        },
+        NewEvent::new(
+            facts.run_id,
+            Some(facts.task_id),
+            Some(attempt_id),
+            &actor,
+            &payloads::ToolCalled {
+                agent_id: facts.agent_id.clone(),
+                tool: req.tool.trim().to_owned(),
+                approval_id: req.approval_id,
+                ok: req.ok,
+                summary: req.summary,
+                duration_ms: req.duration_ms,
+            },
+        ),
     )
     .await?;
     tx.commit().await?;

@@ -97,13 +97,12 @@ pub(crate) async fn put_commitment(
     crate::store::events::record(
         &mut tx,
         who.workspace_id,
-        crate::store::events::WorkspaceEvent {
-            mission_id: Some(id),
-            task_id: None,
-            kind: crate::store::events::EventKind::MissionCommitmentSet,
-            actor: &who.actor(),
-            payload: json!({ "strategy": strategy, "explicit": explicit }),
-        },
+        crate::store::events::WorkspaceEvent::new(
+            Some(id),
+            None,
+            &who.actor(),
+            &crate::store::events::payloads::MissionCommitmentSet { strategy, explicit },
+        ),
     )
     .await?;
     tx.commit().await?;

@@ -287,33 +287,36 @@ pub async fn request_decision(
     )
     .await?
     .ok_or(GovernanceError::DecisionExists)?;
-    decision_event(&mut tx, &row, EventKind::DecisionRequested, &actor).await?;
+    decision_event(&mut tx, &row, payloads::DecisionRequested, &actor).await?;
     tx.commit().await?;
     Ok(row.view())
 }
 
-pub(crate) async fn decision_event(
+/// Writes a `decision.*` event carrying the decision as it is now; `kind`
+/// wraps the snapshot in its kind's payload (`payloads::DecisionResolved`…).
+pub(crate) async fn decision_event<P: EventPayload>(
     conn: &mut PgConnection,
     d: &DecisionRow,
-    kind: EventKind,
+    kind: fn(payloads::DecisionSnapshot) -> P,
     actor: &str,
 ) -> sqlx::Result<()> {
+    let snapshot = payloads::DecisionSnapshot {
+        decision_id: d.id,
+        status: d.status.clone(),
+        category: d.category.clone(),
+        agent_id: d.requester_agent_id.clone(),
+        description: d.description.clone(),
+        governance_check: d.governance_check.clone(),
+        resolver: d.resolver.clone(),
+        rationale: d.rationale.clone(),
+        conditions: d.conditions.clone(),
+        modifications: d.modifications.clone(),
+        recheck_at: d.recheck_at,
+    };
     events::record(
         conn,
         d.workspace_id,
-        WorkspaceEvent {
-            mission_id: d.mission_id,
-            task_id: d.task_id,
-            kind,
-            actor,
-            payload: json!({
-                "decision_id": d.id, "status": d.status, "category": d.category,
-                "agent_id": d.requester_agent_id, "description": d.description,
-                "governance_check": d.governance_check, "resolver": d.resolver,
-                "rationale": d.rationale, "conditions": d.conditions,
-                "modifications": d.modifications, "recheck_at": d.recheck_at,
-            }),
-        },
+        WorkspaceEvent::new(d.mission_id, d.task_id, actor, &kind(snapshot)),
     )
     .await
 }
@@ -527,7 +530,7 @@ pub(crate) async fn settle(
     )
     .await?
     .ok_or_else(|| version_conflict("decision", Some(d.version)))?;
-    decision_event(conn, &row, EventKind::DecisionResolved, actor).await?;
+    decision_event(conn, &row, payloads::DecisionResolved, actor).await?;
     if let (Some(task_id), Some(run)) = (row.task_id, run) {
         apply_to_task(conn, run, &row, task_id, actor, replan_with_llm).await?;
     }

@@ -85,7 +85,7 @@ pub async fn gate_task(
         ),
     )
     .await?;
-    decision_event(conn, &decision, EventKind::DecisionRequested, actor).await?;
+    decision_event(conn, &decision, payloads::DecisionRequested, actor).await?;
     Ok(true)
 }
 
@@ -117,7 +117,7 @@ pub async fn recheck_deferred(pool: &PgPool, actor: &str) -> anyhow::Result<usiz
             let row = store::reopen_decision(&mut tx, &d, next.as_str(), &checked)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("decision {id} changed while locked"))?;
-            decision_event(&mut tx, &row, EventKind::DecisionRechecked, actor).await?;
+            decision_event(&mut tx, &row, payloads::DecisionRechecked, actor).await?;
         } else {
             let reason = format!("re-checked: {}", result.reason);
             settle(

@@ -15,7 +15,7 @@ use crate::{
     auth::{Principal, Role},
     domain::{IllegalTransition, TaskEvent, TaskStatus, UnknownValue},
     store::{
-        events::{self, EventKind, WorkspaceEvent},
+        events::{self, EventPayload, WorkspaceEvent, payloads},
         governance::{self as store, DecisionRow, NewDecision, ProfileRow},
         missions::{self, MissionRow},
         tasks::{self, Change, TaskRow},

@@ -237,13 +237,14 @@ pub async fn put_profile(
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: EventKind::GovernanceProfileUpdated,
-            actor: &actor,
-            payload: json!({ "profile": view }),
-        },
+        WorkspaceEvent::new(
+            None,
+            None,
+            &actor,
+            &payloads::GovernanceProfileUpdated {
+                profile: serde_json::to_value(&view).unwrap_or_default(),
+            },
+        ),
     )
     .await?;
     tx.commit().await?;

@@ -51,13 +51,17 @@ pub async fn add_contractor(
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: EventKind::ContractorAdded,
-            actor: &actor,
-            payload: json!({ "contractor_id": c.id, "name": c.name, "skills": c.skills, "trust_score": c.trust_score }),
-        },
+        WorkspaceEvent::new(
+            None,
+            None,
+            &actor,
+            &payloads::ContractorAdded {
+                contractor_id: c.id,
+                name: c.name.clone(),
+                skills: c.skills.clone(),
+                trust_score: c.trust_score,
+            },
+        ),
     )
     .await?;
     tx.commit().await?;
@@ -175,13 +179,16 @@ pub async fn update_contractor(
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: EventKind::ContractorUpdated,
-            actor: &actor,
-            payload: json!({ "contractor_id": id, "availability": c.availability, "skills": c.skills }),
-        },
+        WorkspaceEvent::new(
+            None,
+            None,
+            &actor,
+            &payloads::ContractorUpdated {
+                contractor_id: id,
+                availability: c.availability.clone(),
+                skills: c.skills.clone(),
+            },
+        ),
     )
     .await?;
     tx.commit().await?;

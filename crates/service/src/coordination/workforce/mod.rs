@@ -11,7 +11,6 @@
 //! contractor's trust. A package delegating a mission task completes that
 //! task with its deliverable; cancelling it returns the task to the queue.
 
-use coordinator_protocol::EventKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -23,7 +22,7 @@ use crate::{
     missions::human::{self, HumanAction, HumanActionError, Settlement},
     store::{
         attempts::Cancelled,
-        events::{self, WorkspaceEvent},
+        events::{self, WorkspaceEvent, payloads},
         missions::{self as mission_store, MissionRow},
         tasks::TaskRow,
         workforce::{

@@ -124,13 +124,16 @@ async fn insert_package(
     events::record(
         &mut *tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: p.mission_id,
-            task_id: p.task_id,
-            kind: EventKind::WorkPackageCreated,
+        WorkspaceEvent::new(
+            p.mission_id,
+            p.task_id,
             actor,
-            payload: json!({ "work_package_id": p.id, "title": p.title, "required_skills": p.required_skills }),
-        },
+            &payloads::WorkPackageCreated {
+                work_package_id: p.id,
+                title: p.title.clone(),
+                required_skills: p.required_skills.clone(),
+            },
+        ),
     )
     .await?;
     Ok(p)
@@ -508,13 +511,17 @@ pub async fn record_progress(
     events::record(
         &mut tx,
         who.workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: updated.task_id,
-            kind: EventKind::WorkPackageProgress,
-            actor: &actor,
-            payload: json!({ "work_package_id": id, "progress": updated.progress, "note": req.note, "mission_id": updated.mission_id }),
-        },
+        WorkspaceEvent::new(
+            None,
+            updated.task_id,
+            &actor,
+            &payloads::WorkPackageProgress {
+                work_package_id: id,
+                progress: updated.progress,
+                note: req.note.clone(),
+                mission_id: updated.mission_id,
+            },
+        ),
     )
     .await?;
     tx.commit().await?;
@@ -537,12 +544,22 @@ async fn apply_transition(
     let to = from.next(mv.to)?;
     let mut candidates = None;
     let mut contractor_id = None;
-    let mut payload = json!({ "work_package_id": p.id, "from": from, "to": to });
+    let mut payload = payloads::WorkPackageStatusChanged {
+        work_package_id: p.id,
+        from,
+        to,
+        candidates: None,
+        contractor_id: None,
+        trust: None,
+        quality_rating: None,
+        task: None,
+        reason: None,
+    };
     match to {
         PackageStatus::Open => {
             let found = candidates_now(tx, who.workspace_id, &p.required_skills).await?;
-            payload["candidates"] = json!(found);
             candidates = Some(json!(found));
+            payload.candidates = Some(found);
         }
         PackageStatus::Assigned => {
             let chosen = match mv.contractor_id {
@@ -566,7 +583,7 @@ async fn apply_transition(
                 }
             };
             // The seed's "notification" to a person: the event carries their contact.
-            payload["contractor_id"] = json!(chosen);
+            payload.contractor_id = Some(chosen);
             contractor_id = Some(chosen);
         }
         _ => {}
@@ -610,8 +627,8 @@ async fn apply_transition(
             actor,
         )
         .await?;
-        payload["trust"] = trust;
-        payload["quality_rating"] = json!(rating);
+        payload.trust = Some(trust);
+        payload.quality_rating = Some(rating);
     }
     // A delegated task follows its package.
     if let (Some(run), Some(task_id)) = (run.as_mut(), updated.task_id)
@@ -628,23 +645,15 @@ async fn apply_transition(
             actor,
         )
         .await?;
-        payload["task"] = task;
+        payload.task = Some(task);
         cancelled = live;
     }
-    if let Some(r) = &mv.reason {
-        payload["reason"] = json!(r);
-    }
+    payload.reason = mv.reason.clone();
     events::record(
         tx,
         who.workspace_id,
-        WorkspaceEvent {
-            // The mission log only when its row is locked (its sequence lives there).
-            mission_id: run.as_ref().map(|r| r.id),
-            task_id: updated.task_id,
-            kind: EventKind::WorkPackageStatusChanged,
-            actor,
-            payload,
-        },
+        // The mission log only when its row is locked (its sequence lives there).
+        WorkspaceEvent::new(run.as_ref().map(|r| r.id), updated.task_id, actor, &payload),
     )
     .await?;
     Ok((updated, cancelled))
@@ -664,16 +673,19 @@ async fn follow_package(
     to: PackageStatus,
     reason: Option<String>,
     actor: &str,
-) -> Result<(Value, Vec<Cancelled>), WorkforceError> {
+) -> Result<(payloads::DelegatedTask, Vec<Cancelled>), WorkforceError> {
     let t = crate::store::tasks::get(tx, task_id).await?;
     if t.workspace_id != who.workspace_id
         || t.status() != crate::domain::TaskStatus::AwaitingHuman
         || run.status().is_terminal()
     {
-        return Ok((
-            json!({ "id": t.id, "key": t.task_key, "untouched": t.status }),
-            Vec::new(),
-        ));
+        let untouched = payloads::DelegatedTask {
+            id: t.id,
+            key: t.task_key,
+            untouched: Some(t.status),
+            action: None,
+        };
+        return Ok((untouched, Vec::new()));
     }
     let settlement = if to == PackageStatus::Completed {
         Settlement {
@@ -703,10 +715,13 @@ async fn follow_package(
     } else {
         "retry"
     };
-    Ok((
-        json!({ "id": t.id, "key": t.task_key, "action": action }),
-        cancelled,
-    ))
+    let settled = payloads::DelegatedTask {
+        id: t.id,
+        key: t.task_key,
+        untouched: None,
+        action: Some(action.to_owned()),
+    };
+    Ok((settled, cancelled))
 }
 
 /// Auto-matching against the workspace's contractors as they are now.
@@ -738,7 +753,7 @@ async fn rate_contractor(
     rating: QualityRating,
     reason: Option<&str>,
     actor: &str,
-) -> Result<Value, WorkforceError> {
+) -> Result<payloads::ContractorTrustUpdated, WorkforceError> {
     let c = store::get_contractor(tx, workspace_id, contractor_id, true)
         .await?
         .ok_or(WorkforceError::ContractorNotFound(contractor_id))?;
@@ -761,20 +776,17 @@ async fn rate_contractor(
     if !written {
         return Err(lost_race());
     }
-    let change = json!({
-        "contractor_id": contractor_id, "previous_score": c.trust_score, "new_score": new,
-        "quality_rating": rating, "work_package_id": work_package_id,
-    });
+    let change = payloads::ContractorTrustUpdated {
+        contractor_id,
+        previous_score: c.trust_score,
+        new_score: new,
+        quality_rating: rating,
+        work_package_id,
+    };
     events::record(
         tx,
         workspace_id,
-        WorkspaceEvent {
-            mission_id: None,
-            task_id: None,
-            kind: EventKind::ContractorTrustUpdated,
-            actor,
-            payload: change.clone(),
-        },
+        WorkspaceEvent::new(None, None, actor, &change),
     )
     .await?;
     Ok(change)
