@@ -481,7 +481,7 @@ pub struct WorkerArgs {
     /// Simulation settings.
     #[command(flatten)]
     pub sim: SimulationConfig,
-    /// LLM settings: each task becomes a chat-completions call.
+    /// LLM settings: each task becomes a bounded agent loop of chat-completions calls.
     #[command(flatten)]
     pub llm: Option<crate::worker::llm::LlmWorkerConfig>,
 }
@@ -982,6 +982,37 @@ mod bench_command_tests {
         assert_eq!(
             args.json_out.as_deref(),
             Some(std::path::Path::new("x.json"))
+        );
+    }
+}
+
+#[cfg(test)]
+mod worker_command_tests {
+    use clap::Parser;
+
+    use super::{Cli, Command};
+
+    #[test]
+    fn the_llm_worker_takes_its_turn_bound_and_prompt_variants() {
+        let cli = Cli::try_parse_from([
+            "coordinator",
+            "worker",
+            "--llm-url",
+            "http://127.0.0.1:8000/v1",
+            "--max-turns",
+            "4",
+            "--prompt-variants",
+            "variants.toml",
+        ])
+        .expect("parses");
+        let Command::Worker(args) = cli.command else {
+            panic!("not worker")
+        };
+        let llm = args.llm.expect("LLM settings");
+        assert_eq!(llm.max_turns, 4);
+        assert_eq!(
+            llm.prompt_variants.as_deref(),
+            Some(std::path::Path::new("variants.toml"))
         );
     }
 }

@@ -77,6 +77,8 @@ async fn complete(client: &ChatClient, policy: &RetryPolicy) -> Call {
         temperature: 0.2,
         max_tokens: Some(16),
         response_format: None,
+        tools: None,
+        tool_choice: None,
     };
     client.complete(&body, policy, |_| false).await
 }
@@ -151,6 +153,8 @@ async fn final_errors_stop_at_once_and_give_up_is_asked_first() {
         temperature: 0.0,
         max_tokens: None,
         response_format: None,
+        tools: None,
+        tool_choice: None,
     };
     let call = client(&server, None)
         .complete(&body, &POLICY, CallError::rejects_response_format)

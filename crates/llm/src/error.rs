@@ -74,6 +74,21 @@ impl CallError {
         }
     }
 
+    /// Whether the server refused the request for its `tools` or
+    /// `tool_choice` (a model or server without function calling): a 400,
+    /// 404, 422 or 501 whose body speaks of tools or functions.
+    pub fn rejects_tools(&self) -> bool {
+        match self {
+            CallError::Status { status, body, .. } => {
+                matches!(status.as_u16(), 400 | 404 | 422 | 501) && {
+                    let body = body.to_ascii_lowercase();
+                    body.contains("tool") || body.contains("function")
+                }
+            }
+            _ => false,
+        }
+    }
+
     /// The same error with `key` removed from every text in it.
     pub fn redacted(self, key: Option<&str>) -> Self {
         match self {
@@ -217,5 +232,19 @@ mod tests {
         );
         assert!(CallError::Timeout(Duration::from_secs(1)).is_retryable());
         assert!(!CallError::BadResponse("x".into()).is_retryable());
+    }
+
+    #[test]
+    fn a_refusal_of_tools_is_recognised() {
+        let refusal = |status: u16, body: &str| CallError::Status {
+            status: StatusCode::from_u16(status).unwrap(),
+            retry_after: None,
+            body: body.into(),
+        };
+        assert!(refusal(400, "{\"error\": \"This model does not support Tools\"}").rejects_tools());
+        assert!(refusal(422, "unknown field `tool_choice`").rejects_tools());
+        assert!(!refusal(400, "bad model name").rejects_tools());
+        assert!(!refusal(500, "tool crashed").rejects_tools());
+        assert!(!CallError::Transport("tools".into()).rejects_tools());
     }
 }

@@ -6,6 +6,11 @@
 //!   ([`retry_after`]), and the API key kept out of every error and `{:?}`.
 //! - [`ChatRequest`], [`ChatMessage`], [`Completion`], [`Usage`]: the wire
 //!   format and token accounting; [`parse_completion`] reads odd servers too.
+//!   Function calling: `tools` and `tool_choice` ([`ToolChoice`]) on the
+//!   request, the answer's [`ToolCall`]s (read leniently, so a malformed
+//!   call reaches the caller to be reported back to the model), and
+//!   assistant turns with tool calls and `tool` messages answering them
+//!   ([`ChatMessage::assistant_calls`], [`ChatMessage::tool`]).
 //! - [`CallError`]: why a call failed, classified (retryable or not, the
 //!   server's `Retry-After`, a refused `response_format`).
 //! - [`format`]: `response_format` bodies ([`WireFormat`]) and JSON whose keys
@@ -27,5 +32,6 @@ pub use client::{
 pub use error::{BODY_EXCERPT_CHARS, CallError, REDACTED, error_chain, excerpt, redact};
 pub use format::{OrderedJson, WireFormat};
 pub use wire::{
-    ChatMessage, ChatRequest, Completion, Role, Usage, json_kind, parse_completion, truncate_bytes,
+    ChatMessage, ChatRequest, Completion, MAX_TOOL_CALLS, Role, ToolCall, ToolChoice, Usage,
+    json_kind, parse_completion, truncate_bytes,
 };

@@ -7,8 +7,9 @@
 //!   delivery with retries, stats); a worker only says how to do a task.
 //! - [`simulate`]: `coordinator worker --simulate`, no real work,
 //!   deterministic latency and faults.
-//! - [`llm`]: `coordinator worker --llm-url …`, each task one call to an
-//!   OpenAI-compatible chat-completions API (`coordinator-llm`).
+//! - [`llm`]: `coordinator worker --llm-url …`, each task a bounded
+//!   function-calling loop with an OpenAI-compatible chat-completions API
+//!   (`coordinator-llm`) over the attempt's agent tools and `finish`.
 
 pub mod harness;
 pub mod llm;

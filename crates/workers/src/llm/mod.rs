@@ -1,47 +1,59 @@
 //! The LLM worker (`coordinator worker --llm-url … --model …`): a real HTTP
 //! server speaking the worker protocol (through the
-//! [`harness`](crate::harness)) that turns each dispatched task into one
-//! chat-completions call against any OpenAI-compatible server (OpenAI,
-//! llama.cpp's server, vLLM, …) and reports the answer.
+//! [`harness`](crate::harness)) that does each dispatched task as an agent:
+//! a bounded, multi-turn function-calling conversation with any
+//! OpenAI-compatible chat-completions server (OpenAI, llama.cpp's server,
+//! vLLM, …) through the one client of `coordinator-llm`.
 //!
-//! - `POST /v1/tasks` answers `202` at once; the call runs in the background,
-//!   at most `--concurrency` at a time (llama.cpp serves one request at a time).
-//! - While a task waits for a slot or for the model, a heartbeat goes to the
-//!   coordinator every `--heartbeat-secs`; a `409` answer means the attempt is
-//!   no longer live, so the call is abandoned and nothing is reported.
+//! - `POST /v1/tasks` answers `202` at once; the attempt runs in the
+//!   background, its model calls at most `--concurrency` at a time (llama.cpp
+//!   serves one request at a time).
+//! - The model gets a prompt built from its role (the organisation's brief
+//!   and the role's `--prompt-variants` text), the goal, the task, upstream
+//!   outputs, the blackboard snapshot and the previous attempt's feedback
+//!   ([`prompt`]); the agent tools the attempt may call (`callback.tools_url`,
+//!   with the attempt token) plus `finish`; and at most `--max-turns` turns
+//!   ([`agent_loop`]). `finish` or a plain answer ends the attempt with its
+//!   result; a tool call answered `409` ends it without a report.
+//! - While an attempt runs, a heartbeat goes to the coordinator every
+//!   `--heartbeat-secs`; a `409` answer means the attempt is no longer live,
+//!   so it is abandoned and nothing is reported.
 //! - `POST /v1/tasks/{attempt_id}/cancel` stops an attempt: its call is dropped
 //!   and its result, should one arrive, is never reported.
 //! - Provider failures (429, 5xx, timeouts, transport errors, other 4xx) are
 //!   reported as `failed` with failure kind `infrastructure`; an empty answer
-//!   is a `quality` failure. The model is not retried here: the coordinator
-//!   retries the task, honouring the provider's `Retry-After`.
+//!   or a used-up turn bound is a `quality` failure. The model is not retried
+//!   here: the coordinator retries the task, honouring the provider's
+//!   `Retry-After`. Tokens and cost are summed over every turn.
 //!
 //! Nothing the provider, the model or the coordinator sends can panic the
-//! worker, every provider body is read up to [`MAX_RESPONSE_BYTES`], and the
-//! API key never appears in a log line, a report or `{:?}` output.
+//! worker, every provider body is read up to [`MAX_RESPONSE_BYTES`], every
+//! tool result fed back is capped, and the API key never appears in a log
+//! line, a report or `{:?}` output.
 
 use std::{
     fmt,
     net::SocketAddr,
-    sync::{Arc, Mutex, MutexGuard},
+    path::PathBuf,
+    sync::{Arc, Mutex, MutexGuard, atomic::AtomicBool},
     time::Duration,
 };
 
 use axum::Router;
-use coordinator_core::domain::{FailureKind, ReportStatus};
-use coordinator_llm::{
-    CallError, ChatClient, ChatRequest, ClientOptions, Completion, completions_url,
-};
+use coordinator_core::domain::ReportStatus;
+use coordinator_llm::{ChatClient, ClientOptions, completions_url};
 use coordinator_protocol::{DispatchRequest, Heartbeat, WorkerReport};
 use serde::Serialize;
-use serde_json::json;
 use tokio::{net::TcpListener, sync::Semaphore};
 
 use crate::harness::{self, Attempt, Counters, Plan, Reply, Server, ServerError};
 
+mod agent_loop;
 mod prompt;
+mod report;
 #[cfg(test)]
 mod tests;
+mod tools;
 
 /// Largest provider response body read; a larger one is a failed call, not buffered.
 pub const MAX_RESPONSE_BYTES: usize = 2 << 20;
@@ -60,6 +72,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Sampling temperature: low, so answers to the same task stay close.
 const TEMPERATURE: f64 = 0.2;
+
+/// Model turns per attempt unless `--max-turns` says otherwise.
+pub const DEFAULT_MAX_TURNS: u32 = 10;
+
+/// The most `--max-turns` may be: each turn resends the whole conversation.
+pub const MAX_MAX_TURNS: u32 = 100;
 
 /// How the LLM worker reaches its model.
 #[derive(Clone, clap::Args)]
@@ -95,6 +113,14 @@ pub struct LlmWorkerConfig {
     /// Concurrent model calls (llama.cpp serves one at a time).
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
+    /// Most model turns per attempt (1–100); an attempt that has not called
+    /// `finish` by then fails.
+    #[arg(long, env = "WORKER_MAX_TURNS", default_value_t = DEFAULT_MAX_TURNS)]
+    pub max_turns: u32,
+    /// A JSON (`.json`) or TOML file mapping a role name (or an agent id, or
+    /// `default`) to extra system-prompt text for that role's attempts.
+    #[arg(long, env = "WORKER_PROMPT_VARIANTS")]
+    pub prompt_variants: Option<PathBuf>,
 }
 
 impl LlmWorkerConfig {
@@ -110,6 +136,8 @@ impl LlmWorkerConfig {
             completion_price_per_1k: 0.0,
             heartbeat_secs: 5,
             concurrency: 1,
+            max_turns: DEFAULT_MAX_TURNS,
+            prompt_variants: None,
         }
     }
 
@@ -135,6 +163,8 @@ impl fmt::Debug for LlmWorkerConfig {
             .field("completion_price_per_1k", &self.completion_price_per_1k)
             .field("heartbeat_secs", &self.heartbeat_secs)
             .field("concurrency", &self.concurrency)
+            .field("max_turns", &self.max_turns)
+            .field("prompt_variants", &self.prompt_variants)
             .finish()
     }
 }
@@ -146,11 +176,15 @@ pub struct LlmWorkerStats {
     pub received: u64,
     /// Dispatches of an attempt already running here (not started again).
     pub duplicates: u64,
-    /// Chat-completions calls started.
+    /// Chat-completions calls started (one per turn, and a repeat without
+    /// tools when the provider refuses them).
     pub calls: u64,
-    /// Calls that produced an answer, reported as `succeeded`.
+    /// Coordinator tools called by the model.
+    pub tool_calls: u64,
+    /// Attempts reported as `succeeded`.
     pub succeeded: u64,
-    /// Calls that ended in a `failed` report (provider error or empty answer).
+    /// Attempts that ended in a `failed` report (provider error, empty
+    /// answer, turn bound reached).
     pub failed: u64,
     /// Results the coordinator accepted.
     pub reported: u64,
@@ -160,8 +194,12 @@ pub struct LlmWorkerStats {
     pub undelivered: u64,
     /// Attempts cancelled by the coordinator before their result was reported.
     pub cancelled: u64,
-    /// Attempts dropped because a heartbeat was answered `409`.
+    /// Attempts dropped because a heartbeat or a tool call was answered `409`.
     pub abandoned: u64,
+    /// Of those, the ones a tool call found stale (the harness counts them as
+    /// cancelled; [`harness::Worker::stats`] moves them to `abandoned`).
+    #[serde(skip)]
+    stale: u64,
     /// Prompt tokens the provider reported.
     pub prompt_tokens: u64,
     /// Completion tokens the provider reported.
@@ -187,10 +225,16 @@ pub enum LlmWorkerError {
     Client(#[from] reqwest::Error),
 }
 
-/// The model side of the worker: the client, the call slots, its counters.
+/// The model side of the worker: the clients, the call slots, its counters.
 struct ModelWorker {
     config: LlmWorkerConfig,
     client: ChatClient,
+    /// Calls the coordinator's tool routes.
+    tools_http: reqwest::Client,
+    /// Extra system text per role.
+    variants: prompt::PromptVariants,
+    /// Set once the provider refused `tools`, so later calls go without them.
+    no_tools: AtomicBool,
     slots: Semaphore,
     /// The counters only the model side knows (the rest are the harness's).
     own: Mutex<LlmWorkerStats>,
@@ -199,19 +243,6 @@ struct ModelWorker {
 impl ModelWorker {
     fn own(&self) -> MutexGuard<'_, LlmWorkerStats> {
         harness::lock(&self.own)
-    }
-
-    /// Sends the task to the model and reads the answer, all within the per-call timeout.
-    async fn call_model(&self, req: &DispatchRequest) -> Result<Completion, CallError> {
-        let messages = prompt::build_messages(req);
-        let body = ChatRequest {
-            model: &self.config.model,
-            messages: &messages,
-            temperature: TEMPERATURE,
-            max_tokens: Some(self.config.max_tokens),
-            response_format: None,
-        };
-        self.client.send(&body).await
     }
 }
 
@@ -224,21 +255,7 @@ impl harness::Worker for ModelWorker {
     }
 
     async fn run(&self, req: &DispatchRequest, (): (), attempt: &Attempt) -> Option<WorkerReport> {
-        // The permit lives only for the call, so the model slot is free again
-        // before the (possibly slow) result delivery.
-        let _permit = self.slots.acquire().await.ok()?;
-        if attempt.is_cancelled() {
-            return None;
-        }
-        self.own().calls += 1;
-        let outcome = self.call_model(req).await;
-        if let Ok(done) = &outcome {
-            // Spent whatever happens to the answer next.
-            let mut own = self.own();
-            own.prompt_tokens += done.usage.prompt_tokens;
-            own.completion_tokens += done.usage.completion_tokens;
-        }
-        Some(report_for(&self.config, outcome))
+        self.work(req, attempt).await
     }
 
     fn reporting(&self, req: &DispatchRequest, report: &WorkerReport) {
@@ -252,15 +269,18 @@ impl harness::Worker for ModelWorker {
     }
 
     fn stats(&self, counters: &Counters) -> LlmWorkerStats {
+        let own = self.own().clone();
         LlmWorkerStats {
             received: counters.received,
             duplicates: counters.duplicates,
             reported: counters.reported,
             refused: counters.refused,
             undelivered: counters.rejected + counters.gave_up,
-            cancelled: counters.cancelled,
-            abandoned: counters.abandoned,
-            ..self.own().clone()
+            // An attempt a tool call found stale ended without a report, which
+            // the harness counts as cancelled; it was abandoned.
+            cancelled: counters.cancelled.saturating_sub(own.stale),
+            abandoned: counters.abandoned + own.stale,
+            ..own
         }
     }
 }
@@ -292,12 +312,19 @@ impl LlmWorker {
             max_response_bytes: MAX_RESPONSE_BYTES,
         };
         let client = ChatClient::new(url, options)?;
+        let variants = match &config.prompt_variants {
+            Some(path) => prompt::PromptVariants::load(path).map_err(LlmWorkerError::Config)?,
+            None => prompt::PromptVariants::default(),
+        };
+        let tools_http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()?;
         let settings = harness::Settings {
             name: "LLM worker",
             heartbeat_every: Duration::from_secs(config.heartbeat_secs),
             heartbeat: Heartbeat {
                 progress: None,
-                message: Some(format!("waiting for {}", config.model)),
+                message: Some(format!("working with {}", config.model)),
             },
             delivery_attempts: RESULT_ATTEMPTS,
             delivery_backoff: RESULT_RETRY_BASE,
@@ -306,6 +333,9 @@ impl LlmWorker {
             slots: Semaphore::new(config.concurrency),
             config,
             client,
+            tools_http,
+            variants,
+            no_tools: AtomicBool::new(false),
             own: Mutex::new(LlmWorkerStats::default()),
         });
         let server = Server::start(listener, worker.clone(), settings, Router::new()).map_err(
@@ -322,6 +352,7 @@ impl LlmWorker {
             provider = %worker.client.url(),
             model = %worker.config.model,
             concurrency = worker.config.concurrency,
+            max_turns = worker.config.max_turns,
             "LLM worker listening"
         );
         Ok(LlmWorker { server })
@@ -364,70 +395,15 @@ fn check(config: &LlmWorkerConfig) -> Result<(), LlmWorkerError> {
             "--concurrency must be at least 1".into(),
         ));
     }
+    if config.max_turns == 0 || config.max_turns > MAX_MAX_TURNS {
+        return Err(LlmWorkerError::Config(format!(
+            "--max-turns must be between 1 and {MAX_MAX_TURNS}"
+        )));
+    }
     if config.max_tokens == 0 {
         return Err(LlmWorkerError::Config(
             "--llm-max-tokens must be at least 1".into(),
         ));
     }
     Ok(())
-}
-
-/// Turns a call's outcome into the report sent to the coordinator.
-fn report_for(cfg: &LlmWorkerConfig, outcome: Result<Completion, CallError>) -> WorkerReport {
-    match outcome {
-        Ok(done) => {
-            let cost = cfg.cost(done.usage.prompt_tokens, done.usage.completion_tokens);
-            let tokens = i64::try_from(done.usage.total()).unwrap_or(i64::MAX);
-            // No text at all (e.g. only a refusal or tool calls) is an empty answer.
-            let content = done.content.unwrap_or_default();
-            if content.trim().is_empty() {
-                return WorkerReport {
-                    status: ReportStatus::Failed,
-                    output: None,
-                    error: Some(format!(
-                        "the model returned an empty answer (finish_reason: {})",
-                        done.finish_reason.as_deref().unwrap_or("none")
-                    )),
-                    failure_kind: Some(FailureKind::Quality),
-                    cost,
-                    tokens,
-                    retry_after_secs: None,
-                };
-            }
-            WorkerReport {
-                status: ReportStatus::Succeeded,
-                output: Some(json!({
-                    "text": content,
-                    "model": done.model.unwrap_or_else(|| cfg.model.clone()),
-                    "finish_reason": done.finish_reason,
-                })),
-                error: None,
-                failure_kind: None,
-                cost,
-                tokens,
-                retry_after_secs: None,
-            }
-        }
-        Err(err) => {
-            // The provider's status and Retry-After also travel in `output`,
-            // for people reading the attempt.
-            let output = match &err {
-                CallError::Status { status, .. } => Some(json!({
-                    "provider_status": status.as_u16(),
-                    "retry_after_secs": err.retry_after().map(|d| d.as_secs()),
-                })),
-                _ => None,
-            };
-            WorkerReport {
-                status: ReportStatus::Failed,
-                output,
-                // The client already took the API key out of every error text.
-                error: Some(err.to_string()),
-                failure_kind: Some(FailureKind::Infrastructure),
-                cost: 0.0,
-                tokens: 0,
-                retry_after_secs: err.retry_after().map(|d| d.as_secs()),
-            }
-        }
-    }
 }

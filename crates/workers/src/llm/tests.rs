@@ -3,8 +3,9 @@
 
 use std::time::Instant;
 
+use coordinator_core::domain::FailureKind;
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{Value, json};
 use wiremock::{
     Mock, MockServer, ResponseTemplate,
     matchers::{header, method, path},
@@ -512,4 +513,334 @@ fn debug_hides_the_key_and_cost_is_never_negative() {
     };
     assert!(!format!("{cfg:?}").contains(KEY));
     assert_eq!(cfg.cost(1000, 1000), 0.0);
+}
+
+/// A provider answering each call with the next answer of a script (the
+/// last one again once the script runs out).
+struct Script {
+    answers: Vec<Value>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl wiremock::Respond for Script {
+    fn respond(&self, _req: &wiremock::Request) -> ResponseTemplate {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let answer = self.answers.get(i).or(self.answers.last()).cloned();
+        ResponseTemplate::new(200).set_body_json(answer.unwrap_or_default())
+    }
+}
+
+async fn scripted_provider(answers: Vec<Value>) -> MockServer {
+    provider_answering_with(Script {
+        answers,
+        next: Default::default(),
+    })
+    .await
+}
+
+async fn provider_answering_with(responder: impl wiremock::Respond + 'static) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(responder)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// An answer calling `calls` (id, name, arguments text).
+fn tool_turn(calls: &[(&str, &str, &str)]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    json!({
+        "model": "served-model-v1",
+        "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": calls},
+                     "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10}
+    })
+}
+
+/// A coordinator that also serves the tools `my_task` (answers) and
+/// `blackboard_write` (answers `blackboard_status`) at `/v1/tools`.
+async fn coordinator_with_tools(blackboard_status: u16) -> MockServer {
+    let coord = coordinator(200, 200).await;
+    let function = |name: &str| {
+        json!({"type": "function", "function": {"name": name, "description": "d",
+               "parameters": {"type": "object", "properties": {}}}})
+    };
+    Mock::given(method("GET"))
+        .and(path("/v1/tools"))
+        .and(header(
+            "authorization",
+            format!("Bearer {}", support::TOKEN).as_str(),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"tools": [
+            function("my_task"), function("blackboard_write"), function("finish"), {"type": "other"}
+        ]})))
+        .mount(&coord)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/tools/my_task"))
+        .and(header(
+            "authorization",
+            format!("Bearer {}", support::TOKEN).as_str(),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"result": {"key": "draft"}})))
+        .mount(&coord)
+        .await;
+    let body = if blackboard_status == 409 {
+        json!({"error": {"code": "invalid_state", "message": "the attempt has ended", "details": null}})
+    } else {
+        json!({"error": {"code": "forbidden", "message": "not your mission", "details": null}})
+    };
+    Mock::given(method("POST"))
+        .and(path("/v1/tools/blackboard_write"))
+        .respond_with(ResponseTemplate::new(blackboard_status).set_body_json(body))
+        .mount(&coord)
+        .await;
+    coord
+}
+
+fn with_tools(coord: &MockServer) -> DispatchRequest {
+    let mut req = dispatch(coord);
+    req.callback.tools_url = Some(format!("{}/v1/tools", coord.uri()));
+    req
+}
+
+fn sent_bodies(requests: &[wiremock::Request]) -> Vec<Value> {
+    requests
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn tool_calls_run_in_order_and_finish_ends_the_attempt() {
+    let provider = scripted_provider(vec![
+        tool_turn(&[
+            ("c1", "my_task", "{}"),
+            ("c2", "blackboard_write", r#"{"key": "k", "value": 1}"#),
+            ("c3", "nope", "{}"),
+        ]),
+        tool_turn(&[(
+            "c4",
+            "finish",
+            r#"{"result": "The guide, drafted.", "summary": "drafted it"}"#,
+        )]),
+        completion("never asked"),
+    ])
+    .await;
+    let coord = coordinator_with_tools(403).await;
+    let worker = start(config(&provider)).await;
+    send(&worker, &with_tools(&coord)).await;
+    let report = report_of(&wait_for(&coord, "/result", 1).await[0]);
+    assert_eq!(report.status, ReportStatus::Succeeded, "{report:?}");
+    let output = report.output.unwrap();
+    assert_eq!(output["text"], "The guide, drafted.");
+    assert_eq!(output["summary"], "drafted it");
+    assert_eq!(
+        (output["turns"].as_u64(), output["tool_calls"].as_u64()),
+        (Some(2), Some(2))
+    );
+    // Tokens and cost over both turns.
+    assert_eq!(report.tokens, 220);
+    assert!(
+        (report.cost - (0.2 * 0.5 + 0.02 * 2.0)).abs() < 1e-9,
+        "{}",
+        report.cost
+    );
+
+    let bodies = sent_bodies(&provider.received_requests().await.unwrap());
+    assert_eq!(bodies.len(), 2);
+    let offered: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["my_task", "blackboard_write", "finish"]);
+    assert_eq!(bodies[0]["tool_choice"], "auto");
+    let second = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(second.len(), 2 + 1 + 3, "{second:?}");
+    assert_eq!(second[2]["role"], "assistant");
+    assert_eq!(
+        second[2]["tool_calls"][1]["function"]["name"],
+        "blackboard_write"
+    );
+    let answers: Vec<(&str, &str)> = second[3..]
+        .iter()
+        .map(|m| {
+            assert_eq!(m["role"], "tool");
+            (
+                m["tool_call_id"].as_str().unwrap(),
+                m["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(answers[0], ("c1", r#"{"key":"draft"}"#));
+    assert_eq!(
+        answers[1],
+        ("c2", "error (HTTP 403 forbidden): not your mission")
+    );
+    assert_eq!(answers[2].0, "c3");
+    assert!(
+        answers[2].1.starts_with("there is no tool `nope`"),
+        "{}",
+        answers[2].1
+    );
+
+    let calls = requests_to(&coord, "/blackboard_write").await;
+    assert_eq!(
+        serde_json::from_slice::<Value>(&calls[0].body).unwrap(),
+        json!({"key": "k", "value": 1})
+    );
+    let stats = worker.stats();
+    assert_eq!((stats.calls, stats.tool_calls, stats.succeeded), (2, 2, 1));
+}
+
+#[tokio::test]
+async fn a_model_that_never_finishes_fails_after_exactly_max_turns() {
+    // Not JSON, again and again: each refusal uses a turn.
+    let provider = scripted_provider(vec![tool_turn(&[("c1", "finish", "{\"result\": ")])]).await;
+    let coord = coordinator(200, 200).await;
+    let worker = start(LlmWorkerConfig {
+        max_turns: 3,
+        ..config(&provider)
+    })
+    .await;
+    // No tools_url: only `finish` is offered.
+    send(&worker, &dispatch(&coord)).await;
+    let report = report_of(&wait_for(&coord, "/result", 1).await[0]);
+    assert_eq!(report.status, ReportStatus::Failed);
+    assert_eq!(report.failure_kind, Some(FailureKind::Quality));
+    let error = report.error.unwrap();
+    assert!(error.contains("used all 3 turns"), "{error}");
+    assert!(
+        error.contains("turn 3: finish (refused: the arguments of `finish` are not JSON"),
+        "{error}"
+    );
+    assert_eq!(report.tokens, 330);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let bodies = sent_bodies(&provider.received_requests().await.unwrap());
+    assert_eq!(bodies.len(), 3);
+    let offered = &bodies[0]["tools"];
+    assert_eq!(offered.as_array().map(Vec::len), Some(1), "{offered}");
+    assert!(
+        bodies[0]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("at most 3 turns")
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_answered_409_stops_the_attempt_without_a_report() {
+    let provider = scripted_provider(vec![
+        tool_turn(&[("c1", "blackboard_write", r#"{"key": "k", "value": 1}"#)]),
+        completion("never asked"),
+    ])
+    .await;
+    let coord = coordinator_with_tools(409).await;
+    let worker = start(config(&provider)).await;
+    send(&worker, &with_tools(&coord)).await;
+    wait_until(&worker, |s| s.abandoned == 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(requests_to(&coord, "/result").await.is_empty());
+    assert_eq!(provider.received_requests().await.unwrap().len(), 1);
+    let stats = worker.stats();
+    assert_eq!(
+        (stats.abandoned, stats.cancelled, stats.reported),
+        (1, 0, 0)
+    );
+}
+
+#[tokio::test]
+async fn a_provider_refusing_tools_is_asked_again_without_them() {
+    let provider = provider_answering_with(|req: &wiremock::Request| {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        if body.get("tools").is_some() {
+            ResponseTemplate::new(400).set_body_string("this model does not support tools")
+        } else {
+            ResponseTemplate::new(200).set_body_json(completion("plain answer"))
+        }
+    })
+    .await;
+    let coord = coordinator(200, 200).await;
+    let worker = start(config(&provider)).await;
+    send(&worker, &dispatch(&coord)).await;
+    let report = report_of(&wait_for(&coord, "/result", 1).await[0]);
+    assert_eq!(report.status, ReportStatus::Succeeded, "{report:?}");
+    assert_eq!(report.output.unwrap()["text"], "plain answer");
+    // Later attempts go without tools at once.
+    send(&worker, &dispatch(&coord)).await;
+    wait_for(&coord, "/result", 2).await;
+    assert_eq!(provider.received_requests().await.unwrap().len(), 3);
+    assert_eq!(worker.stats().calls, 3);
+}
+
+#[tokio::test]
+async fn an_object_result_is_kept_and_an_unreachable_tool_list_offers_finish_only() {
+    let provider = scripted_provider(vec![tool_turn(&[(
+        "c1",
+        "finish",
+        r#"{"result": {"title": "Compost", "words": 180}}"#,
+    )])])
+    .await;
+    let coord = coordinator(200, 200).await;
+    let worker = start(config(&provider)).await;
+    let mut req = dispatch(&coord);
+    req.callback.tools_url = Some("http://127.0.0.1:1/v1/tools".into());
+    send(&worker, &req).await;
+    let report = report_of(&wait_for(&coord, "/result", 1).await[0]);
+    let output = report.output.unwrap();
+    assert_eq!(output["result"], json!({"title": "Compost", "words": 180}));
+    assert_eq!(output["text"], r#"{"title":"Compost","words":180}"#);
+    assert_eq!(output["turns"], 1);
+}
+
+#[tokio::test]
+async fn prompt_variants_and_max_turns_are_checked_at_start() {
+    let dir = std::env::temp_dir().join(format!("variants-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("v.toml");
+    std::fs::write(&good, "writer-1 = \"Be brief.\"\n").unwrap();
+    let bad = dir.join("v.json");
+    std::fs::write(&bad, "[]").unwrap();
+    let base = || LlmWorkerConfig::new("http://127.0.0.1:1/v1");
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    for cfg in [
+        LlmWorkerConfig {
+            prompt_variants: Some(bad),
+            ..base()
+        },
+        LlmWorkerConfig {
+            max_turns: 0,
+            ..base()
+        },
+        LlmWorkerConfig {
+            max_turns: MAX_MAX_TURNS + 1,
+            ..base()
+        },
+    ] {
+        assert!(LlmWorker::spawn(addr, cfg).await.is_err());
+    }
+
+    let provider =
+        provider_answering(ResponseTemplate::new(200).set_body_json(completion("ok"))).await;
+    let coord = coordinator(200, 200).await;
+    let worker = start(LlmWorkerConfig {
+        prompt_variants: Some(good),
+        ..config(&provider)
+    })
+    .await;
+    send(&worker, &dispatch(&coord)).await;
+    wait_for(&coord, "/result", 1).await;
+    let bodies = sent_bodies(&provider.received_requests().await.unwrap());
+    let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("Be brief."), "{system}");
+    std::fs::remove_dir_all(&dir).ok();
 }

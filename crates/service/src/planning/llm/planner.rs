@@ -206,6 +206,8 @@ impl LlmPlanner {
                 temperature: self.cfg.temperature,
                 max_tokens: self.cfg.max_tokens,
                 response_format: Some(&response_format),
+                tools: None,
+                tool_choice: None,
             };
             let policy = RetryPolicy {
                 max_retries: self.cfg.max_retries.saturating_sub(spent),
