@@ -28,7 +28,7 @@ pub enum AgentStatus {
     Retired,
 }
 
-text_enum!(AgentStatus {
+text_enum!(AgentStatus as "AgentState", {
     Idle => "idle",
     Working => "working",
     Blocked => "blocked",
