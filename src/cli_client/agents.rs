@@ -36,7 +36,14 @@ pub enum AgentCommand {
         /// Agent id.
         agent_id: String,
     },
-    /// Report that an agent is alive (an offline agent comes back).
+    /// Change an agent in place (only the options given; validated as at registration).
+    Update(UpdateArgs),
+    /// Retire an agent: kept with its history, given no new work; its live attempts finish.
+    Retire {
+        /// Agent id.
+        agent_id: String,
+    },
+    /// Report that an agent is alive (an offline agent comes back; a retired one does not).
     Heartbeat {
         /// Agent id.
         agent_id: String,
@@ -139,6 +146,80 @@ pub struct RegisterArgs {
     pub heartbeat_timeout_secs: Option<i32>,
 }
 
+/// `coordinator agent update`.
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// Agent id.
+    pub agent_id: String,
+    /// Change it only if it is still at this version (as `show` printed it).
+    #[arg(long = "if-version", value_name = "VERSION")]
+    pub version: Option<i64>,
+    /// Role.
+    #[arg(long)]
+    pub role: Option<String>,
+    /// A name for people (an empty string clears it).
+    #[arg(long)]
+    pub display_name: Option<String>,
+    /// Skills, comma-separated (replaces the list).
+    #[arg(long, value_delimiter = ',', value_name = "SKILL,…")]
+    pub skills: Option<Vec<String>>,
+    /// Tools, comma-separated (replaces the list).
+    #[arg(long, value_delimiter = ',', value_name = "TOOL,…")]
+    pub tools: Option<Vec<String>>,
+    /// Worker base URL.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Attempts it may run at once.
+    #[arg(long)]
+    pub max_concurrency: Option<i32>,
+    /// Model tier, 0–10.
+    #[arg(long)]
+    pub model_tier: Option<i32>,
+    /// Trust, 0–1.
+    #[arg(long)]
+    pub trust: Option<f64>,
+    /// Cost of one task.
+    #[arg(long)]
+    pub cost_per_task: Option<f64>,
+    /// Status: idle, working, blocked, done or offline (from retired: brings it back).
+    #[arg(long)]
+    pub status: Option<String>,
+}
+
+impl UpdateArgs {
+    /// The `PATCH` body: only the options given.
+    fn body(self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        let mut put = |k: &str, v: Option<serde_json::Value>| {
+            if let Some(v) = v {
+                m.insert(k.to_owned(), v);
+            }
+        };
+        let names = |v: Vec<String>| v.into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>();
+        put("version", self.version.map(Into::into));
+        put("role", self.role.map(Into::into));
+        put(
+            "display_name",
+            self.display_name.map(|n| {
+                if n.is_empty() {
+                    serde_json::Value::Null
+                } else {
+                    n.into()
+                }
+            }),
+        );
+        put("skills", self.skills.map(|v| names(v).into()));
+        put("tools", self.tools.map(|v| names(v).into()));
+        put("endpoint_url", self.endpoint.map(Into::into));
+        put("max_concurrency", self.max_concurrency.map(Into::into));
+        put("model_tier", self.model_tier.map(Into::into));
+        put("trust", self.trust.map(Into::into));
+        put("cost_per_task", self.cost_per_task.map(Into::into));
+        put("status", self.status.map(Into::into));
+        serde_json::Value::Object(m)
+    }
+}
+
 pub(super) async fn run(args: AgentArgs) -> CliResult {
     let json = args.client.json;
     let api = args.client.client()?;
@@ -222,6 +303,26 @@ pub(super) async fn run(args: AgentArgs) -> CliResult {
         }
         AgentCommand::Status { agent_id } => {
             return coordination::status(&api, &agent_id, json).await;
+        }
+        AgentCommand::Update(u) => {
+            let agent_id = u.agent_id.clone();
+            let agent = api.update_agent(&agent_id, &u.body()).await?;
+            if json {
+                out_json(&agent)?;
+            } else {
+                out(&agent_fields(&agent))?;
+            }
+        }
+        AgentCommand::Retire { agent_id } => {
+            let agent = api.retire_agent(&agent_id).await?;
+            if json {
+                out_json(&agent)?;
+            } else {
+                out(&format!(
+                    "retired agent {} (it held {} live attempt(s); they finish)\n",
+                    agent.agent_id, agent.running_count
+                ))?;
+            }
         }
         AgentCommand::Heartbeat { agent_id, status } => {
             api.agent_heartbeat(&agent_id, status.as_deref()).await?;

@@ -10,6 +10,8 @@
 //!   decomposition, DAG validation, the plan library's case similarity.
 //! - [`verification`]: the checks a task's output must pass and their verdicts.
 //! - [`assignment`]: the deterministic agent scorer.
+//! - [`agents`]: agent statuses, who may change what about an agent, and
+//!   why a pin to an agent cannot be honoured.
 //! - [`organisation`]: MOISE+ organisation specs: validation, deontic
 //!   verdicts, cardinality, the context a worker is sent.
 //! - [`tool_policy`]: a task's tool-use policy, the verdict on one call, and
@@ -25,6 +27,7 @@
 //! - [`bdi`]: the BDI formulas: belief revision, desire priority and
 //!   conflicts, goal tiers, intention lifecycles, commitment strategies.
 
+pub mod agents;
 pub mod assignment;
 pub mod bdi;
 pub mod contract_net;

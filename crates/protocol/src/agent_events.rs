@@ -1,9 +1,15 @@
 //! Typed payloads of the events agents cause through their tools (the
 //! `agents` area of the catalogue): the mission blackboard, discovered work,
-//! handoffs between agents and refused tool calls.
+//! handoffs between agents and refused tool calls; and the registry's own
+//! (an agent changed or retired, a pin to an agent that cannot take work).
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use coordinator_core::agents::PinRefusal;
+use coordinator_core::domain::Rung;
 
 use crate::event_payloads::EventPayload;
 use crate::events::EventKind;
@@ -49,6 +55,70 @@ pub struct PlanExtended {
     pub previous_plan_version: i32,
     /// True when the mission waits for a person to approve the change.
     pub needs_approval: bool,
+}
+
+/// One field of an agent before and after a change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldChange {
+    /// The value before.
+    pub from: Value,
+    /// The value after.
+    pub to: Value,
+}
+
+/// `agent.updated`: an agent's description or status was changed (a workspace event).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentUpdated {
+    /// The agent.
+    pub agent_id: String,
+    /// Its version after the change.
+    pub version: i64,
+    /// Each changed field, by name, with its old and new value.
+    pub changes: BTreeMap<String, FieldChange>,
+}
+
+/// `agent.retired`: an operator retired an agent (a workspace event).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentRetired {
+    /// The agent.
+    pub agent_id: String,
+    /// Its version after retirement.
+    pub version: i64,
+    /// Its status before.
+    pub previous_status: String,
+    /// Attempts it still held, left to finish (or time out and move on).
+    pub live_attempts: i64,
+}
+
+/// `task.pin_unavailable`: a waiting task's pinned agent cannot take it, so
+/// the pin is dropped and the escalation ladder decides (`rung` it climbed,
+/// if any, and the `outcome`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskPinUnavailable {
+    /// The task's key.
+    pub key: String,
+    /// The agent it was pinned to.
+    pub agent_id: String,
+    /// Why that agent cannot take it.
+    pub reason: PinRefusal,
+    /// The rung the ladder climbed (none when it dropped the task or had nothing left).
+    pub rung: Option<Rung>,
+    /// What became of the task: `unpinned` (another agent will take it),
+    /// `skipped` (optional), `replanned`, `awaiting_human`, or `waiting`
+    /// (nothing on the ladder could help; any capable agent may take it).
+    pub outcome: String,
+}
+
+impl EventPayload for AgentUpdated {
+    const KIND: EventKind = EventKind::AgentUpdated;
+}
+
+impl EventPayload for AgentRetired {
+    const KIND: EventKind = EventKind::AgentRetired;
+}
+
+impl EventPayload for TaskPinUnavailable {
+    const KIND: EventKind = EventKind::TaskPinUnavailable;
 }
 
 impl EventPayload for PlanExtended {
@@ -126,6 +196,24 @@ mod tests {
                 reason: "r".into(),
                 previous_plan_version: 1,
                 needs_approval: false,
+            }),
+            keys(&AgentUpdated {
+                agent_id: "a".into(),
+                version: 2,
+                changes: BTreeMap::new(),
+            }),
+            keys(&AgentRetired {
+                agent_id: "a".into(),
+                version: 3,
+                previous_status: "idle".into(),
+                live_attempts: 1,
+            }),
+            keys(&TaskPinUnavailable {
+                key: "k".into(),
+                agent_id: "a".into(),
+                reason: PinRefusal::Offline,
+                rung: Some(Rung::OtherAgent),
+                outcome: "unpinned".into(),
             }),
         ];
         for (kind, fields) in samples {

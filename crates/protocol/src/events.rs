@@ -304,6 +304,9 @@ event_kinds! {
     TaskCancelled = "task.cancelled", Tasks, Task,
         "A task was cancelled (its mission failed or was cancelled, or a replan removed it).",
         ["key", "reason", "named", "status"];
+    TaskPinUnavailable = "task.pin_unavailable", Tasks, Task,
+        "A waiting task's pinned agent went offline, was retired or is gone: the pin is dropped and the escalation ladder decides (`rung`, `outcome`).",
+        ["key", "agent_id", "reason", "rung", "outcome"];
     AttemptProgressCheck = "attempt.progress_check", Tasks, Attempt,
         "A silent attempt's worker was asked for progress (half the stall timeout).",
         ["key", "silent_secs", "stall_timeout_secs"];
@@ -470,6 +473,12 @@ event_kinds! {
     PlanExtended = "plan.extended", Agents, Plan,
         "An agent added the work it discovered to its mission (children of, or successors to, its task).",
         ["anchor", "placement", "added", "reason", "previous_plan_version", "needs_approval"];
+    AgentUpdated = "agent.updated", Agents, Agent,
+        "An agent's description or status was changed by PATCH (a workspace event; `changes` holds each field's `from` and `to`).",
+        ["agent_id", "version", "changes"];
+    AgentRetired = "agent.retired", Agents, Agent,
+        "An agent was retired: kept for history, given no new work; its live attempts finish (a workspace event).",
+        ["agent_id", "version", "previous_status", "live_attempts"];
 }
 
 impl EventKind {

@@ -185,7 +185,7 @@ pub struct Agent {
     pub trust: f64,
     /// Cost per task.
     pub cost_per_task: f64,
-    /// `idle`, `working`, `blocked`, `done` or `offline`.
+    /// `idle`, `working`, `blocked`, `done`, `offline` or `retired`.
     pub status: String,
     /// Heartbeat promise in seconds.
     pub heartbeat_timeout_secs: Option<i32>,
@@ -678,6 +678,24 @@ impl Client {
     /// `GET /v1/agents/{agent_id}`.
     pub async fn agent(&self, agent_id: &str) -> Result<Agent, ClientError> {
         self.get(&["v1", "agents", agent_id], &[]).await
+    }
+
+    /// `PATCH /v1/agents/{agent_id}`: `changes` is the JSON object of the
+    /// fields to change (with `version` to make it conditional).
+    pub async fn update_agent(
+        &self,
+        agent_id: &str,
+        changes: &Value,
+    ) -> Result<Agent, ClientError> {
+        let url = self.url(&["v1", "agents", agent_id]);
+        self.send(self.request(Method::PATCH, &url).json(changes), &url)
+            .await
+    }
+
+    /// `DELETE /v1/agents/{agent_id}`: retires the agent (kept, given no new work).
+    pub async fn retire_agent(&self, agent_id: &str) -> Result<Agent, ClientError> {
+        let url = self.url(&["v1", "agents", agent_id]);
+        self.send(self.request(Method::DELETE, &url), &url).await
     }
 
     /// `POST /v1/agents/{agent_id}/heartbeat`, optionally reporting a status.

@@ -11,10 +11,10 @@ use super::{
 };
 use crate::{
     auth::{Principal, Role},
-    coordination::organisation,
+    coordination::agents::{self as use_case, AgentError, RegisterAgent, UpdateAgent},
     error::{ApiError, ApiResult},
     store::{
-        agents::{self, AgentRow, NewAgent},
+        agents::{self, AgentRow},
         messages, reservations,
     },
 };
@@ -23,7 +23,7 @@ use crate::{
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, register))
-        .routes(routes!(show))
+        .routes(routes!(show, update, retire))
         .routes(routes!(heartbeat))
         .routes(routes!(status))
 }
@@ -114,104 +114,6 @@ async fn status(
     }))
 }
 
-/// `POST /v1/agents` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct RegisterAgent {
-    /// Unique id in the workspace: 1–128 letters, digits, `.`, `_`, `:` or `-`,
-    /// starting with a letter or digit.
-    agent_id: String,
-    /// Role, free text of 1–64 characters (e.g. `researcher`).
-    role: String,
-    /// Skills (at most 100, each 1–64 characters).
-    #[serde(default)]
-    skills: Vec<String>,
-    /// Tools (at most 100, each 1–64 characters).
-    #[serde(default)]
-    tools: Vec<String>,
-    /// Worker base URL (http or https); tasks are sent to `{endpoint_url}/v1/tasks`. No userinfo, query string or fragment; its address must be inside the service's agent networks (`--agent-networks`, loopback by default).
-    endpoint_url: String,
-    /// Most tasks at once.
-    #[serde(default = "one")]
-    #[schema(minimum = 1, maximum = 10000, default = 1)]
-    max_concurrency: i32,
-    /// Model name, if any.
-    #[serde(default)]
-    model: Option<String>,
-    /// Model tier, 0–10 (higher is stronger; default 1).
-    #[serde(default)]
-    #[schema(minimum = 0, maximum = 10)]
-    model_tier: Option<i32>,
-    /// Trust in [0, 1] (default 0.5).
-    #[serde(default)]
-    #[schema(minimum = 0, maximum = 1)]
-    trust: Option<f64>,
-    /// Cost per task, non-negative (default 0).
-    #[serde(default)]
-    #[schema(minimum = 0)]
-    cost_per_task: Option<f64>,
-    /// Promise a heartbeat at least this often; silent longer, the agent goes offline.
-    #[serde(default)]
-    #[schema(minimum = 1, maximum = 86400)]
-    heartbeat_timeout_secs: Option<i32>,
-}
-
-fn one() -> i32 {
-    1
-}
-
-fn valid_agent_id(id: &str) -> bool {
-    let mut chars = id.chars();
-    id.len() <= 128
-        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
-}
-
-fn check_names(field: &str, names: &[String]) -> ApiResult<()> {
-    if names.len() > 100 {
-        return Err(ApiError::invalid(field, format!("at most 100 {field}")));
-    }
-    if let Some(bad) = names.iter().find(|s| s.trim().is_empty() || s.len() > 64) {
-        return Err(ApiError::invalid(
-            field,
-            format!("each of {field} must be 1–64 characters (got '{bad}')"),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks an agent's base URL against its shape rules and the agent egress
-/// policy (names are resolved now; again at every call).
-async fn check_endpoint(state: &AppState, url: &reqwest::Url) -> ApiResult<()> {
-    const FIELD: &str = "endpoint_url";
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(ApiError::invalid(
-            FIELD,
-            "endpoint_url must not carry credentials (user:pass@); workers authenticate the service by the callback token",
-        ));
-    }
-    // The service appends its own routes (`/v1/tasks`, …) to the base URL: a
-    // query or fragment would swallow them and aim the call elsewhere.
-    if url.query().is_some() {
-        return Err(ApiError::invalid(
-            FIELD,
-            "endpoint_url must not have a query string: the service appends its own routes (/v1/tasks, …) to the base URL",
-        ));
-    }
-    if url.fragment().is_some() {
-        return Err(ApiError::invalid(
-            FIELD,
-            "endpoint_url must not have a fragment (#…): the service appends its own routes (/v1/tasks, …) to the base URL",
-        ));
-    }
-    state
-        .http
-        .policy()
-        .admit(url)
-        .await
-        .map_err(|why| ApiError::invalid(FIELD, format!("endpoint_url refused: {why}")))
-}
-
 /// Registers an agent.
 ///
 /// Roles: admin, operator, worker.
@@ -235,89 +137,66 @@ async fn register(
     who: Principal,
     Json(req): Json<RegisterAgent>,
 ) -> ApiResult<(StatusCode, Json<AgentRow>)> {
-    who.require(&[Role::Admin, Role::Operator, Role::Worker])?;
-    if !valid_agent_id(&req.agent_id) {
-        return Err(ApiError::invalid(
-            "agent_id",
-            "agent_id must be 1–128 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit",
-        ));
-    }
-    if req.role.trim().is_empty() || req.role.len() > 64 {
-        return Err(ApiError::invalid("role", "role must be 1–64 characters"));
-    }
-    check_names("skills", &req.skills)?;
-    check_names("tools", &req.tools)?;
-    let url = reqwest::Url::parse(&req.endpoint_url).map_err(|e| {
-        ApiError::invalid("endpoint_url", format!("endpoint_url is not a URL: {e}"))
-    })?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(ApiError::invalid(
-            "endpoint_url",
-            "endpoint_url must be an http(s) URL with a host",
-        ));
-    }
-    check_endpoint(&state, &url).await?;
-    if !(1..=10_000).contains(&req.max_concurrency) {
-        return Err(ApiError::invalid(
-            "max_concurrency",
-            "max_concurrency must be between 1 and 10000",
-        ));
-    }
-    let tier = req.model_tier.unwrap_or(1);
-    if !(0..=10).contains(&tier) {
-        return Err(ApiError::invalid(
-            "model_tier",
-            "model_tier must be between 0 and 10",
-        ));
-    }
-    let trust = req.trust.unwrap_or(0.5);
-    if !(0.0..=1.0).contains(&trust) {
-        return Err(ApiError::invalid("trust", "trust must be between 0 and 1"));
-    }
-    let cost = req.cost_per_task.unwrap_or(0.0);
-    if !cost.is_finite() || cost < 0.0 {
-        return Err(ApiError::invalid(
-            "cost_per_task",
-            "cost_per_task must be a non-negative number",
-        ));
-    }
-    if let Some(t) = req.heartbeat_timeout_secs
-        && !(1..=86_400).contains(&t)
-    {
-        return Err(ApiError::invalid(
-            "heartbeat_timeout_secs",
-            "heartbeat_timeout_secs must be between 1 and 86400",
-        ));
-    }
-    // The organisation spec may cap the role; the check and the insert share
-    // the workspace's role lock.
-    let mut tx = state.pool.begin().await?;
-    organisation::admit_role(&mut tx, who.workspace_id, req.role.trim()).await?;
-    let row = agents::insert(
-        &mut tx,
-        who.workspace_id,
-        NewAgent {
-            agent_id: &req.agent_id,
-            role: req.role.trim(),
-            skills: &req.skills,
-            tools: &req.tools,
-            model: req.model.as_deref(),
-            model_tier: tier,
-            endpoint_url: url.as_str().trim_end_matches('/'),
-            max_concurrency: req.max_concurrency,
-            trust,
-            cost_per_task: cost,
-            heartbeat_timeout_secs: req.heartbeat_timeout_secs,
-        },
-    )
-    .await?
-    .ok_or_else(|| ApiError::Conflict {
-        code: "agent_exists",
-        message: format!("an agent with id '{}' is already registered", req.agent_id),
-        details: json!({ "agent_id": req.agent_id }),
-    })?;
-    tx.commit().await?;
+    let row = use_case::register(&state.pool, &state.http, &who, req).await?;
     Ok((StatusCode::CREATED, Json(row)))
+}
+
+/// Changes an agent in place: any of its role, display name, skills, tools, endpoint, concurrency cap, model, tier, trust, cost, heartbeat promise and status, each validated as at registration (the endpoint against the agent egress policy, the role against the organisation spec's cardinality). An `agent.updated` event names each changed field; a request that changes nothing writes nothing.
+///
+/// Give `version` (as read) to refuse the change if someone else changed the agent since. An agent token may change only its own agent's `display_name`, `max_concurrency` and `status`, and cannot bring itself back from `retired`. Setting `status` to `offline` takes the agent out of rotation until its next heartbeat; from `retired`, an operator's new status brings it back.
+///
+/// Roles: admin, operator, or the agent's own token (its own fields).
+#[utoipa::path(
+    patch,
+    path = "/v1/agents/{agent_id}",
+    tag = "agents",
+    operation_id = "update_agent",
+    params(("agent_id" = String, Path, description = "Agent id")),
+    request_body = UpdateAgent,
+    responses(
+        (status = 200, description = "The agent as changed", body = AgentRow),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The agent changed since the `version` given (`version_conflict`), the organisation spec's cardinality for the role is reached (`role_full`), or an agent tried to bring itself back from retirement (`agent_retired`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn update(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(agent_id): Path<String>,
+    Json(req): Json<UpdateAgent>,
+) -> ApiResult<Json<AgentRow>> {
+    Ok(Json(
+        use_case::update(&state.pool, &state.http, &who, &agent_id, req).await?,
+    ))
+}
+
+/// Retires an agent: it stays, with its history, but takes no new work; its live attempts finish (or time out and move on), tasks waiting pinned to it go to the escalation ladder, and its heartbeats are refused (409). An `agent.retired` event is written; retiring a retired agent changes nothing. An operator brings it back with `PATCH` of its status.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    delete,
+    path = "/v1/agents/{agent_id}",
+    tag = "agents",
+    operation_id = "retire_agent",
+    params(("agent_id" = String, Path, description = "Agent id")),
+    responses(
+        (status = 200, description = "The agent, retired", body = AgentRow),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
+    ),
+    security(("api_token" = []))
+)]
+async fn retire(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Json<AgentRow>> {
+    Ok(Json(use_case::retire(&state.pool, &who, &agent_id).await?))
 }
 
 /// Lists the agents of the workspace.
@@ -371,15 +250,12 @@ async fn show(
 #[serde(deny_unknown_fields)]
 #[schema(as = AgentHeartbeat)]
 struct Heartbeat {
-    /// The state the agent reports: `idle`, `working`, `blocked` or `done` (RFC-001). Informational: dispatch only skips `offline` agents, and the engine sets `working`/`idle` as attempts start and end.
+    /// The state the agent reports: `idle`, `working`, `blocked` or `done` (RFC-001). Informational: dispatch only skips `offline` and `retired` agents, and the engine sets `working`/`idle` as attempts start and end.
     #[serde(default)]
     status: Option<String>,
 }
 
-/// Statuses an agent may report about itself (offline is the coordinator's verdict).
-const REPORTABLE: &[&str] = &["idle", "working", "blocked", "done"];
-
-/// Records that the agent is alive (an offline agent comes back), optionally with the state it reports.
+/// Records that the agent is alive (an offline agent comes back; a retired one does not), optionally with the state it reports.
 ///
 /// Agent tokens may only speak for their own agent.
 ///
@@ -396,7 +272,8 @@ const REPORTABLE: &[&str] = &["idle", "working", "blocked", "done"];
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden),
-        (status = 404, response = doc::NotFound)
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The agent is retired (`agent_retired`): only an operator brings it back", body = doc::ErrorBody)
     ),
     security(("api_token" = []))
 )]
@@ -406,33 +283,14 @@ async fn heartbeat(
     Path(agent_id): Path<String>,
     super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<StatusCode> {
-    who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
     let beat: Heartbeat = if body.iter().all(u8::is_ascii_whitespace) {
         Heartbeat::default()
     } else {
         serde_json::from_slice(&body)
             .map_err(|e| ApiError::invalid("body", format!("invalid heartbeat body: {e}")))?
     };
-    if let Some(s) = &beat.status
-        && !REPORTABLE.contains(&s.as_str())
-    {
-        return Err(ApiError::invalid(
-            "status",
-            format!("status must be one of {}", REPORTABLE.join(", ")),
-        ));
-    }
-    if agents::heartbeat(
-        &state.pool,
-        who.workspace_id,
-        &agent_id,
-        beat.status.as_deref(),
-    )
-    .await?
-    {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound(format!("no agent '{agent_id}'")))
-    }
+    use_case::heartbeat(&state.pool, &who, &agent_id, beat.status.as_deref()).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `GET /v1/agents` answer.
@@ -442,17 +300,34 @@ pub struct AgentList {
     pub agents: Vec<AgentRow>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::valid_agent_id;
-
-    #[test]
-    fn agent_ids() {
-        assert!(valid_agent_id("researcher-1"));
-        assert!(valid_agent_id("team.a:writer_2"));
-        assert!(!valid_agent_id(""));
-        assert!(!valid_agent_id("-lead"));
-        assert!(!valid_agent_id("has space"));
-        assert!(!valid_agent_id(&"a".repeat(129)));
+impl From<AgentError> for ApiError {
+    fn from(e: AgentError) -> Self {
+        let message = e.to_string();
+        match e {
+            AgentError::Invalid(e) => e.into(),
+            AgentError::Forbidden(e) => e.into(),
+            AgentError::NotFound(_) => ApiError::NotFound(message),
+            AgentError::Exists(agent_id) => ApiError::Conflict {
+                code: "agent_exists",
+                message,
+                details: json!({ "agent_id": agent_id }),
+            },
+            AgentError::Organisation(e) => e.into(),
+            AgentError::VersionConflict {
+                agent_id,
+                expected,
+                current,
+            } => ApiError::Conflict {
+                code: "version_conflict",
+                message,
+                details: json!({ "agent_id": agent_id, "expected": expected, "current": current }),
+            },
+            AgentError::Retired(agent_id) => ApiError::Conflict {
+                code: "agent_retired",
+                message,
+                details: json!({ "agent_id": agent_id }),
+            },
+            AgentError::Database(e) => e.into(),
+        }
     }
 }

@@ -751,7 +751,7 @@ mod error_tests {
             expect(StatusCode::CONFLICT, "concurrent_update")
         );
         assert_eq!(
-            status_and_code(MissionError::InvalidAssignments(vec!["x".into()])).await,
+            status_and_code(MissionError::InvalidAssignments(Vec::new())).await,
             expect(StatusCode::UNPROCESSABLE_ENTITY, "invalid_assignments")
         );
     }

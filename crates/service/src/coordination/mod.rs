@@ -7,6 +7,7 @@
 //! sits in the matching [`crate::store`] module, the HTTP handlers in
 //! [`crate::api`].
 
+pub mod agents;
 pub mod blackboard;
 pub mod contract_net;
 pub mod governance;

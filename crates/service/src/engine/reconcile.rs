@@ -7,15 +7,16 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::{
-    EngineConfig,
+    EngineConfig, escalation,
     reports::{self, Origin, ReportError},
 };
 use crate::{
-    domain::{FailureKind, ReportStatus},
+    domain::{FailureKind, MissionStatus, ReportStatus, TaskStatus},
     missions::finish::{FinishError, finish_mission_if_done},
     store::{agents, events, missions, tasks},
     worker::protocol::WorkerReport,
 };
+use coordinator_core::agents::{AgentStatus, PinRefusal};
 
 /// Fails every attempt whose lease ran out as `infrastructure` (retried like
 /// any failure). Returns how many were reclaimed.
@@ -309,7 +310,59 @@ pub async fn offline_agents(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result
             }
         }
     }
+    lost_pins(pool, cfg).await?;
     Ok(moved)
+}
+
+/// Waiting tasks one sweep hands to the ladder for a lost pin.
+pub const LOST_PIN_BATCH: i64 = 100;
+
+/// Hands every due task pinned to an agent that is offline, retired or gone
+/// to the escalation ladder ([`escalation::pin_unavailable`]), each under
+/// its mission's lock, re-checked there. Runs with the offline-agent check,
+/// so a pin is released within a sweep of its agent going offline, being
+/// retired, or of the task becoming ready after that. Returns how many.
+///
+/// [`escalation::pin_unavailable`]: super::escalation::pin_unavailable
+pub async fn lost_pins(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
+    let lost = {
+        let mut conn = pool.acquire().await?;
+        agents::lost_pins(&mut conn, LOST_PIN_BATCH).await?
+    };
+    let actor = format!("engine:{}", cfg.replica_id);
+    let mut handled = 0;
+    for pin in lost {
+        let mut tx = pool.begin().await?;
+        let Some(mut run) = missions::lock(&mut tx, pin.workspace_id, pin.run_id).await? else {
+            continue;
+        };
+        let task = tasks::get(&mut tx, pin.task_id).await?;
+        let waiting = matches!(task.status(), TaskStatus::Queued | TaskStatus::RetryWait);
+        let Some(agent_id) = task.pinned_agent_id.clone().filter(|_| waiting) else {
+            continue;
+        };
+        if run.status() != MissionStatus::Executing {
+            continue;
+        }
+        let agent = agents::pin_target(&mut tx, pin.workspace_id, &agent_id).await?;
+        let reason = match agent.map(|a| a.status.parse::<AgentStatus>()) {
+            None => PinRefusal::UnknownAgent,
+            Some(Ok(AgentStatus::Retired)) => PinRefusal::Retired,
+            Some(Ok(AgentStatus::Offline)) => PinRefusal::Offline,
+            // Back (or never gone): the pin holds.
+            Some(_) => continue,
+        };
+        match escalation::pin_unavailable(&mut tx, cfg, &mut run, &task, reason, &actor).await {
+            Ok(status) => {
+                missions::notify_wake(&mut tx).await?;
+                tx.commit().await?;
+                tracing::info!(task = %task.id, %agent_id, %reason, %status, "pinned agent unavailable; the ladder took over");
+                handled += 1;
+            }
+            Err(e) => tracing::warn!(task = %task.id, error = %e, "could not release a lost pin"),
+        }
+    }
+    Ok(handled)
 }
 
 /// Marks reservations past their TTL `expired` (with an event each), so the

@@ -31,6 +31,7 @@ use crate::{
         tasks,
     },
 };
+use coordinator_core::agents::PinRefusal;
 use coordinator_core::invalid::Invalid;
 use planner::{PlanInput, Planned, PlanningError};
 
@@ -53,9 +54,9 @@ pub enum MissionError {
     /// The mission changed between reading and writing it.
     #[error("the mission changed while this request ran; retry")]
     Concurrent,
-    /// Approval pins tasks to agents that cannot take them.
-    #[error("{}", .0.join("; "))]
-    InvalidAssignments(Vec<String>),
+    /// Approval pins tasks to agents that cannot take them (each pin, and why).
+    #[error("{}", .0.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; "))]
+    InvalidAssignments(Vec<AssignmentProblem>),
     /// Rejecting results in review failed.
     #[error(transparent)]
     Review(Box<human::HumanActionError>),
@@ -403,32 +404,78 @@ pub async fn approve(
     view(pool, who.workspace_id, id).await
 }
 
-/// Every reassignment names a task of the plan and an agent able to do it.
+/// Why one pin of an approval cannot be honoured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AssignmentProblem {
+    /// The task key named.
+    pub task: String,
+    /// The agent named.
+    pub agent_id: String,
+    /// `unknown_task`, or why the agent cannot take it: `unknown_agent`,
+    /// `retired`, `prohibited` (by the organisation spec), `incapable`
+    /// (lacks skills or tools) or `offline`.
+    pub reason: String,
+    /// The same, for a person.
+    pub message: String,
+}
+
+/// Every pin names a task of the plan and an agent that can take it now:
+/// one that exists, is not retired or offline, whose role the organisation
+/// spec does not prohibit from the task, and that has its skills and tools.
+/// A pin the claim could never honour would leave the task queued forever.
 async fn check_assignments(
     tx: &mut sqlx::PgConnection,
     who: &Principal,
     id: Uuid,
     assignments: &BTreeMap<String, String>,
 ) -> Result<(), MissionError> {
+    use coordinator_core::agents::{AgentStatus, PinTarget, pin_refusal};
+    use coordinator_core::organisation::Deontic;
     let rows = tasks::list_for_mission(tx, id).await?;
+    let spec = crate::store::organisation::get(tx, who.workspace_id).await?;
     let mut problems = Vec::new();
     for (key, agent_id) in assignments {
+        let problem = |reason: &str, message: String| AssignmentProblem {
+            task: key.clone(),
+            agent_id: agent_id.clone(),
+            reason: reason.to_owned(),
+            message,
+        };
         let Some(task) = rows.iter().find(|t| &t.task_key == key) else {
-            problems.push(format!("no task '{key}' in the plan"));
+            problems.push(problem(
+                "unknown_task",
+                format!("no task '{key}' in the plan"),
+            ));
             continue;
         };
-        match agents::capability(tx, who.workspace_id, agent_id).await? {
-            None => problems.push(format!("no agent '{agent_id}'")),
-            Some((skills, tools)) => {
-                let needs =
-                    crate::assignment::TaskNeeds::of(&task.required_skills, &task.required_tools);
-                if !crate::assignment::capable(needs, &skills, &tools) {
-                    problems.push(format!(
-                        "agent '{agent_id}' lacks the skills or tools task '{key}' needs"
-                    ));
-                }
+        let agent = agents::pin_target(tx, who.workspace_id, agent_id).await?;
+        let target = agent.as_ref().map(|a| {
+            let needs =
+                crate::assignment::TaskNeeds::of(&task.required_skills, &task.required_tools);
+            PinTarget {
+                status: a.status.parse().unwrap_or(AgentStatus::Offline),
+                prohibited: spec.as_ref().is_some_and(|s| {
+                    s.spec.verdict(&a.role, &task.task_type, &task.task_key) == Deontic::Prohibited
+                }),
+                capable: crate::assignment::capable(needs, &a.skills, &a.tools),
             }
-        }
+        });
+        let Some(refusal) = pin_refusal(target) else {
+            continue;
+        };
+        let role = agent.as_ref().map(|a| a.role.as_str()).unwrap_or("");
+        let message = match refusal {
+            PinRefusal::UnknownAgent => format!("no agent '{agent_id}'"),
+            PinRefusal::Retired => format!("agent '{agent_id}' is retired"),
+            PinRefusal::Offline => format!("agent '{agent_id}' is offline"),
+            PinRefusal::Prohibited => format!(
+                "the organisation spec prohibits agent '{agent_id}' (role '{role}') from task '{key}'"
+            ),
+            PinRefusal::Incapable => {
+                format!("agent '{agent_id}' lacks the skills or tools task '{key}' needs")
+            }
+        };
+        problems.push(problem(refusal.as_str(), message));
     }
     if problems.is_empty() {
         Ok(())

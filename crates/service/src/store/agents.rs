@@ -20,6 +20,8 @@ pub struct AgentRow {
     pub agent_id: String,
     /// Role (free text, e.g. `researcher`).
     pub role: String,
+    /// A name for people, if given.
+    pub display_name: Option<String>,
     /// `roster` or `contractor`.
     pub kind: String,
     /// Skills.
@@ -40,13 +42,21 @@ pub struct AgentRow {
     pub trust: f64,
     /// Cost per task.
     pub cost_per_task: f64,
-    /// `idle`, `working`, `blocked`, `done` or `offline`.
+    /// `idle`, `working`, `blocked`, `done`, `offline` or `retired`.
+    #[schema(value_type = coordinator_core::agents::AgentStatus)]
     pub status: String,
     /// Heartbeat promise in seconds (`None`: not monitored).
     pub heartbeat_timeout_secs: Option<i32>,
+    /// The version of its description: each PATCH and retirement adds one
+    /// (its load and heartbeats do not), and a PATCH may name it to guard
+    /// against a concurrent change.
+    pub version: i64,
     /// Last heartbeat.
     #[serde(with = "time::serde::rfc3339::option")]
     pub last_seen_at: Option<OffsetDateTime>,
+    /// When it was retired, if it is.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub retired_at: Option<OffsetDateTime>,
     /// Registered.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
@@ -58,6 +68,8 @@ pub struct NewAgent<'a> {
     pub agent_id: &'a str,
     /// Role.
     pub role: &'a str,
+    /// Name for people.
+    pub display_name: Option<&'a str>,
     /// Skills.
     pub skills: &'a [String],
     /// Tools.
@@ -88,12 +100,12 @@ pub async fn insert(
         AgentRow,
         r#"INSERT INTO agents (workspace_id, agent_id, role, skills, tools, model, model_tier,
                                endpoint_url, max_concurrency, trust, cost_per_task, last_seen_at,
-                               heartbeat_timeout_secs)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), $12)
+                               heartbeat_timeout_secs, display_name)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), $12, $13)
            ON CONFLICT (workspace_id, agent_id) DO NOTHING
-           RETURNING agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
+           RETURNING agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
                      max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
-                  last_seen_at, created_at"#,
+                     profile_version AS version, last_seen_at, retired_at, created_at"#,
         workspace_id,
         a.agent_id,
         a.role,
@@ -105,7 +117,8 @@ pub async fn insert(
         a.max_concurrency,
         a.trust,
         a.cost_per_task,
-        a.heartbeat_timeout_secs
+        a.heartbeat_timeout_secs,
+        a.display_name
     )
     .fetch_optional(conn)
     .await
@@ -115,9 +128,9 @@ pub async fn insert(
 pub async fn list(pool: &PgPool, workspace_id: Uuid) -> sqlx::Result<Vec<AgentRow>> {
     sqlx::query_as!(
         AgentRow,
-        r#"SELECT agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
+        r#"SELECT agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
                   max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
-                  last_seen_at, created_at
+                  profile_version AS version, last_seen_at, retired_at, created_at
            FROM agents WHERE workspace_id = $1 ORDER BY agent_id"#,
         workspace_id
     )
@@ -133,9 +146,9 @@ pub async fn get(
 ) -> sqlx::Result<Option<AgentRow>> {
     sqlx::query_as!(
         AgentRow,
-        r#"SELECT agent_id, role, kind, skills, tools, model, model_tier, endpoint_url,
+        r#"SELECT agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
                   max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
-                  last_seen_at, created_at
+                  profile_version AS version, last_seen_at, retired_at, created_at
            FROM agents WHERE workspace_id = $1 AND agent_id = $2"#,
         workspace_id,
         agent_id
@@ -173,7 +186,7 @@ pub async fn lock_candidates(
                    FROM agent_task_stats s
                    WHERE s.workspace_id = a.workspace_id AND s.agent_id = a.agent_id) AS history
            FROM agents a
-           WHERE a.workspace_id = ANY($1) AND a.status <> 'offline'
+           WHERE a.workspace_id = ANY($1) AND a.status NOT IN ('offline', 'retired')
              AND (a.kind = 'roster' OR (a.kind = 'contractor' AND a.mission_id = ANY($2)))
              AND a.running_count < a.max_concurrency
            ORDER BY a.workspace_id, a.agent_id
@@ -231,7 +244,7 @@ pub async fn roster_profiles(
         "SELECT agent_id, role, skills, tools, trust, cost_per_task, max_concurrency, model_tier,
                 kind = 'contractor' AS \"contractor!\"
          FROM agents
-         WHERE workspace_id = $1 AND status <> 'offline'
+         WHERE workspace_id = $1 AND status NOT IN ('offline', 'retired')
            AND (kind = 'roster' OR mission_id = $2)
          ORDER BY agent_id",
         workspace_id,
@@ -339,7 +352,7 @@ pub async fn retire_contractors(
 ) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar!(
         "UPDATE agents SET status = 'offline', version = version + 1, updated_at = now()
-         WHERE workspace_id = $1 AND kind = 'contractor' AND mission_id = $2 AND status <> 'offline'
+         WHERE workspace_id = $1 AND kind = 'contractor' AND mission_id = $2 AND status NOT IN ('offline', 'retired')
          RETURNING agent_id",
         workspace_id,
         mission_id
@@ -368,7 +381,7 @@ pub async fn online(conn: &mut PgConnection, workspace_id: Uuid) -> sqlx::Result
     sqlx::query_as!(
         LadderAgent,
         "SELECT agent_id, role, skills, tools, model_tier FROM agents
-         WHERE workspace_id = $1 AND kind = 'roster' AND status <> 'offline'
+         WHERE workspace_id = $1 AND kind = 'roster' AND status NOT IN ('offline', 'retired')
          ORDER BY agent_id",
         workspace_id
     )
@@ -376,14 +389,26 @@ pub async fn online(conn: &mut PgConnection, workspace_id: Uuid) -> sqlx::Result
     .await
 }
 
+/// What a heartbeat found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beat {
+    /// Recorded.
+    Recorded,
+    /// No such agent in the workspace.
+    NoSuchAgent,
+    /// The agent is retired: only an operator brings it back.
+    Retired,
+}
+
 /// Records an agent's heartbeat, with the status it reports if any; an
-/// offline agent comes back `idle` (or `working`). False if there is no such agent.
+/// offline agent comes back `idle` (or `working`). A retired agent stays
+/// retired and nothing is written.
 pub async fn heartbeat(
     pool: &PgPool,
     workspace_id: Uuid,
     agent_id: &str,
     reported: Option<&str>,
-) -> sqlx::Result<bool> {
+) -> sqlx::Result<Beat> {
     let r = sqlx::query!(
         "UPDATE agents SET last_seen_at = now(),
                 status = COALESCE($3,
@@ -392,21 +417,138 @@ pub async fn heartbeat(
                          ELSE status END),
                 version = version + CASE WHEN $3::text IS NULL OR $3 = status THEN 0 ELSE 1 END,
                 updated_at = now()
-         WHERE workspace_id = $1 AND agent_id = $2",
+         WHERE workspace_id = $1 AND agent_id = $2 AND status <> 'retired'",
         workspace_id,
         agent_id,
         reported
     )
     .execute(pool)
     .await?;
-    Ok(r.rows_affected() == 1)
+    if r.rows_affected() == 1 {
+        return Ok(Beat::Recorded);
+    }
+    let exists = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM agents WHERE workspace_id = $1 AND agent_id = $2) AS "e!""#,
+        workspace_id,
+        agent_id
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(if exists {
+        Beat::Retired
+    } else {
+        Beat::NoSuchAgent
+    })
+}
+
+/// One agent, locked for a change (PATCH, retirement) until the caller's
+/// transaction ends.
+pub async fn lock(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<Option<AgentRow>> {
+    sqlx::query_as!(
+        AgentRow,
+        r#"SELECT agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
+                  max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
+                  profile_version AS version, last_seen_at, retired_at, created_at
+           FROM agents WHERE workspace_id = $1 AND agent_id = $2
+           FOR UPDATE"#,
+        workspace_id,
+        agent_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Writes an agent's new description (`to`: the locked row with the
+/// request applied) and bumps its version. An agent brought back from
+/// `offline` or `retired` starts a fresh heartbeat window, so a monitored
+/// one is not marked offline again by its old silence.
+pub async fn update(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    to: &AgentRow,
+) -> sqlx::Result<AgentRow> {
+    sqlx::query_as!(
+        AgentRow,
+        r#"UPDATE agents
+           SET role = $3, display_name = $4, skills = $5, tools = $6, endpoint_url = $7,
+               max_concurrency = $8, model = $9, model_tier = $10, trust = $11,
+               cost_per_task = $12, heartbeat_timeout_secs = $13,
+               last_seen_at = CASE WHEN status IN ('offline', 'retired') AND $14 NOT IN ('offline', 'retired')
+                                   THEN now() ELSE last_seen_at END,
+               retired_at = CASE WHEN $14 = 'retired' THEN retired_at END,
+               status = $14,
+               profile_version = profile_version + 1, version = version + 1, updated_at = now()
+           WHERE workspace_id = $1 AND agent_id = $2
+           RETURNING agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
+                     max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
+                     profile_version AS version, last_seen_at, retired_at, created_at"#,
+        workspace_id,
+        to.agent_id,
+        to.role,
+        to.display_name,
+        &to.skills,
+        &to.tools,
+        to.endpoint_url,
+        to.max_concurrency,
+        to.model,
+        to.model_tier,
+        to.trust,
+        to.cost_per_task,
+        to.heartbeat_timeout_secs,
+        to.status
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Retires an agent (the caller holds its lock): `retired`, with the time,
+/// and its version bumped.
+pub async fn retire(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<AgentRow> {
+    sqlx::query_as!(
+        AgentRow,
+        r#"UPDATE agents
+           SET status = 'retired', retired_at = now(),
+               profile_version = profile_version + 1, version = version + 1, updated_at = now()
+           WHERE workspace_id = $1 AND agent_id = $2
+           RETURNING agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
+                     max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
+                     profile_version AS version, last_seen_at, retired_at, created_at"#,
+        workspace_id,
+        agent_id
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// How many attempts an agent holds now (dispatching or running).
+pub async fn live_attempts(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM task_attempts
+           WHERE workspace_id = $1 AND agent_id = $2 AND status IN ('dispatching', 'running')"#,
+        workspace_id,
+        agent_id
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// Marks monitored agents that stopped heartbeating `offline`; returns them.
 pub async fn mark_silent_offline(pool: &PgPool) -> sqlx::Result<Vec<(Uuid, String)>> {
     let rows = sqlx::query!(
         "UPDATE agents SET status = 'offline', version = version + 1, updated_at = now()
-         WHERE heartbeat_timeout_secs IS NOT NULL AND status <> 'offline'
+         WHERE heartbeat_timeout_secs IS NOT NULL AND status NOT IN ('offline', 'retired')
            AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_secs)
          RETURNING workspace_id, agent_id"
     )
@@ -424,7 +566,8 @@ pub async fn capabilities(
     workspace_id: Uuid,
 ) -> sqlx::Result<Vec<(Vec<String>, Vec<String>)>> {
     let rows = sqlx::query!(
-        "SELECT skills, tools FROM agents WHERE workspace_id = $1 AND kind = 'roster' AND status <> 'offline'",
+        "SELECT skills, tools FROM agents
+         WHERE workspace_id = $1 AND kind = 'roster' AND status NOT IN ('offline', 'retired')",
         workspace_id
     )
     .fetch_all(pool)
@@ -432,20 +575,66 @@ pub async fn capabilities(
     Ok(rows.into_iter().map(|r| (r.skills, r.tools)).collect())
 }
 
-/// One agent's skills and tools, if it exists.
-pub async fn capability(
+/// What a pin to an agent needs to know of it.
+#[derive(Debug, Clone)]
+pub struct PinAgent {
+    /// Organisation role.
+    pub role: String,
+    /// Status.
+    pub status: String,
+    /// Skills.
+    pub skills: Vec<String>,
+    /// Tools.
+    pub tools: Vec<String>,
+}
+
+/// One agent as a pin sees it, if it exists.
+pub async fn pin_target(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     agent_id: &str,
-) -> sqlx::Result<Option<(Vec<String>, Vec<String>)>> {
-    let row = sqlx::query!(
-        "SELECT skills, tools FROM agents WHERE workspace_id = $1 AND agent_id = $2",
+) -> sqlx::Result<Option<PinAgent>> {
+    sqlx::query_as!(
+        PinAgent,
+        "SELECT role, status, skills, tools FROM agents WHERE workspace_id = $1 AND agent_id = $2",
         workspace_id,
         agent_id
     )
     .fetch_optional(conn)
-    .await?;
-    Ok(row.map(|r| (r.skills, r.tools)))
+    .await
+}
+
+/// A ready task pinned to an agent that cannot take it.
+#[derive(Debug, Clone)]
+pub struct LostPin {
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Mission.
+    pub run_id: Uuid,
+    /// Task.
+    pub task_id: Uuid,
+}
+
+/// Ready (due) tasks of executing missions pinned to an agent that is
+/// offline, retired or gone, at most `limit`, longest waiting first. Read
+/// from the queue, which holds only ready work, so the cost follows the
+/// queue, not the history.
+pub async fn lost_pins(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<LostPin>> {
+    sqlx::query_as!(
+        LostPin,
+        "SELECT t.workspace_id, t.run_id, t.id AS task_id
+         FROM task_queue q
+         JOIN orchestration_tasks t ON t.id = q.task_id
+         JOIN orchestration_runs r ON r.id = t.run_id AND r.status = 'executing'
+         LEFT JOIN agents g ON g.workspace_id = t.workspace_id AND g.agent_id = t.pinned_agent_id
+         WHERE q.ready_at <= now() AND t.pinned_agent_id IS NOT NULL
+           AND (g.agent_id IS NULL OR g.status IN ('offline', 'retired'))
+         ORDER BY q.ready_at, t.id
+         LIMIT $1",
+        limit
+    )
+    .fetch_all(conn)
+    .await
 }
 
 /// Takes slots of several agents at once (`n[i]` slots of agent `ids[i]` in

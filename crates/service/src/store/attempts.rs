@@ -56,7 +56,7 @@ pub async fn get_for_report(
                   a.worker_url, a.token_hash, a.status, a.report, a.purpose,
                   EXISTS (
                       SELECT 1 FROM agents g
-                      WHERE g.workspace_id = a.workspace_id AND g.kind = 'roster' AND g.status <> 'offline'
+                      WHERE g.workspace_id = a.workspace_id AND g.kind = 'roster' AND g.status NOT IN ('offline', 'retired')
                         AND EXISTS (SELECT 1 FROM unnest(g.skills) s WHERE lower(s) = lower($2))
                   ) AS "verifier!"
            FROM task_attempts a WHERE a.id = $1"#,

@@ -135,14 +135,14 @@ pub async fn delete(conn: &mut PgConnection, workspace_id: Uuid) -> sqlx::Result
     Ok(r.rows_affected() > 0)
 }
 
-/// Live (not offline) agents per role, roles in lower case.
+/// Live (neither offline nor retired) agents per role, roles in lower case.
 pub async fn live_roles(
     conn: &mut PgConnection,
     workspace_id: Uuid,
 ) -> sqlx::Result<BTreeMap<String, i64>> {
     let rows = sqlx::query!(
         r#"SELECT lower(role) AS "role!", count(*) AS "n!" FROM agents
-           WHERE workspace_id = $1 AND status <> 'offline' GROUP BY lower(role)"#,
+           WHERE workspace_id = $1 AND status NOT IN ('offline', 'retired') GROUP BY lower(role)"#,
         workspace_id
     )
     .fetch_all(conn)
@@ -180,7 +180,7 @@ pub async fn live_agents(
 ) -> sqlx::Result<Vec<(String, String)>> {
     let rows = sqlx::query!(
         "SELECT agent_id, role FROM agents
-         WHERE workspace_id = $1 AND status <> 'offline' ORDER BY agent_id",
+         WHERE workspace_id = $1 AND status NOT IN ('offline', 'retired') ORDER BY agent_id",
         workspace_id
     )
     .fetch_all(conn)
