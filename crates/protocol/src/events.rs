@@ -467,6 +467,9 @@ event_kinds! {
     PlanExtended = "plan.extended", Agents, Plan,
         "An agent added the work it discovered to its mission (children of, or successors to, its task).",
         ["anchor", "placement", "added", "reason", "previous_plan_version", "needs_approval"];
+    PlanStepRecorded = "plan.step_recorded", Agents, Intention,
+        "An agent reported a step of one of its intentions (`plan_execute_step`); an executing or completed step is progress on it.",
+        ["agent_id", "intention_id", "step_id", "status", "progress", "actual_duration", "outcome", "artifacts_produced", "notes"];
 }
 
 impl EventKind {

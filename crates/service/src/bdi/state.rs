@@ -136,7 +136,8 @@ pub fn out_of_range(field: &str, value: f64) -> BdiError {
     }
 }
 
-fn check_text(field: &str, v: &str, max: usize) -> Result<(), Invalid> {
+/// Refuses blank text or text over `max` bytes, naming the field.
+pub(crate) fn check_text(field: &str, v: &str, max: usize) -> Result<(), Invalid> {
     if v.trim().is_empty() || v.len() > max {
         return Err(Invalid::new(
             field,
@@ -762,7 +763,8 @@ pub async fn commit_intention(
     Ok(it)
 }
 
-async fn lock_intention(
+/// One of the agent's intentions, locked (404 when it has no such one).
+pub(crate) async fn lock_intention(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     agent_id: &str,
