@@ -57,7 +57,7 @@ pub enum Impact {
     Critical,
 }
 
-text_enum!(Impact {
+text_enum!(Impact as "RiskImpact", {
     Low => "low",
     Medium => "medium",
     High => "high",
