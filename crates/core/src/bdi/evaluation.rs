@@ -169,7 +169,7 @@ pub fn evaluate_goal(f: &GoalFacts) -> GoalEvaluation {
             )],
         );
     }
-    let active_children = f.children.iter().any(|c| *c == GoalStatus::Active);
+    let active_children = f.children.contains(&GoalStatus::Active);
     if f.intentions.is_empty() && !active_children {
         return verdict(
             GoalHealth::AtRisk,
