@@ -1,6 +1,7 @@
 //! Integration tests: the real service, real workers and a real PostgreSQL.
 
 mod agent_admin;
+mod agent_bdi;
 mod agent_loop;
 mod agent_tools;
 mod api_input;

@@ -1,7 +1,9 @@
 //! The pure rules of BDI state, each from the seed specification
 //! (`seeds/000_4103374d422914e8.txt`, §5–§7 and §16.4). No I/O here: the
 //! service's use cases (`bdi::state`) and its maintenance job (`bdi::runtime`)
-//! persist what these functions decide.
+//! persist what these functions decide. [`evaluation`] judges a goal
+//! (`goal_evaluate`) and [`plans`] describes plans for the agents' planning
+//! tools (phases, risks, HTN subtasks, step states).
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::{IllegalTransition, mission::Autonomy, text_enum};
+
+pub mod evaluation;
+pub mod plans;
 
 /// What a belief is about (seed §5.2, "Belief categories").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -144,7 +149,8 @@ pub fn unit_interval(v: f64) -> bool {
 pub enum BeliefOutcome {
     /// Novel: a new belief with the given certainty (step 4).
     Created,
-    /// Same content again: its certainty is the new estimate.
+    /// Same content again: corroborating evidence, so the certainty becomes
+    /// the higher of the two estimates (it never drops).
     Corroborated,
     /// Contradicting content with higher certainty: it replaces the belief.
     Revised,
@@ -198,6 +204,69 @@ pub fn revise_belief(
     } else {
         BeliefOutcome::Rejected
     }
+}
+
+/// A belief as stored: content, certainty and the conflict flag.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeldBelief<'a> {
+    /// What the agent holds true.
+    pub content: &'a str,
+    /// How sure it is, in [0, 1].
+    pub certainty: f64,
+    /// Whether an equally certain contradiction was flagged.
+    pub conflict: bool,
+}
+
+/// What a write leaves stored: the rule's outcome and the belief after it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Revision<'a> {
+    /// What the rule decided.
+    pub outcome: BeliefOutcome,
+    /// The belief as it is stored afterwards.
+    pub belief: HeldBelief<'a>,
+}
+
+/// Applies [`revise_belief`] to a held belief (`None`: there is none yet) and
+/// says what is stored afterwards.
+///
+/// Seed §5.2: "certainty increases with corroborating evidence and decreases
+/// with contradictory information". So a corroboration keeps the held wording
+/// and takes the higher certainty: a 0.9 belief corroborated at 0.3 stays at
+/// 0.9 (a weak witness is still a witness, not a contradiction). It settles a
+/// flagged tie only when it raises the certainty above the tie. A
+/// contradiction replaces the belief only with higher certainty; otherwise the
+/// belief is kept (flagged on a tie).
+pub fn revise<'a>(
+    existing: Option<HeldBelief<'a>>,
+    content: &'a str,
+    certainty: f64,
+) -> Revision<'a> {
+    let offered = HeldBelief {
+        content,
+        certainty,
+        conflict: false,
+    };
+    let Some(old) = existing else {
+        return Revision {
+            outcome: BeliefOutcome::Created,
+            belief: offered,
+        };
+    };
+    let outcome = revise_belief(Some((old.content, old.certainty)), content, certainty);
+    let belief = match outcome {
+        BeliefOutcome::Created | BeliefOutcome::Revised => offered,
+        BeliefOutcome::Corroborated => HeldBelief {
+            content: old.content,
+            certainty: old.certainty.max(certainty),
+            conflict: old.conflict && certainty <= old.certainty,
+        },
+        BeliefOutcome::Rejected => old,
+        BeliefOutcome::Conflict => HeldBelief {
+            conflict: true,
+            ..old
+        },
+    };
+    Revision { outcome, belief }
 }
 
 /// Certainty above which two beliefs on one subject are compared for
@@ -677,6 +746,65 @@ mod tests {
             revise_belief(Some(("growing", 0.7)), "contracting", 0.7),
             BeliefOutcome::Conflict
         );
+    }
+
+    #[test]
+    fn a_corroboration_never_lowers_certainty() {
+        let held = |certainty, conflict| HeldBelief {
+            content: "Growth is 15%",
+            certainty,
+            conflict,
+        };
+        // The issue's case: a 0.9 belief corroborated at 0.3 stays at 0.9.
+        let r = revise(Some(held(0.9, false)), "growth is 15%", 0.3);
+        assert_eq!(r.outcome, BeliefOutcome::Corroborated);
+        assert!(close(r.belief.certainty, 0.9));
+        assert_eq!(r.belief.content, "Growth is 15%", "the held wording stays");
+        // A stronger corroboration raises it.
+        let r = revise(Some(held(0.6, false)), "Growth is 15%", 0.95);
+        assert!(close(r.belief.certainty, 0.95));
+        // Equal: unchanged.
+        let r = revise(Some(held(0.7, false)), "Growth is 15%", 0.7);
+        assert!(close(r.belief.certainty, 0.7));
+        // A flagged tie is settled only by a corroboration above it.
+        assert!(
+            !revise(Some(held(0.7, true)), "Growth is 15%", 0.8)
+                .belief
+                .conflict
+        );
+        assert!(
+            revise(Some(held(0.7, true)), "Growth is 15%", 0.5)
+                .belief
+                .conflict
+        );
+        assert!(
+            revise(Some(held(0.7, true)), "Growth is 15%", 0.7)
+                .belief
+                .conflict
+        );
+    }
+
+    #[test]
+    fn revision_keeps_or_replaces_what_the_rule_says() {
+        let held = HeldBelief {
+            content: "growing",
+            certainty: 0.7,
+            conflict: false,
+        };
+        let r = revise(None, "growing", 0.4);
+        assert_eq!(r.outcome, BeliefOutcome::Created);
+        assert!(close(r.belief.certainty, 0.4));
+        let r = revise(Some(held), "contracting", 0.8);
+        assert_eq!(r.outcome, BeliefOutcome::Revised);
+        assert_eq!(r.belief.content, "contracting");
+        assert!(close(r.belief.certainty, 0.8) && !r.belief.conflict);
+        let r = revise(Some(held), "contracting", 0.2);
+        assert_eq!(r.outcome, BeliefOutcome::Rejected);
+        assert_eq!(r.belief, held, "a weaker contradiction lowers nothing");
+        let r = revise(Some(held), "contracting", 0.7);
+        assert_eq!(r.outcome, BeliefOutcome::Conflict);
+        assert_eq!(r.belief.content, "growing");
+        assert!(r.belief.conflict && close(r.belief.certainty, 0.7));
     }
 
     #[test]

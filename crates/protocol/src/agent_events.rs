@@ -1,7 +1,8 @@
 //! Typed payloads of the events agents cause through their tools (the
 //! `agents` area of the catalogue): the mission blackboard, discovered work,
-//! handoffs between agents and refused tool calls; and the registry's own
-//! (an agent changed or retired, a pin to an agent that cannot take work).
+//! handoffs between agents, refused tool calls and plan steps; and the
+//! registry's own (an agent changed or retired, a pin to an agent that
+//! cannot take work).
 
 use std::collections::BTreeMap;
 
@@ -119,6 +120,35 @@ impl EventPayload for AgentRetired {
 
 impl EventPayload for TaskPinUnavailable {
     const KIND: EventKind = EventKind::TaskPinUnavailable;
+/// `plan.step_recorded`: an agent reported a step of one of its intentions.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlanStepRecorded {
+    /// The agent.
+    pub agent_id: String,
+    /// The intention whose plan the step belongs to.
+    pub intention_id: uuid::Uuid,
+    /// The step, in the agent's own naming.
+    pub step_id: String,
+    /// `pending`, `executing`, `completed` or `failed`.
+    pub status: String,
+    /// The intention's progress after the report.
+    pub progress: f64,
+    /// How long the step took, as the agent says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual_duration: Option<String>,
+    /// What happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// What it produced (files, documents, links).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub artifacts_produced: Vec<String>,
+    /// Observations for the learning phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
+impl EventPayload for PlanStepRecorded {
+    const KIND: EventKind = EventKind::PlanStepRecorded;
 }
 
 impl EventPayload for PlanExtended {
@@ -214,6 +244,16 @@ mod tests {
                 reason: PinRefusal::Offline,
                 rung: Some(Rung::OtherAgent),
                 outcome: "unpinned".into(),
+            keys(&PlanStepRecorded {
+                agent_id: "a".into(),
+                intention_id: uuid::Uuid::nil(),
+                step_id: "s".into(),
+                status: "completed".into(),
+                progress: 0.5,
+                actual_duration: Some("2h".into()),
+                outcome: Some("done".into()),
+                artifacts_produced: vec!["report.md".into()],
+                notes: Some("n".into()),
             }),
         ];
         for (kind, fields) in samples {

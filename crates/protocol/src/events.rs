@@ -479,6 +479,9 @@ event_kinds! {
     AgentRetired = "agent.retired", Agents, Agent,
         "An agent was retired: kept for history, given no new work; its live attempts finish (a workspace event).",
         ["agent_id", "version", "previous_status", "live_attempts"];
+    PlanStepRecorded = "plan.step_recorded", Agents, Intention,
+        "An agent reported a step of one of its intentions (`plan_execute_step`); an executing or completed step is progress on it.",
+        ["agent_id", "intention_id", "step_id", "status", "progress", "actual_duration", "outcome", "artifacts_produced", "notes"];
 }
 
 impl EventKind {

@@ -64,11 +64,28 @@ pub async fn run_once(pool: &PgPool, replica: &str) -> anyhow::Result<CycleOutco
 async fn cycle(pool: &PgPool, replica: &str) -> anyhow::Result<CycleView> {
     let started = OffsetDateTime::now_utc();
     let actor = format!("bdi:{replica}");
+    let counts = maintain(pool, None, &actor).await?;
+
+    // 4. The audit record.
+    let mut tx = pool.begin().await?;
+    let record = store::insert_cycle(&mut tx, started, replica, counts).await?;
+    store::attribute_conflicts(&mut tx, record.id, started, None).await?;
+    tx.commit().await?;
+    Ok(record)
+}
+
+/// The maintenance phases (pruning, re-sorting, conflict detection) over the
+/// scope — every agent, or one — each in short transactions; their counts.
+pub(super) async fn maintain(
+    pool: &PgPool,
+    scope: store::Scope<'_>,
+    actor: &str,
+) -> anyhow::Result<CycleCounts> {
     let mut counts = CycleCounts::default();
 
     // 1. Intention pruning, with an event per marked intention.
     let mut tx = pool.begin().await?;
-    let stale = store::mark_stale_intentions(&mut tx).await?;
+    let stale = store::mark_stale_intentions(&mut tx, scope).await?;
     for (workspace_id, id, agent_id, strategy) in &stale {
         events::record(
             &mut tx,
@@ -89,14 +106,14 @@ async fn cycle(pool: &PgPool, replica: &str) -> anyhow::Result<CycleView> {
     counts.intentions_pruned = i32::try_from(stale.len()).unwrap_or(i32::MAX);
     // 2. Desire re-sorting.
     counts.desires_resorted =
-        i32::try_from(store::resort_desires(&mut tx).await?).unwrap_or(i32::MAX);
+        i32::try_from(store::resort_desires(&mut tx, scope).await?).unwrap_or(i32::MAX);
     tx.commit().await?;
 
     // 3. Belief conflicts, chunk by chunk (short transactions).
     let mut after = None;
     loop {
         let mut tx = pool.begin().await?;
-        let keys = store::conflict_candidates(&mut tx, after.as_ref(), BELIEF_CHUNK).await?;
+        let keys = store::conflict_candidates(&mut tx, scope, after.as_ref(), BELIEF_CHUNK).await?;
         if keys.is_empty() {
             tx.commit().await?;
             break;
@@ -155,13 +172,7 @@ async fn cycle(pool: &PgPool, replica: &str) -> anyhow::Result<CycleView> {
             break;
         }
     }
-
-    // 4. The audit record.
-    let mut tx = pool.begin().await?;
-    let record = store::insert_cycle(&mut tx, started, replica, counts).await?;
-    store::attribute_conflicts(&mut tx, record.id, started).await?;
-    tx.commit().await?;
-    Ok(record)
+    Ok(counts)
 }
 
 /// Schedules the cycle on this replica every `every_secs` seconds.

@@ -134,7 +134,8 @@ pub fn out_of_range(field: &str, value: f64) -> BdiError {
     }
 }
 
-fn check_text(field: &str, v: &str, max: usize) -> Result<(), Invalid> {
+/// Refuses blank text or text over `max` bytes, naming the field.
+pub(crate) fn check_text(field: &str, v: &str, max: usize) -> Result<(), Invalid> {
     if v.trim().is_empty() || v.len() > max {
         return Err(Invalid::new(
             field,
@@ -205,8 +206,9 @@ pub struct BeliefWrite {
     pub reason: String,
 }
 
-/// Writes a belief under the seed's revision rule ([`rules::revise_belief`])
-/// and logs the revision, whatever its outcome.
+/// Writes a belief under the seed's revision rule ([`rules::revise`]: a
+/// contradiction wins only with higher certainty, a corroboration never
+/// lowers certainty) and logs the revision, whatever its outcome.
 pub async fn update_belief(
     conn: &mut PgConnection,
     workspace_id: Uuid,
@@ -281,23 +283,20 @@ pub async fn update_belief(
             "belief vanished between insert and lock"
         )));
     };
-    let outcome =
-        rules::revise_belief(Some((&old.content, old.certainty)), &w.content, w.certainty);
-    let (content, certainty, conflict) = match outcome {
-        BeliefOutcome::Corroborated => (old.content.as_str(), w.certainty, false),
-        BeliefOutcome::Revised => (w.content.as_str(), w.certainty, false),
-        BeliefOutcome::Rejected => (old.content.as_str(), old.certainty, old.conflict),
-        BeliefOutcome::Conflict => (old.content.as_str(), old.certainty, true),
-        BeliefOutcome::Created => (w.content.as_str(), w.certainty, false),
+    let held = rules::HeldBelief {
+        content: &old.content,
+        certainty: old.certainty,
+        conflict: old.conflict,
     };
+    let rules::Revision { outcome, belief } = rules::revise(Some(held), &w.content, w.certainty);
     let updated = store::update_belief(
         &mut *conn,
         workspace_id,
         old.id,
         old.version,
-        content,
-        certainty,
-        conflict,
+        belief.content,
+        belief.certainty,
+        belief.conflict,
     )
     .await?
     .ok_or_else(|| stale("belief", old.id, old.version))?;
@@ -751,7 +750,8 @@ pub async fn commit_intention(
     Ok(it)
 }
 
-async fn lock_intention(
+/// One of the agent's intentions, locked (404 when it has no such one).
+pub(crate) async fn lock_intention(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     agent_id: &str,

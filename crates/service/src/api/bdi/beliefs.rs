@@ -19,6 +19,19 @@ pub struct PutBelief {
     pub reason: Option<String>,
 }
 
+impl PutBelief {
+    /// The use case's input (an unknown category is a 422 naming the choices).
+    pub fn input(self) -> ApiResult<BeliefWrite> {
+        Ok(BeliefWrite {
+            category: parse_value("category", &self.category)?,
+            subject: self.subject,
+            content: self.content,
+            certainty: self.certainty,
+            reason: self.reason.unwrap_or_default(),
+        })
+    }
+}
+
 /// A belief write's result.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BeliefWritten {
@@ -58,22 +71,10 @@ pub(crate) async fn put_belief(
     Json(req): Json<PutBelief>,
 ) -> ApiResult<(StatusCode, Json<BeliefWritten>)> {
     require_writer(&who, &agent_id)?;
-    let category: BeliefCategory = parse_value("category", &req.category)?;
+    let input = req.input()?;
     let mut tx = state.pool.begin().await?;
-    let (outcome, belief, revision) = state::update_belief(
-        &mut tx,
-        who.workspace_id,
-        &agent_id,
-        BeliefWrite {
-            category,
-            subject: req.subject,
-            content: req.content,
-            certainty: req.certainty,
-            reason: req.reason.unwrap_or_default(),
-        },
-        &who.actor(),
-    )
-    .await?;
+    let (outcome, belief, revision) =
+        state::update_belief(&mut tx, who.workspace_id, &agent_id, input, &who.actor()).await?;
     tx.commit().await?;
     let code = if outcome == BeliefOutcome::Created {
         StatusCode::CREATED
@@ -132,12 +133,11 @@ pub(crate) async fn list_beliefs(
     Query(p): Query<BeliefParams>,
 ) -> ApiResult<Json<BeliefList>> {
     let mut conn = state.pool.acquire().await?;
-    state::require_agent(&mut conn, who.workspace_id, &agent_id).await?;
-    let beliefs = store::list_beliefs(
+    let beliefs = crate::bdi::evaluate::beliefs(
         &mut conn,
         who.workspace_id,
         &agent_id,
-        p.category.map(|c| c.as_str()),
+        p.category,
         p.subject.as_deref(),
     )
     .await?;

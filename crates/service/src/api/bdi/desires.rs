@@ -35,6 +35,28 @@ pub struct CreateDesire {
     pub incompatible_with: Vec<Uuid>,
 }
 
+impl CreateDesire {
+    /// The use case's input (an unknown kind is a 422 naming the choices;
+    /// `dependency_status` defaults to 1: all dependencies met).
+    pub fn input(self) -> ApiResult<DesireCreate> {
+        Ok(DesireCreate {
+            description: self.description,
+            kind: parse_value("kind", &self.kind)?,
+            inputs: PriorityInputs {
+                base_priority: self.base_priority,
+                importance: self.importance,
+                urgency: self.urgency,
+                strategic_alignment: self.strategic_alignment,
+                dependency_status: self.dependency_status.unwrap_or(1.0),
+            },
+            serves: self.serves,
+            resources: self.resources,
+            strategy: self.strategy,
+            incompatible_with: self.incompatible_with,
+        })
+    }
+}
+
 /// A created desire and the conflicts found.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DesireCreated {
@@ -71,30 +93,10 @@ pub(crate) async fn create_desire(
     Json(req): Json<CreateDesire>,
 ) -> ApiResult<(StatusCode, Json<DesireCreated>)> {
     require_writer(&who, &agent_id)?;
-    let kind: DesireKind = parse_value("kind", &req.kind)?;
+    let input = req.input()?;
     let mut tx = state.pool.begin().await?;
-    let (desire, conflicts) = state::create_desire(
-        &mut tx,
-        who.workspace_id,
-        &agent_id,
-        DesireCreate {
-            description: req.description,
-            kind,
-            inputs: PriorityInputs {
-                base_priority: req.base_priority,
-                importance: req.importance,
-                urgency: req.urgency,
-                strategic_alignment: req.strategic_alignment,
-                dependency_status: req.dependency_status.unwrap_or(1.0),
-            },
-            serves: req.serves,
-            resources: req.resources,
-            strategy: req.strategy,
-            incompatible_with: req.incompatible_with,
-        },
-        &who.actor(),
-    )
-    .await?;
+    let (desire, conflicts) =
+        state::create_desire(&mut tx, who.workspace_id, &agent_id, input, &who.actor()).await?;
     tx.commit().await?;
     Ok((
         StatusCode::CREATED,

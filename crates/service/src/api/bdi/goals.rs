@@ -24,6 +24,20 @@ pub struct CreateGoal {
     pub deadline: Option<OffsetDateTime>,
 }
 
+impl CreateGoal {
+    /// The use case's input (an unknown tier is a 422 naming the choices).
+    pub fn input(self) -> ApiResult<GoalCreate> {
+        Ok(GoalCreate {
+            description: self.description,
+            tier: parse_value("tier", &self.tier)?,
+            parent_goal_id: self.parent_goal_id,
+            desire_id: self.desire_id,
+            success_criteria: self.success_criteria.unwrap_or_default(),
+            deadline: self.deadline,
+        })
+    }
+}
+
 /// Creates a goal.
 ///
 /// Roles: admin, operator, or the agent itself.
@@ -52,23 +66,10 @@ pub(crate) async fn create_goal(
     Json(req): Json<CreateGoal>,
 ) -> ApiResult<(StatusCode, Json<GoalView>)> {
     require_writer(&who, &agent_id)?;
-    let tier: GoalTier = parse_value("tier", &req.tier)?;
+    let input = req.input()?;
     let mut tx = state.pool.begin().await?;
-    let goal = state::create_goal(
-        &mut tx,
-        who.workspace_id,
-        &agent_id,
-        GoalCreate {
-            description: req.description,
-            tier,
-            parent_goal_id: req.parent_goal_id,
-            desire_id: req.desire_id,
-            success_criteria: req.success_criteria.unwrap_or_default(),
-            deadline: req.deadline,
-        },
-        &who.actor(),
-    )
-    .await?;
+    let goal =
+        state::create_goal(&mut tx, who.workspace_id, &agent_id, input, &who.actor()).await?;
     tx.commit().await?;
     Ok((StatusCode::CREATED, Json(goal)))
 }

@@ -22,6 +22,23 @@ pub struct CommitIntention {
     pub priority: Option<f64>,
 }
 
+impl CommitIntention {
+    /// The use case's input (an unknown strategy is a 422 naming the
+    /// choices; the default is open-minded, the seed's).
+    pub fn input(self) -> ApiResult<IntentionCreate> {
+        Ok(IntentionCreate {
+            description: self.description,
+            goal_id: self.goal_id,
+            desire_id: self.desire_id,
+            strategy: match &self.strategy {
+                Some(s) => parse_value("strategy", s)?,
+                None => CommitmentStrategy::OpenMinded,
+            },
+            priority: self.priority,
+        })
+    }
+}
+
 /// Commits to an intention with a commitment strategy.
 ///
 /// Roles: admin, operator, or the agent itself.
@@ -50,25 +67,10 @@ pub(crate) async fn commit_intention(
     Json(req): Json<CommitIntention>,
 ) -> ApiResult<(StatusCode, Json<IntentionView>)> {
     require_writer(&who, &agent_id)?;
-    let strategy = match &req.strategy {
-        Some(s) => parse_value("strategy", s)?,
-        None => CommitmentStrategy::OpenMinded,
-    };
+    let input = req.input()?;
     let mut tx = state.pool.begin().await?;
-    let it = state::commit_intention(
-        &mut tx,
-        who.workspace_id,
-        &agent_id,
-        IntentionCreate {
-            description: req.description,
-            goal_id: req.goal_id,
-            desire_id: req.desire_id,
-            strategy,
-            priority: req.priority,
-        },
-        &who.actor(),
-    )
-    .await?;
+    let it =
+        state::commit_intention(&mut tx, who.workspace_id, &agent_id, input, &who.actor()).await?;
     tx.commit().await?;
     Ok((StatusCode::CREATED, Json(it)))
 }

@@ -24,8 +24,8 @@ use crate::{
     bdi::{
         missions as bdi_missions,
         rules::{
-            BeliefCategory, BeliefOutcome, CommitmentStrategy, DesireConflict, DesireKind,
-            GoalStatus, GoalTier, IntentionStatus, PriorityInputs,
+            BeliefCategory, BeliefOutcome, CommitmentStrategy, DesireConflict, GoalStatus,
+            IntentionStatus, PriorityInputs,
         },
         runtime::{self, CycleOutcome},
         state::{self, BeliefWrite, DesireCreate, GoalCreate, IntentionCreate, Reconsideration},
@@ -134,6 +134,41 @@ impl From<crate::bdi::state::BdiError> for ApiError {
             E::IllegalTransition(e) => e.into(),
             E::Database(e) => e.into(),
             E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+// An agent's planning errors (`plan_generate`, `htn_decompose`).
+impl From<crate::bdi::plans::PlanError> for ApiError {
+    fn from(e: crate::bdi::plans::PlanError) -> Self {
+        use crate::bdi::plans::PlanError as E;
+        match e {
+            E::Invalid(e) => e.into(),
+            E::Planning(e) => e.into(),
+            E::Decomposition(e) => ApiError::Unprocessable {
+                code: "plan_decomposition_failed",
+                message: e.to_string(),
+                details: serde_json::json!(e.info()),
+            },
+        }
+    }
+}
+
+// Adapting a plan-library case (`plan_adapt`).
+impl From<crate::missions::plan_library::AdaptError> for ApiError {
+    fn from(e: crate::missions::plan_library::AdaptError) -> Self {
+        use crate::missions::plan_library::AdaptError as E;
+        let message = e.to_string();
+        match e {
+            E::Invalid(e) => e.into(),
+            E::NotFound(_) => ApiError::NotFound(message),
+            E::Unreadable { case_id, .. } => ApiError::Unprocessable {
+                code: "case_unreadable",
+                message,
+                details: serde_json::json!({ "case_id": case_id }),
+            },
+            E::Planning(e) => e.into(),
+            E::Database(e) => e.into(),
         }
     }
 }

@@ -2,18 +2,34 @@
 
 use super::*;
 
+/// Which agents a maintenance cycle covers: every agent of every workspace
+/// (`None`, the scheduled cycle) or one agent (`bdi_cycle`).
+pub type Scope<'a> = Option<(Uuid, &'a str)>;
+
+fn scope_parts(scope: Scope<'_>) -> (Option<Uuid>, Option<&str>) {
+    match scope {
+        Some((w, a)) => (Some(w), Some(a)),
+        None => (None, None),
+    }
+}
+
 /// Marks active intentions stalled past their strategy's threshold (seed
 /// §7.2: open-minded 7 days, cautious 3; never single-minded) for
-/// reconsideration, all workspaces; returns them.
+/// reconsideration, in the scope; returns them.
 pub async fn mark_stale_intentions(
     conn: &mut PgConnection,
+    scope: Scope<'_>,
 ) -> sqlx::Result<Vec<(Uuid, Uuid, String, String)>> {
+    let (w, a) = scope_parts(scope);
     let rows = sqlx::query!(
         "UPDATE bdi_intentions SET needs_reconsideration = true, version = version + 1, updated_at = now()
          WHERE status = 'active' AND NOT needs_reconsideration
+           AND ($1::uuid IS NULL OR (workspace_id = $1 AND agent_id = $2::text))
            AND ((strategy = 'open-minded' AND last_progress_at < now() - interval '7 days')
              OR (strategy = 'cautious' AND last_progress_at < now() - interval '3 days'))
-         RETURNING id, workspace_id, agent_id, strategy"
+         RETURNING id, workspace_id, agent_id, strategy",
+        w,
+        a
     )
     .fetch_all(conn)
     .await?;
@@ -24,15 +40,17 @@ pub async fn mark_stale_intentions(
 }
 
 /// Recomputes every active desire's priority with the seed's formula (§6.2)
-/// and ranks each agent's active desires by it (1 = highest); returns how
-/// many rows changed.
-pub async fn resort_desires(conn: &mut PgConnection) -> sqlx::Result<u64> {
+/// and ranks each agent's active desires by it (1 = highest), in the scope;
+/// returns how many rows changed.
+pub async fn resort_desires(conn: &mut PgConnection, scope: Scope<'_>) -> sqlx::Result<u64> {
+    let (w, a) = scope_parts(scope);
     let n = sqlx::query!(
         "WITH ranked AS (
              SELECT id,
                     base_priority * 0.30 + importance * 0.25 + urgency * 0.25
                       + strategic_alignment * 0.15 + dependency_status * 0.05 AS p
-             FROM bdi_desires WHERE status = 'active'),
+             FROM bdi_desires WHERE status = 'active'
+               AND ($1::uuid IS NULL OR (workspace_id = $1 AND agent_id = $2::text))),
          ordered AS (
              SELECT d.id, r.p,
                     row_number() OVER (PARTITION BY d.workspace_id, d.agent_id
@@ -40,7 +58,9 @@ pub async fn resort_desires(conn: &mut PgConnection) -> sqlx::Result<u64> {
              FROM bdi_desires d JOIN ranked r ON r.id = d.id)
          UPDATE bdi_desires d SET priority = LEAST(1.0, GREATEST(0.0, o.p)), rank = o.rk
          FROM ordered o
-         WHERE d.id = o.id AND (d.rank IS DISTINCT FROM o.rk OR d.priority <> LEAST(1.0, GREATEST(0.0, o.p)))"
+         WHERE d.id = o.id AND (d.rank IS DISTINCT FROM o.rk OR d.priority <> LEAST(1.0, GREATEST(0.0, o.p)))",
+        w,
+        a
     )
     .execute(conn)
     .await?
@@ -49,9 +69,10 @@ pub async fn resort_desires(conn: &mut PgConnection) -> sqlx::Result<u64> {
 }
 
 /// One chunk of (workspace, agent, subject) groups that hold at least two
-/// beliefs above the conflict certainty, after `after` in key order.
+/// beliefs above the conflict certainty, in the scope, after `after` in key order.
 pub async fn conflict_candidates(
     conn: &mut PgConnection,
+    scope: Scope<'_>,
     after: Option<&(Uuid, String, String)>,
     limit: i64,
 ) -> sqlx::Result<Vec<(Uuid, String, String)>> {
@@ -59,17 +80,21 @@ pub async fn conflict_candidates(
         Some((w, a, s)) => (Some(*w), Some(a.as_str()), Some(s.as_str())),
         None => (None, None, None),
     };
+    let (sw, sa) = scope_parts(scope);
     let rows = sqlx::query!(
         r#"SELECT workspace_id, agent_id, subject FROM bdi_beliefs
            WHERE certainty > $4
              AND ($1::uuid IS NULL OR (workspace_id, agent_id, subject) > ($1, $2::text, $3::text))
+             AND ($6::uuid IS NULL OR (workspace_id = $6 AND agent_id = $7::text))
            GROUP BY workspace_id, agent_id, subject HAVING count(*) > 1
            ORDER BY workspace_id, agent_id, subject LIMIT $5"#,
         w,
         a,
         s,
         coordinator_core::bdi::CONFLICT_CERTAINTY,
-        limit
+        limit,
+        sw,
+        sa
     )
     .fetch_all(conn)
     .await?;
@@ -126,16 +151,21 @@ pub async fn insert_conflict(
     Ok(n == 1)
 }
 
-/// Ties today's unattributed conflict reports to the cycle that found them.
+/// Ties today's unattributed conflict reports in the scope to the cycle that found them.
 pub async fn attribute_conflicts(
     conn: &mut PgConnection,
     cycle_id: i64,
     since: OffsetDateTime,
+    scope: Scope<'_>,
 ) -> sqlx::Result<()> {
+    let (w, a) = scope_parts(scope);
     sqlx::query!(
-        "UPDATE bdi_conflicts SET cycle_id = $1 WHERE cycle_id IS NULL AND detected_at >= $2",
+        "UPDATE bdi_conflicts SET cycle_id = $1 WHERE cycle_id IS NULL AND detected_at >= $2
+           AND ($3::uuid IS NULL OR (workspace_id = $3 AND agent_id = $4::text))",
         cycle_id,
-        since
+        since,
+        w,
+        a
     )
     .execute(conn)
     .await?;
@@ -183,13 +213,42 @@ pub async fn insert_cycle(
     .await
 }
 
-/// The latest cycle.
+/// An agent's own cycle (`bdi_cycle`): its audit record, with what each phase did.
+pub async fn insert_agent_cycle(
+    conn: &mut PgConnection,
+    started_at: OffsetDateTime,
+    replica: &str,
+    (workspace_id, agent_id): (Uuid, &str),
+    c: CycleCounts,
+    phases: &serde_json::Value,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        "INSERT INTO bdi_cycles (started_at, replica, intentions_pruned, desires_resorted, beliefs_scanned,
+                                 belief_chunks, conflicts_found, workspace_id, agent_id, phases)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         RETURNING id",
+        started_at,
+        replica,
+        c.intentions_pruned,
+        c.desires_resorted,
+        c.beliefs_scanned,
+        c.belief_chunks,
+        c.conflicts_found,
+        workspace_id,
+        agent_id,
+        phases
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// The latest cycle over every agent (agents' own cycles are not it).
 pub async fn last_cycle(conn: &mut PgConnection) -> sqlx::Result<Option<CycleView>> {
     sqlx::query_as!(
         CycleView,
         "SELECT id, started_at, finished_at, replica, intentions_pruned, desires_resorted, beliefs_scanned,
                 belief_chunks, conflicts_found
-         FROM bdi_cycles ORDER BY id DESC LIMIT 1"
+         FROM bdi_cycles WHERE agent_id IS NULL ORDER BY id DESC LIMIT 1"
     )
     .fetch_optional(conn)
     .await

@@ -20,6 +20,8 @@ use crate::{
 };
 
 mod reservations;
+mod bdi;
+mod planning;
 mod task;
 
 /// Agent tools are for agent tokens (and attempt tokens, which act as one).
@@ -27,7 +29,12 @@ pub(crate) const AGENTS: &[Role] = &[Role::Agent];
 
 /// Every agent tool, grouped as seed 000 §20 groups them.
 pub(super) fn build() -> Vec<Tool> {
-    [task::tools(), reservations::tools()]
+    [
+        task::tools(),
+        reservations::tools(),
+        planning::tools(),
+        bdi::tools(),
+    ]
         .into_iter()
         .flatten()
         .collect()

@@ -1,0 +1,139 @@
+//! `plan_execute_step` (seed §8.5): an agent reports a step of the plan of
+//! one of its intentions. The intention is the plan (the service keeps no
+//! separate plan rows), so an executing or completed step is progress on it
+//! ([`super::state::record_progress`], which restarts its stall clock), and a
+//! failed or pending one is recorded without being progress. The step itself
+//! is a `plan.step_recorded` event for the learning phase.
+
+use coordinator_protocol::agent_events::PlanStepRecorded;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use coordinator_core::invalid::Invalid;
+
+use super::{
+    rules::{self, IntentionStatus, plans::StepStatus},
+    state::{BdiError, check_text, lock_intention, out_of_range, record_progress},
+};
+use crate::store::{
+    bdi::IntentionView,
+    events::{self, WorkspaceEvent},
+};
+
+/// Most artifacts one step report lists.
+pub const MAX_ARTIFACTS: usize = 50;
+
+/// A step report.
+#[derive(Debug, Clone)]
+pub struct StepReport {
+    /// The intention whose plan it belongs to.
+    pub intention_id: Uuid,
+    /// The step, in the agent's naming (1–200 bytes).
+    pub step_id: String,
+    /// Its state now.
+    pub status: StepStatus,
+    /// The intention's progress after this step, in [0, 1] (default: unchanged).
+    pub progress: Option<f64>,
+    /// How long it took (at most 100 bytes).
+    pub actual_duration: Option<String>,
+    /// What happened (at most 4000 bytes).
+    pub outcome: Option<String>,
+    /// What it produced (at most 50, each 1–500 bytes).
+    pub artifacts_produced: Vec<String>,
+    /// Observations (at most 4000 bytes).
+    pub notes: Option<String>,
+}
+
+fn check_optional(field: &str, v: &Option<String>, max: usize) -> Result<(), Invalid> {
+    match v {
+        Some(v) => check_text(field, v, max),
+        None => Ok(()),
+    }
+}
+
+/// Records a step of one of the agent's active intentions (409 for one that
+/// is not active, 404 for one it does not have).
+pub async fn record_step(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    step: StepReport,
+    actor: &str,
+) -> Result<IntentionView, BdiError> {
+    check_text("step_id", &step.step_id, 200)?;
+    check_optional("actual_duration", &step.actual_duration, 100)?;
+    check_optional("outcome", &step.outcome, 4000)?;
+    check_optional("notes", &step.notes, 4000)?;
+    if step.artifacts_produced.len() > MAX_ARTIFACTS
+        || step
+            .artifacts_produced
+            .iter()
+            .any(|a| a.trim().is_empty() || a.len() > 500)
+    {
+        return Err(Invalid::new(
+            "artifacts_produced",
+            format!("at most {MAX_ARTIFACTS} artifacts of 1–500 bytes each"),
+        )
+        .into());
+    }
+    if let Some(p) = step.progress
+        && !rules::unit_interval(p)
+    {
+        return Err(out_of_range("progress", p));
+    }
+    if step.progress.is_some() && !step.status.is_progress() {
+        return Err(Invalid::new(
+            "progress",
+            format!(
+                "a {} step is not progress: report progress with an executing or completed step",
+                step.status
+            ),
+        )
+        .into());
+    }
+    let id = step.intention_id;
+    let it = lock_intention(&mut *conn, workspace_id, agent_id, id).await?;
+    if it.status != IntentionStatus::Active.as_str() {
+        return Err(BdiError::WrongState {
+            entity: "intention",
+            status: it.status.clone(),
+            message: format!(
+                "intention {id} is {}; only an active one executes steps",
+                it.status
+            ),
+        });
+    }
+    let it = if step.status.is_progress() {
+        let progress = step.progress.unwrap_or(it.progress);
+        record_progress(
+            &mut *conn,
+            workspace_id,
+            agent_id,
+            id,
+            progress,
+            None,
+            actor,
+        )
+        .await?
+    } else {
+        it
+    };
+    let payload = PlanStepRecorded {
+        agent_id: agent_id.to_owned(),
+        intention_id: id,
+        step_id: step.step_id,
+        status: step.status.as_str().to_owned(),
+        progress: it.progress,
+        actual_duration: step.actual_duration,
+        outcome: step.outcome,
+        artifacts_produced: step.artifacts_produced,
+        notes: step.notes,
+    };
+    events::record(
+        &mut *conn,
+        workspace_id,
+        WorkspaceEvent::new(None, None, actor, &payload),
+    )
+    .await?;
+    Ok(it)
+}
