@@ -4,6 +4,7 @@ mod agent_admin;
 mod agent_bdi;
 mod agent_loop;
 mod agent_tools;
+mod agent_workforce;
 mod api_input;
 mod attempts;
 mod bdi;

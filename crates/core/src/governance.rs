@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::{IllegalTransition, text_enum};
+use crate::invalid::Invalid;
 
 /// How much a stakeholder wants to review (seed §11.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,6 +419,74 @@ pub struct TaskFacts {
     pub tender_window_ms: i32,
 }
 
+/// What a decision is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionTopic {
+    /// An action judged against the profile: the dispatch gate, or an agent's request.
+    Governance,
+    /// An agent blocked inside its task (seed 004's `Decision(topic=blocker)`):
+    /// its task waits, and goes back to the queue with the resolution.
+    Blocker,
+}
+
+text_enum!(DecisionTopic {
+    Governance => "governance",
+    Blocker => "blocker",
+});
+
+/// The option a resolution chose: the one `named` (a label of `labels`),
+/// or for `approved` and `modified` the `recommended` one; `rejected` and
+/// `deferred` choose none, so naming one with them is refused.
+pub fn chosen_option(
+    outcome: Outcome,
+    named: Option<&str>,
+    recommended: Option<&str>,
+    labels: &[&str],
+) -> Result<Option<String>, Invalid> {
+    match (outcome, named) {
+        (Outcome::Rejected | Outcome::Deferred, Some(_)) => Err(Invalid::new(
+            "option",
+            "an option is only chosen with outcome 'approved' or 'modified'",
+        )),
+        (Outcome::Rejected | Outcome::Deferred, None) => Ok(None),
+        (_, Some(label)) if labels.contains(&label) => Ok(Some(label.to_owned())),
+        (_, Some(_)) => Err(Invalid::new(
+            "option",
+            format!(
+                "option must be the label of one of the decision's options: {}",
+                labels.join(", ")
+            ),
+        )),
+        (_, None) => Ok(recommended.map(str::to_owned)),
+    }
+}
+
+/// What a resolved blocker tells the agent whose task waited for it: the
+/// next dispatch's `feedback`.
+pub fn blocker_feedback(
+    description: &str,
+    status: DecisionStatus,
+    chosen: Option<&str>,
+    rationale: Option<&str>,
+    conditions: &[String],
+) -> String {
+    let mut out = format!("Your blocker \"{description}\" was resolved: {status}.");
+    match (status, chosen) {
+        (DecisionStatus::Rejected, _) => {
+            out.push_str(" None of your options is accepted: find another way.");
+        }
+        (_, Some(label)) => out.push_str(&format!(" Chosen option: \"{label}\".")),
+        (_, None) => out.push_str(" No option was named: proceed as you proposed."),
+    }
+    if let Some(r) = rationale.filter(|r| !r.trim().is_empty()) {
+        out.push_str(&format!(" Rationale: {}.", r.trim().trim_end_matches('.')));
+    }
+    if !conditions.is_empty() {
+        out.push_str(&format!(" Conditions: {}.", conditions.join("; ")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,5 +601,53 @@ mod tests {
         assert!(S::Rejected.resolve(O::Deferred).is_err());
         assert_eq!(S::Deferred.recheck(), Ok(S::Pending));
         assert!(S::Pending.recheck().is_err());
+    }
+    #[test]
+    fn a_resolution_chooses_a_named_or_the_recommended_option() {
+        let labels = ["A", "B"];
+        assert_eq!(
+            chosen_option(Outcome::Approved, None, Some("B"), &labels),
+            Ok(Some("B".into()))
+        );
+        assert_eq!(
+            chosen_option(Outcome::Modified, Some("A"), Some("B"), &labels),
+            Ok(Some("A".into()))
+        );
+        assert_eq!(
+            chosen_option(Outcome::Approved, None, None, &labels),
+            Ok(None)
+        );
+        assert_eq!(
+            chosen_option(Outcome::Approved, Some("C"), None, &labels)
+                .unwrap_err()
+                .field,
+            "option"
+        );
+        assert!(chosen_option(Outcome::Rejected, Some("A"), None, &labels).is_err());
+        assert_eq!(
+            chosen_option(Outcome::Rejected, None, Some("A"), &labels),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn blocker_feedback_names_the_outcome_and_the_option() {
+        let f = blocker_feedback(
+            "Which API?",
+            DecisionStatus::Approved,
+            Some("REST"),
+            Some("simpler."),
+            &["log calls".into()],
+        );
+        assert_eq!(
+            f,
+            "Your blocker \"Which API?\" was resolved: approved. Chosen option: \"REST\". \
+             Rationale: simpler. Conditions: log calls."
+        );
+        let f = blocker_feedback("Q", DecisionStatus::Rejected, None, None, &[]);
+        assert!(
+            f.contains("rejected") && f.contains("find another way"),
+            "{f}"
+        );
     }
 }

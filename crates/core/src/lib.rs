@@ -33,6 +33,7 @@ pub mod bdi;
 pub mod contract_net;
 pub mod domain;
 pub mod governance;
+pub mod handoffs;
 pub mod invalid;
 pub mod messages;
 pub mod organisation;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use uuid::Uuid;
 
 use coordinator_core::agents::PinRefusal;
 use coordinator_core::domain::Rung;
@@ -149,6 +150,31 @@ pub struct PlanStepRecorded {
 
 impl EventPayload for PlanStepRecorded {
     const KIND: EventKind = EventKind::PlanStepRecorded;
+/// `task.handed_off`: an agent handed its running task to another agent;
+/// its attempt ended (not a failure) and the task is queued for the receiver.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskHandedOff {
+    /// The task's key.
+    pub key: String,
+    /// The handoff (`GET /v1/handoffs/{id}`).
+    pub handoff_id: Uuid,
+    /// The agent that handed it off.
+    pub from: String,
+    /// The agent that receives it (the task is pinned to it).
+    pub to: String,
+    /// The role asked for, when the receiver was chosen by role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_role: Option<String>,
+    /// The receiver's assignment score for the task.
+    pub score: f64,
+    /// The attempt that ended.
+    pub attempt_id: Uuid,
+    /// What the receiver needs to know (also its dispatch's `feedback`).
+    pub context_summary: String,
+}
+
+impl EventPayload for TaskHandedOff {
+    const KIND: EventKind = EventKind::TaskHandedOff;
 }
 
 impl EventPayload for PlanExtended {
@@ -254,14 +280,25 @@ mod tests {
                 outcome: Some("done".into()),
                 artifacts_produced: vec!["report.md".into()],
                 notes: Some("n".into()),
+            keys(&TaskHandedOff {
+                key: "k".into(),
+                handoff_id: Uuid::nil(),
+                from: "a".into(),
+                to: "b".into(),
+                to_role: Some("writer".into()),
+                score: 0.5,
+                attempt_id: Uuid::nil(),
+                context_summary: "s".into(),
             }),
         ];
         for (kind, fields) in samples {
-            let listed: BTreeSet<String> = kind
+            let mut listed: BTreeSet<String> = kind
                 .payload_fields()
                 .iter()
                 .map(|f| f.to_string())
                 .collect();
+            // Task transitions get `status` when they are recorded.
+            listed.remove("status");
             assert_eq!(fields, listed, "{kind}");
         }
     }

@@ -371,8 +371,8 @@ event_kinds! {
         "A work package's progress or notes changed.",
         ["work_package_id", "progress", "note", "mission_id"];
     HandoffCreated = "handoff.created", Workforce, Handoff,
-        "A handoff was made between an agent and a person.",
-        ["handoff_id", "direction", "from", "to", "key", "task_status_from", "task_status_to", "message_id", "agent_id"];
+        "A handoff was made between an agent and a person, or between two agents (`attempt_id` the attempt that ended).",
+        ["handoff_id", "direction", "from", "to", "key", "task_status_from", "task_status_to", "message_id", "agent_id", "attempt_id"];
 
     // -------------------------------------------------------- coordination
     MessageSent = "message.sent", Coordination, Message,
@@ -482,6 +482,9 @@ event_kinds! {
     PlanStepRecorded = "plan.step_recorded", Agents, Intention,
         "An agent reported a step of one of its intentions (`plan_execute_step`); an executing or completed step is progress on it.",
         ["agent_id", "intention_id", "step_id", "status", "progress", "actual_duration", "outcome", "artifacts_produced", "notes"];
+    TaskHandedOff = "task.handed_off", Agents, Task,
+        "An agent handed its running task to another agent (named, or the best of a role): its attempt ended without counting as a failure, and the task is queued pinned to the receiver with the summary as feedback.",
+        ["key", "handoff_id", "from", "to", "to_role", "score", "attempt_id", "context_summary", "status"];
 }
 
 impl EventKind {

@@ -73,6 +73,9 @@ pub enum TaskEvent {
     Reopen,
     /// The governance gate holds it for a stakeholder's decision before dispatch.
     AwaitApproval,
+    /// Its agent handed it to another agent: the live attempt ends (not a
+    /// failure) and the task is ready again, for the receiving agent.
+    HandOff,
 }
 
 impl TaskEvent {
@@ -91,6 +94,7 @@ impl TaskEvent {
             TaskEvent::Supersede => "supersede",
             TaskEvent::Reopen => "reopen",
             TaskEvent::AwaitApproval => "await_approval",
+            TaskEvent::HandOff => "hand_off",
         }
     }
 }
@@ -172,6 +176,8 @@ impl TaskStatus {
             // The governance gate, just before a claim.
             (S::Queued | S::RetryWait, E::AwaitApproval) => S::AwaitingApproval,
             (S::AwaitingHuman | S::AwaitingApproval, E::Requeue) => S::Queued,
+            // An agent hands its task to another agent from inside its attempt.
+            (S::Running, E::HandOff) => S::Queued,
             (S::AwaitingHuman, E::CompleteByHuman) => S::Succeeded,
             (
                 S::Pending | S::Queued | S::RetryWait | S::AwaitingHuman | S::AwaitingApproval,
@@ -194,7 +200,7 @@ impl TaskStatus {
 mod tests {
     use super::*;
 
-    const EVENTS: [TaskEvent; 13] = [
+    const EVENTS: [TaskEvent; 14] = [
         TaskEvent::DependenciesMet,
         TaskEvent::Claimed,
         TaskEvent::Succeeded,
@@ -208,6 +214,7 @@ mod tests {
         TaskEvent::Supersede,
         TaskEvent::Reopen,
         TaskEvent::AwaitApproval,
+        TaskEvent::HandOff,
     ];
 
     #[test]
@@ -319,7 +326,7 @@ mod tests {
 
     /// The lifecycle as documented in the module header and `docs/architecture.md`,
     /// written out pair by pair (independently of `next`'s patterns).
-    const TABLE: [(TaskStatus, TaskEvent, TaskStatus); 28] = {
+    const TABLE: [(TaskStatus, TaskEvent, TaskStatus); 29] = {
         use TaskEvent as E;
         use TaskStatus as S;
         [
@@ -339,6 +346,7 @@ mod tests {
             (S::RetryWait, E::AwaitApproval, S::AwaitingApproval),
             (S::AwaitingHuman, E::Requeue, S::Queued),
             (S::AwaitingApproval, E::Requeue, S::Queued),
+            (S::Running, E::HandOff, S::Queued),
             (S::AwaitingHuman, E::CompleteByHuman, S::Succeeded),
             (S::Pending, E::Skip, S::Skipped),
             (S::Queued, E::Skip, S::Skipped),

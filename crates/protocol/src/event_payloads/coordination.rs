@@ -230,6 +230,8 @@ pub struct HandoffCreated {
     pub message_id: Option<Uuid>,
     /// The agent's side of the handoff, so an agent's event filter finds it.
     pub agent_id: String,
+    /// For `agent_to_agent`: the attempt the handoff ended.
+    pub attempt_id: Option<Uuid>,
 }
 
 // ---------------------------------------------------- messages, reservations

@@ -204,9 +204,11 @@ async fn show(
 }
 
 /// Resolves a decision: `approved`, `rejected`, `deferred` or `modified`,
-/// with rationale and conditions. A gated mission task moves with it
-/// (queued, skipped with a replan trigger, still waiting, or queued with the
-/// modifications in its inputs); a requesting agent gets an INFORM.
+/// with rationale, conditions and the `option` chosen. A gated mission task
+/// moves with it (queued, skipped with a replan trigger, still waiting, or
+/// queued with the modifications in its inputs); a blocker's task goes back
+/// to the queue with the outcome as feedback (or waits, if deferred); a
+/// requesting agent gets an INFORM.
 ///
 /// Roles: stakeholder only.
 #[utoipa::path(
@@ -281,6 +283,17 @@ impl From<gov::GovernanceError> for ApiError {
                 message,
                 details: Value::Null,
             },
+            E::NotRunning { status, .. } => ApiError::Conflict {
+                code: "invalid_state",
+                message,
+                details: json!({ "entity": "task", "status": status }),
+            },
+            E::StaleAttempt { attempt_id } => ApiError::Conflict {
+                code: "stale_attempt",
+                message,
+                details: json!({ "attempt_id": attempt_id }),
+            },
+            E::TaskMove(e) => (*e).into(),
             E::IllegalTransition(e) => e.into(),
             E::Replan(e) => (*e).into(),
             E::Message(e) => e.into(),

@@ -46,9 +46,9 @@ struct ListParams {
     limit: Limit<500, 500>,
 }
 
-/// Hands a task between an agent and a person with its context: `agent_to_human` moves the task to `awaiting_human` (ending a live attempt), `human_to_agent` queues it again for the named agent and sends that agent a HANDOFF message.
+/// Hands a task between an agent and a person, or between agents, with its context: `agent_to_human` moves the task to `awaiting_human` (ending a live attempt), `human_to_agent` queues it again for the named agent and sends that agent a HANDOFF message, `agent_to_agent` ends the caller's attempt (not a failure) and queues its running task pinned to the agent `to`, with the summary as the next dispatch's feedback.
 ///
-/// Roles: `agent_to_human` admin, operator, agent (as itself only); `human_to_agent` admin, operator, stakeholder.
+/// Roles: `agent_to_human` admin, operator, agent (as itself only); `human_to_agent` admin, operator, stakeholder; `agent_to_agent` the attempt token of the task's dispatch.
 #[utoipa::path(
     post,
     path = "/v1/handoffs",
@@ -60,8 +60,8 @@ struct ListParams {
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden),
-        (status = 409, description = "The task's status does not allow this direction, or the mission has ended (`invalid_state`); the task changed meanwhile (`conflict`)", body = doc::ErrorBody),
-        (status = 422, description = "`task_id` names no task (`unknown_task`), `from` no agent (`unknown_agent`), or `to` no agent (`unknown_recipient`)", body = doc::ErrorBody)
+        (status = 409, description = "The task's status does not allow this direction, or the mission has ended (`invalid_state`); the task changed meanwhile (`conflict`, `concurrent_update`); the attempt ended (`stale_attempt`); the receiving agent is offline (`recipient_offline`) or prohibited from the task (`recipient_prohibited`)", body = doc::ErrorBody),
+        (status = 422, description = "`task_id` names no task (`unknown_task`), `from` no agent (`unknown_agent`), or `to` no agent (`unknown_recipient`); `to` is the caller (`handoff_to_self`) or cannot do the task (`recipient_unable`)", body = doc::ErrorBody)
     ),
     security(("api_token" = []))
 )]
@@ -130,7 +130,7 @@ async fn show(
 
 use serde_json::{Value, json};
 
-use crate::coordination::handoffs::HandoffError;
+use crate::coordination::handoffs::{HandoffError, Refusal};
 
 impl From<HandoffError> for ApiError {
     fn from(e: HandoffError) -> Self {
@@ -161,9 +161,46 @@ impl From<HandoffError> for ApiError {
                 details: json!({ "entity": "task", "status": status }),
             },
             HandoffError::NotFound { .. } => ApiError::NotFound(message),
+            HandoffError::Refused(r) => refusal(r, message),
+            HandoffError::StaleAttempt { attempt_id } => ApiError::Conflict {
+                code: "stale_attempt",
+                message,
+                details: json!({ "attempt_id": attempt_id }),
+            },
+            HandoffError::TaskChanged => ApiError::conflict("concurrent_update", message),
             HandoffError::TaskMove(e) => e.into(),
             HandoffError::Message(e) => e.into(),
             HandoffError::Database(e) => e.into(),
+        }
+    }
+}
+
+/// A receiver that does not exist or names the caller is a bad request
+/// (422); one that exists but cannot take the task now is a conflict (409).
+fn refusal(r: Refusal, message: String) -> ApiError {
+    let (conflict, code, details) = match &r {
+        Refusal::ToSelf(a) => (false, "handoff_to_self", json!({ "to_agent": a })),
+        Refusal::UnknownAgent(a) => (false, "unknown_recipient", json!({ "to_agent": a })),
+        Refusal::Unable(a) => (false, "recipient_unable", json!({ "to_agent": a })),
+        Refusal::Offline(a) => (true, "recipient_offline", json!({ "to_agent": a })),
+        Refusal::Prohibited { agent, role } => (
+            true,
+            "recipient_prohibited",
+            json!({ "to_agent": agent, "role": role }),
+        ),
+        Refusal::NoneInRole(role) => (true, "no_recipient", json!({ "to_role": role })),
+    };
+    if conflict {
+        ApiError::Conflict {
+            code,
+            message,
+            details,
+        }
+    } else {
+        ApiError::Unprocessable {
+            code,
+            message,
+            details,
         }
     }
 }
@@ -221,5 +258,13 @@ mod tests {
         .await;
         assert_eq!(status, StatusCode::FORBIDDEN);
         assert_eq!(error["code"], "forbidden");
+        let (status, error) =
+            rendered(HandoffError::Refused(Refusal::ToSelf("a".into())).into()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["code"], "handoff_to_self");
+        let (status, error) =
+            rendered(HandoffError::Refused(Refusal::Offline("b".into())).into()).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["code"], "recipient_offline");
     }
 }

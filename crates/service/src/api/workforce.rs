@@ -11,10 +11,10 @@ use super::{
     extract::{Json, Path, Query},
 };
 use crate::{
-    auth::{Principal, Role},
+    auth::Principal,
     coordination::workforce::{
         self as wf, AddContractor, AssignRequest, Availability, CreatePackage, PackageStatus,
-        ProgressRequest, TransitionRequest, UpdateContractor,
+        ProgressRequest, TransitionRequest, TrustRequest, UpdateContractor,
     },
     error::{ApiError, ApiResult},
     store::workforce::{ContractorView, PackageFilter, PackageView},
@@ -25,6 +25,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_contractors, add_contractor))
         .routes(routes!(show_contractor, update_contractor))
+        .routes(routes!(update_trust))
         .routes(routes!(list_packages, create_package))
         .routes(routes!(show_package))
         .routes(routes!(transition))
@@ -35,8 +36,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Most rows one listing answers.
 const MAX_LIST: i64 = 500;
-
-const MANAGERS: &[Role] = &[Role::Admin, Role::Operator];
 
 /// A list of contractors.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -123,7 +122,7 @@ async fn list_contractors(
 
 /// Registers a contractor (a person who takes work packages) at trust 0.5.
 ///
-/// Roles: admin, operator.
+/// Roles: admin, operator, agent.
 #[utoipa::path(
     post,
     path = "/v1/contractors",
@@ -143,7 +142,6 @@ async fn add_contractor(
     who: Principal,
     Json(req): Json<AddContractor>,
 ) -> ApiResult<(StatusCode, Json<ContractorView>)> {
-    who.require(MANAGERS)?;
     let c = wf::add_contractor(&state.pool, &who, req).await?;
     Ok((StatusCode::CREATED, Json(c)))
 }
@@ -175,7 +173,7 @@ async fn show_contractor(
 
 /// Updates a contractor's details or availability; trust changes only through ratings.
 ///
-/// Roles: admin, operator.
+/// Roles: admin, operator, agent.
 #[utoipa::path(
     patch,
     path = "/v1/contractors/{id}",
@@ -199,10 +197,38 @@ async fn update_contractor(
     Path(id): Path<Uuid>,
     Json(req): Json<UpdateContractor>,
 ) -> ApiResult<Json<ContractorView>> {
-    who.require(MANAGERS)?;
     Ok(Json(
         wf::update_contractor(&state.pool, &who, id, req).await?,
     ))
+}
+
+/// Rates a contractor outside a package's completion: trust moves by ±0.1 (clamped to 0–1; `neutral` keeps it) and the change joins the trust history.
+///
+/// Roles: admin, operator, agent.
+#[utoipa::path(
+    post,
+    path = "/v1/contractors/{id}/trust",
+    tag = "workforce",
+    operation_id = "update_contractor_trust",
+    params(("id" = Uuid, Path, description = "Contractor id")),
+    request_body = TrustRequest,
+    responses(
+        (status = 200, description = "Rated: the contractor, with `trust_history`", body = ContractorView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The contractor changed meanwhile (`concurrent_update`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn update_trust(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<TrustRequest>,
+) -> ApiResult<Json<ContractorView>> {
+    Ok(Json(wf::update_trust(&state.pool, &who, id, req).await?))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -255,7 +281,7 @@ async fn list_packages(
 
 /// Creates a work package in `draft` (or `open`, running auto-matching, with `open: true`).
 ///
-/// Roles: admin, operator.
+/// Roles: admin, operator, agent.
 #[utoipa::path(
     post,
     path = "/v1/work-packages",
@@ -275,7 +301,6 @@ async fn create_package(
     who: Principal,
     Json(req): Json<CreatePackage>,
 ) -> ApiResult<(StatusCode, Json<PackageView>)> {
-    who.require(MANAGERS)?;
     let p = wf::create_package(&state.pool, &state.http, &who, req).await?;
     Ok((StatusCode::CREATED, Json(p)))
 }
@@ -307,7 +332,7 @@ async fn show_package(
 
 /// Moves a work package through its lifecycle: draft → open → assigned → in_progress → review → completed (needs `quality_rating`; updates trust; a delegated task completes), review → in_progress, any non-terminal → cancelled (a delegated task is queued again).
 ///
-/// Roles: admin, operator; stakeholders may move to `in_progress` (rework), `completed` or `cancelled` from `review`.
+/// Roles: admin, operator, agent; stakeholders may move to `in_progress` (rework), `completed` or `cancelled` from `review`.
 #[utoipa::path(
     post,
     path = "/v1/work-packages/{id}/transition",
@@ -332,25 +357,6 @@ async fn transition(
     Path(id): Path<Uuid>,
     Json(req): Json<TransitionRequest>,
 ) -> ApiResult<Json<PackageView>> {
-    if who.role == Role::Stakeholder {
-        // A reviewer's verbs; the package must be in review (checked on the row).
-        if !matches!(
-            req.to,
-            PackageStatus::InProgress | PackageStatus::Completed | PackageStatus::Cancelled
-        ) {
-            return Err(ApiError::Forbidden(
-                "stakeholders may only review: move to in_progress, completed or cancelled".into(),
-            ));
-        }
-        let p = wf::package(&state.pool, &who, id).await?;
-        if p.status != PackageStatus::Review.as_str() && p.status != req.to.as_str() {
-            return Err(ApiError::Forbidden(
-                "stakeholders may only move a package that is in review".into(),
-            ));
-        }
-    } else {
-        who.require(MANAGERS)?;
-    }
     Ok(Json(
         wf::transition(&state.pool, &state.http, &who, id, req).await?,
     ))
@@ -358,7 +364,7 @@ async fn transition(
 
 /// Assigns an open work package to a contractor (default: the best candidate now).
 ///
-/// Roles: admin, operator.
+/// Roles: admin, operator, agent.
 #[utoipa::path(
     post,
     path = "/v1/work-packages/{id}/assign",
@@ -383,7 +389,6 @@ async fn assign(
     Path(id): Path<Uuid>,
     Json(req): Json<AssignRequest>,
 ) -> ApiResult<Json<PackageView>> {
-    who.require(MANAGERS)?;
     Ok(Json(
         wf::assign(&state.pool, &state.http, &who, id, req).await?,
     ))
@@ -391,7 +396,7 @@ async fn assign(
 
 /// Records progress (0–100) or a timestamped note on a work package, without moving it.
 ///
-/// Roles: admin, operator.
+/// Roles: admin, operator, agent.
 #[utoipa::path(
     post,
     path = "/v1/work-packages/{id}/progress",
@@ -415,13 +420,12 @@ async fn progress(
     Path(id): Path<Uuid>,
     Json(req): Json<ProgressRequest>,
 ) -> ApiResult<Json<PackageView>> {
-    who.require(MANAGERS)?;
     Ok(Json(wf::record_progress(&state.pool, &who, id, req).await?))
 }
 
 /// Delegates a mission task to a person: creates a work package linked to it (opened, with candidates, unless `open: false`) and moves the task to `awaiting_human`; the task completes with the package's deliverable when the package completes, and is queued again if it is cancelled.
 ///
-/// Roles: admin, operator.
+/// Roles: admin, operator, agent.
 #[utoipa::path(
     post,
     path = "/v1/missions/{id}/tasks/{task}/delegate",
@@ -448,7 +452,6 @@ async fn delegate(
     Path((id, task)): Path<(Uuid, String)>,
     Json(req): Json<CreatePackage>,
 ) -> ApiResult<(StatusCode, Json<PackageView>)> {
-    who.require(MANAGERS)?;
     let p = wf::delegate_task(&state.pool, &state.http, &who, id, &task, req).await?;
     Ok((StatusCode::CREATED, Json(p)))
 }
@@ -461,6 +464,7 @@ impl From<wf::WorkforceError> for ApiError {
         let message = e.to_string();
         match e {
             E::Invalid(e) => e.into(),
+            E::Forbidden(e) => e.into(),
             E::UnknownValue(e) => e.into(),
             E::ContractorNotFound(_) | E::PackageNotFound(_) | E::MissionNotFound(_) => {
                 ApiError::NotFound(message)

@@ -8,13 +8,25 @@
 //! giving the work up. `human_to_agent`: the task goes back to `queued`, the
 //! receiving agent is hinted as the next owner (preferred while it has a
 //! free slot) and gets a HANDOFF message carrying the payload.
+//! `agent_to_agent` (an attempt token, seed 004's "handoff allowed if a
+//! better owner is available"): the caller's attempt ends without counting
+//! as a failure, the running task goes back to `queued` pinned to the
+//! receiver (named, or the best-scoring agent of a role; see
+//! `coordinator_core::handoffs`) with the summary as its next dispatch's
+//! `feedback`, and the receiver gets the HANDOFF message too. The chain of
+//! handoffs of a task is `GET /v1/handoffs?task=`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{
+    assignment::{AgentProfile, ScoreWeights, TaskNeeds},
+    handoffs::{Prospect, Target, choose_receiver},
+    invalid::Invalid,
+    organisation::Deontic,
+};
 
 use crate::{
     auth::{Principal, Role},
@@ -30,6 +42,8 @@ use crate::{
         tasks::TaskRow,
     },
 };
+
+pub use coordinator_core::handoffs::Refusal;
 
 /// Why a handoff failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +100,18 @@ pub enum HandoffError {
     /// Sending the HANDOFF message failed.
     #[error(transparent)]
     Message(#[from] MessageError),
+    /// The receiver cannot take the task (itself, unknown, offline, unable, prohibited).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The caller's attempt is no longer live: the task is not its to hand off.
+    #[error("attempt {attempt_id} is no longer live; its task cannot be handed off")]
+    StaleAttempt {
+        /// The attempt.
+        attempt_id: Uuid,
+    },
+    /// The task moved while the handoff was written.
+    #[error("the task changed meanwhile; try again")]
+    TaskChanged,
     /// The database failed.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
@@ -98,11 +124,14 @@ pub enum Direction {
     AgentToHuman,
     /// A person gives the work back to an agent.
     HumanToAgent,
+    /// An agent gives its running task to another agent.
+    AgentToAgent,
 }
 
 text_enum!(Direction {
     AgentToHuman => "agent_to_human",
     HumanToAgent => "human_to_agent",
+    AgentToAgent => "agent_to_agent",
 });
 
 /// What a handoff does to its task in `status`: `Ok(Some(event))` moves it,
@@ -116,11 +145,15 @@ pub fn task_move(direction: Direction, status: TaskStatus) -> Result<Option<Task
         }
         (Direction::AgentToHuman, S::AwaitingHuman) => Ok(None),
         (Direction::HumanToAgent, S::AwaitingHuman) => Ok(Some(TaskEvent::Requeue)),
+        (Direction::AgentToAgent, S::Running) => Ok(Some(TaskEvent::HandOff)),
         (Direction::AgentToHuman, s) => Err(format!(
             "a {s} task cannot be handed to a person (only queued, retry_wait, running or awaiting_human)"
         )),
         (Direction::HumanToAgent, s) => Err(format!(
             "a {s} task cannot be handed to an agent (only one awaiting a person)"
+        )),
+        (Direction::AgentToAgent, s) => Err(format!(
+            "a {s} task cannot be handed to another agent (only the running task of your attempt)"
         )),
     }
 }
@@ -134,13 +167,13 @@ pub const MAX_ITEMS: usize = 100;
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateHandoff {
-    /// `agent_to_human` or `human_to_agent`.
+    /// `agent_to_human`, `human_to_agent` or `agent_to_agent` (with the attempt token of the task's dispatch).
     pub direction: Direction,
-    /// Who hands off: for `agent_to_human` an agent id (an agent token's own by
-    /// default, and only its own); for `human_to_agent` a person (default: the caller).
+    /// Who hands off: for `agent_to_human` and `agent_to_agent` an agent id (an agent
+    /// token's own by default, and only its own); for `human_to_agent` a person (default: the caller).
     #[serde(default)]
     pub from: Option<String>,
-    /// Who takes over: a person (`agent_to_human`) or an agent id (`human_to_agent`).
+    /// Who takes over: a person (`agent_to_human`) or an agent id (`human_to_agent`, `agent_to_agent`).
     pub to: String,
     /// The task that changes hands.
     pub task_id: Uuid,
@@ -179,10 +212,19 @@ pub fn validate(h: &CreateHandoff) -> Result<(), Invalid> {
     {
         return Err(Invalid::new("from", "from must be 1–128 characters"));
     }
+    check_lists(&h.active_tasks, &h.open_decisions, &h.artifacts)
+}
+
+/// The payload's lists: objects, at most [`MAX_ITEMS`] each, 64 KiB together.
+fn check_lists(
+    active_tasks: &[Value],
+    open_decisions: &[Value],
+    artifacts: &[Value],
+) -> Result<(), Invalid> {
     for (field, items) in [
-        ("active_tasks", &h.active_tasks),
-        ("open_decisions", &h.open_decisions),
-        ("artifacts", &h.artifacts),
+        ("active_tasks", active_tasks),
+        ("open_decisions", open_decisions),
+        ("artifacts", artifacts),
     ] {
         if items.len() > MAX_ITEMS {
             return Err(Invalid::new(field, format!("at most {MAX_ITEMS} {field}")));
@@ -194,8 +236,8 @@ pub fn validate(h: &CreateHandoff) -> Result<(), Invalid> {
             ));
         }
     }
-    let size = serde_json::to_vec(&(&h.active_tasks, &h.open_decisions, &h.artifacts))
-        .map_or(0, |v| v.len());
+    let size =
+        serde_json::to_vec(&(active_tasks, open_decisions, artifacts)).map_or(0, |v| v.len());
     if size > 64 * 1024 {
         return Err(Invalid::new(
             "active_tasks",
@@ -209,6 +251,17 @@ pub fn validate(h: &CreateHandoff) -> Result<(), Invalid> {
 fn sender(who: &Principal, h: &CreateHandoff) -> Result<String, HandoffError> {
     let require = |roles: &[Role]| who.require(roles).map_err(HandoffError::from);
     match h.direction {
+        Direction::AgentToAgent => {
+            require(&[Role::Agent])?;
+            let me = who.agent_id.clone().unwrap_or_default();
+            match h.from.as_deref().map(str::trim) {
+                Some(from) if from != me => Err(HandoffError::NotYours {
+                    me,
+                    from: from.to_owned(),
+                }),
+                _ => Ok(me),
+            }
+        }
         Direction::AgentToHuman => {
             require(&[Role::Admin, Role::Operator, Role::Agent])?;
             match (&who.agent_id, h.from.as_deref().map(str::trim)) {
@@ -245,6 +298,9 @@ pub async fn create(
 ) -> Result<HandoffView, HandoffError> {
     let from = sender(who, &h)?;
     validate(&h)?;
+    if h.direction == Direction::AgentToAgent {
+        return create_to_agent(pool, who, h).await;
+    }
     let to = h.to.trim().to_owned();
     let actor = who.actor();
     let mut tx = pool.begin().await?;
@@ -284,8 +340,10 @@ struct Moved {
     status_to: TaskStatus,
     /// Attempts whose workers must be told (after commit).
     cancelled: Vec<Cancelled>,
-    /// The HANDOFF message (`human_to_agent`).
+    /// The HANDOFF message (`human_to_agent`, `agent_to_agent`).
     message_id: Option<Uuid>,
+    /// The attempt that ended (`agent_to_agent`).
+    attempt_id: Option<Uuid>,
 }
 
 /// Locks the task and its mission and checks the handoff may happen:
@@ -333,6 +391,7 @@ async fn move_task(
             status_to: t.status(),
             cancelled: Vec::new(),
             message_id: None,
+            attempt_id: None,
         }),
         Some(TaskEvent::Requeue) => {
             let settlement = Settlement {
@@ -357,6 +416,7 @@ async fn move_task(
                 status_to: TaskStatus::Queued,
                 cancelled,
                 message_id: Some(sent.id),
+                attempt_id: None,
             })
         }
         Some(_) => {
@@ -372,6 +432,7 @@ async fn move_task(
                 status_to: TaskStatus::AwaitingHuman,
                 cancelled: live,
                 message_id: None,
+                attempt_id: None,
             })
         }
     }
@@ -381,7 +442,8 @@ async fn move_task(
 fn handoff_message(p: &Parties<'_>, h: &CreateHandoff, run: &MissionRow, t: &TaskRow) -> Outgoing {
     Outgoing {
         id: None,
-        from_agent: None,
+        // An agent handing to an agent speaks as itself.
+        from_agent: (h.direction == Direction::AgentToAgent).then(|| p.from.to_owned()),
         sender: p.actor.to_owned(),
         to: Recipient::Agent(p.to.to_owned()),
         performative: Performative::Request,
@@ -434,6 +496,7 @@ async fn record(
             task_status_from: status_from.as_str(),
             task_status_to: moved.status_to.as_str(),
             message_id: moved.message_id,
+            attempt_id: moved.attempt_id,
         },
         p.actor,
     )
@@ -461,11 +524,262 @@ async fn record(
                     p.to
                 }
                 .to_owned(),
+                attempt_id: moved.attempt_id,
             },
         ),
     )
     .await?;
     Ok(view)
+}
+
+/// `handoff_task`: the caller hands the task of its attempt to another agent.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandToAgent {
+    /// The agent to take over (this or `to_role`).
+    #[serde(default)]
+    pub to_agent: Option<String>,
+    /// A role whose best-scoring online agent takes over (this or `to_agent`).
+    #[serde(default)]
+    pub to_role: Option<String>,
+    /// What the receiver needs to know (1–5000 characters); its dispatch's `feedback`.
+    pub context_summary: String,
+    /// `[{task_id, description, status, blockers}]` (objects, at most 100).
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub active_tasks: Vec<Value>,
+    /// `[{decision_id, description, status}]` (objects, at most 100).
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub open_decisions: Vec<Value>,
+    /// `[{name, path}]` (objects, at most 100).
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub artifacts: Vec<Value>,
+}
+
+/// `POST /v1/handoffs` with `agent_to_agent`: the same as [`hand_to_agent`]
+/// naming `to`, for the task of the caller's attempt only.
+async fn create_to_agent(
+    pool: &PgPool,
+    who: &Principal,
+    h: CreateHandoff,
+) -> Result<HandoffView, HandoffError> {
+    let scope = who.attempt.ok_or_else(attempt_needed)?;
+    if scope.task_id != h.task_id {
+        return Err(crate::auth::Forbidden(format!(
+            "this attempt token acts for task {} only, not {}",
+            scope.task_id, h.task_id
+        ))
+        .into());
+    }
+    let req = HandToAgent {
+        to_agent: Some(h.to.trim().to_owned()),
+        to_role: None,
+        context_summary: h.context_summary,
+        active_tasks: h.active_tasks,
+        open_decisions: h.open_decisions,
+        artifacts: h.artifacts,
+    };
+    hand_to_agent(pool, who, req).await
+}
+
+fn attempt_needed() -> HandoffError {
+    crate::auth::Forbidden::from(
+        "handing a task to another agent needs the attempt token of the task's dispatch",
+    )
+    .into()
+}
+
+/// Hands the caller's running task to another agent (see the module doc),
+/// in one transaction under the mission's lock: the receiver is chosen and
+/// checked, the attempt ends, the task is queued pinned to the receiver
+/// (version guarded) with its `task.handed_off` event, the HANDOFF message
+/// goes out and the handoff is recorded.
+pub async fn hand_to_agent(
+    pool: &PgPool,
+    who: &Principal,
+    req: HandToAgent,
+) -> Result<HandoffView, HandoffError> {
+    who.require(&[Role::Agent])?;
+    let scope = who.attempt.ok_or_else(attempt_needed)?;
+    let from = who.agent_id.clone().ok_or_else(attempt_needed)?;
+    let target = target_of(&req)?;
+    let summary = req.context_summary.trim();
+    if summary.is_empty() || summary.chars().count() > MAX_SUMMARY_CHARS {
+        return Err(Invalid::new(
+            "context_summary",
+            format!("context_summary must be 1–{MAX_SUMMARY_CHARS} characters"),
+        )
+        .into());
+    }
+    check_lists(&req.active_tasks, &req.open_decisions, &req.artifacts)?;
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    let (run, t) = human::lock_task(&mut tx, who.workspace_id, scope.task_id)
+        .await?
+        .ok_or(HandoffError::UnknownTask {
+            task_id: scope.task_id,
+        })?;
+    if run.status().is_terminal() {
+        return Err(HandoffError::MissionOver { status: run.status });
+    }
+    let status = t.status();
+    task_move(Direction::AgentToAgent, status)
+        .map_err(|reason| HandoffError::WrongTaskState { reason, status })?;
+    let (to, score) = receiver(&mut tx, &run, &t, &from, target).await?;
+    let ended = store::end_attempt(
+        &mut tx,
+        t.id,
+        scope.attempt_id,
+        &format!("handed off to agent '{to}'"),
+    )
+    .await?
+    .ok_or(HandoffError::StaleAttempt {
+        attempt_id: scope.attempt_id,
+    })?;
+    crate::store::agents::release_slot(&mut tx, run.workspace_id, &ended).await?;
+    let feedback: String = format!("Handed over by agent '{from}': {summary}")
+        .chars()
+        .take(crate::missions::replan::MAX_FEEDBACK_CHARS)
+        .collect();
+    if !store::requeue_pinned(&mut tx, t.id, t.version, &to, &feedback).await? {
+        return Err(HandoffError::TaskChanged);
+    }
+    let now = time::OffsetDateTime::now_utc();
+    crate::store::tasks::enqueue(&mut tx, run.workspace_id, run.id, t.id, run.priority, now)
+        .await?;
+    let id = Uuid::now_v7();
+    let payload = coordinator_protocol::agent_events::TaskHandedOff {
+        key: t.task_key.clone(),
+        handoff_id: id,
+        from: from.clone(),
+        to: to.clone(),
+        to_role: match target {
+            Target::Role(r) => Some(r.to_owned()),
+            Target::Agent(_) => None,
+        },
+        score,
+        attempt_id: scope.attempt_id,
+        context_summary: summary.to_owned(),
+    };
+    crate::store::tasks::record(
+        &mut tx,
+        crate::store::tasks::Change::event(
+            &t,
+            TaskStatus::Queued,
+            &actor,
+            Some(scope.attempt_id),
+            &payload,
+        ),
+    )
+    .await?;
+    let h = CreateHandoff {
+        direction: Direction::AgentToAgent,
+        from: Some(from.clone()),
+        to: to.clone(),
+        task_id: t.id,
+        context_summary: summary.to_owned(),
+        active_tasks: req.active_tasks,
+        open_decisions: req.open_decisions,
+        artifacts: req.artifacts,
+    };
+    let parties = Parties {
+        id,
+        from: &from,
+        to: &to,
+        actor: &actor,
+    };
+    let sent = messages::send(
+        &mut tx,
+        run.workspace_id,
+        handoff_message(&parties, &h, &run, &t),
+    )
+    .await?;
+    let moved = Moved {
+        status_to: TaskStatus::Queued,
+        cancelled: Vec::new(),
+        message_id: Some(sent.id),
+        attempt_id: Some(scope.attempt_id),
+    };
+    let view = record(&mut tx, &parties, h, &run, &t, &moved).await?;
+    crate::store::missions::notify_wake(&mut tx).await?;
+    tx.commit().await?;
+    Ok(view)
+}
+
+/// Exactly one of `to_agent` and `to_role`.
+fn target_of(req: &HandToAgent) -> Result<Target<'_>, Invalid> {
+    fn named(s: &Option<String>) -> Option<&str> {
+        s.as_deref().map(str::trim).filter(|s| !s.is_empty())
+    }
+    match (named(&req.to_agent), named(&req.to_role)) {
+        (Some(a), None) if a.chars().count() <= 128 => Ok(Target::Agent(a)),
+        (None, Some(r)) if r.chars().count() <= 128 => Ok(Target::Role(r)),
+        (Some(_), Some(_)) => Err(Invalid::new(
+            "to_agent",
+            "name the receiver by to_agent or by to_role, not both",
+        )),
+        (Some(_), None) => Err(Invalid::new(
+            "to_agent",
+            "to_agent must be 1–128 characters",
+        )),
+        (None, Some(_)) => Err(Invalid::new("to_role", "to_role must be 1–128 characters")),
+        (None, None) => Err(Invalid::new(
+            "to_agent",
+            "name the receiver: to_agent (an agent id) or to_role (a role)",
+        )),
+    }
+}
+
+/// The receiving agent and its score, judged by the dispatcher's filters:
+/// the mission's prospects, with the organisation spec's verdict for the
+/// task. Scored with the default weights (the engine's configured weights
+/// decide dispatch; here they only rank a role's agents).
+async fn receiver(
+    conn: &mut PgConnection,
+    run: &MissionRow,
+    t: &TaskRow,
+    from: &str,
+    target: Target<'_>,
+) -> Result<(String, f64), HandoffError> {
+    let spec = crate::store::organisation::get(&mut *conn, run.workspace_id).await?;
+    let prospects: Vec<Prospect> = store::prospects(&mut *conn, run.workspace_id, run.id)
+        .await?
+        .into_iter()
+        .map(|a| Prospect {
+            online: a.status != "offline",
+            profile: AgentProfile {
+                deontic: spec.as_ref().map_or(Deontic::Unconstrained, |s| {
+                    s.spec.verdict(&a.role, &t.task_type, &t.task_key)
+                }),
+                agent_id: a.agent_id,
+                skills: a.skills,
+                tools: a.tools,
+                trust: a.trust,
+                cost_per_task: a.cost_per_task,
+                max_concurrency: a.max_concurrency,
+                running: a.running_count,
+                model_tier: a.model_tier,
+                history: Default::default(),
+                role: a.role,
+            },
+        })
+        .collect();
+    let needs = TaskNeeds {
+        required_skills: &t.required_skills,
+        required_tools: &t.required_tools,
+        task_type: &t.task_type,
+        excluded: &t.excluded_agents,
+        min_tier: t.min_model_tier,
+    };
+    Ok(choose_receiver(
+        from,
+        target,
+        &prospects,
+        needs,
+        &ScoreWeights::default(),
+    )?)
 }
 
 /// One handoff.

@@ -211,6 +211,10 @@ pub struct DecisionRow {
     pub version: i64,
     /// Created.
     pub created_at: OffsetDateTime,
+    /// `governance` (the gate, an agent's request) or `blocker` (an agent blocked inside its task).
+    pub topic: String,
+    /// The option label the resolver chose.
+    pub chosen_option: Option<String>,
 }
 
 /// What [`insert_decision`] writes.
@@ -243,6 +247,8 @@ pub struct NewDecision<'a> {
     pub headcount: Option<i32>,
     /// Check snapshot.
     pub governance_check: &'a Value,
+    /// `governance` or `blocker`.
+    pub topic: &'a str,
 }
 
 /// Inserts a decision; `None` when the task already has an open one.
@@ -254,13 +260,14 @@ pub async fn insert_decision(
         DecisionRow,
         "INSERT INTO governance_decisions (id, workspace_id, requester, requester_agent_id, mission_id,
                 task_id, category, description, impact_analysis, options, recommended_option,
-                estimated_cost, headcount, governance_check)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                estimated_cost, headcount, governance_check, topic)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
          ON CONFLICT (task_id) WHERE task_id IS NOT NULL AND status IN ('pending', 'deferred') DO NOTHING
          RETURNING id, workspace_id, requester, requester_agent_id, mission_id, task_id, category,
                    description, impact_analysis, options, recommended_option, estimated_cost,
                    headcount, governance_check, status, resolver, rationale, conditions,
-                   modifications, resolved_at, recheck_at, recheck_count, version, created_at",
+                   modifications, resolved_at, recheck_at, recheck_count, version, created_at,
+                   topic, chosen_option",
         d.id,
         d.workspace_id,
         d.requester,
@@ -274,7 +281,8 @@ pub async fn insert_decision(
         d.recommended_option,
         d.estimated_cost,
         d.headcount,
-        d.governance_check
+        d.governance_check,
+        d.topic
     )
     .fetch_optional(conn)
     .await
@@ -291,7 +299,8 @@ pub async fn get_decision(
         "SELECT id, workspace_id, requester, requester_agent_id, mission_id, task_id, category,
                 description, impact_analysis, options, recommended_option, estimated_cost,
                 headcount, governance_check, status, resolver, rationale, conditions,
-                modifications, resolved_at, recheck_at, recheck_count, version, created_at
+                modifications, resolved_at, recheck_at, recheck_count, version, created_at,
+                   topic, chosen_option
          FROM governance_decisions WHERE workspace_id = $1 AND id = $2",
         workspace_id,
         id
@@ -326,7 +335,8 @@ pub async fn lock_decision(
         "SELECT id, workspace_id, requester, requester_agent_id, mission_id, task_id, category,
                 description, impact_analysis, options, recommended_option, estimated_cost,
                 headcount, governance_check, status, resolver, rationale, conditions,
-                modifications, resolved_at, recheck_at, recheck_count, version, created_at
+                modifications, resolved_at, recheck_at, recheck_count, version, created_at,
+                   topic, chosen_option
          FROM governance_decisions WHERE workspace_id = $1 AND id = $2 FOR UPDATE",
         workspace_id,
         id
@@ -347,7 +357,8 @@ pub async fn list_decisions(
         "SELECT id, workspace_id, requester, requester_agent_id, mission_id, task_id, category,
                 description, impact_analysis, options, recommended_option, estimated_cost,
                 headcount, governance_check, status, resolver, rationale, conditions,
-                modifications, resolved_at, recheck_at, recheck_count, version, created_at
+                modifications, resolved_at, recheck_at, recheck_count, version, created_at,
+                   topic, chosen_option
          FROM governance_decisions
          WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2)
          ORDER BY created_at DESC, id
@@ -380,6 +391,8 @@ pub struct Resolve<'a> {
     pub modifications: &'a Value,
     /// Re-check due (deferred).
     pub recheck_at: Option<OffsetDateTime>,
+    /// The option label chosen (approved or modified).
+    pub chosen_option: Option<&'a str>,
 }
 
 /// Writes a resolution, guarded by version; `None` if the row moved.
@@ -391,12 +404,14 @@ pub async fn resolve_decision(
         DecisionRow,
         "UPDATE governance_decisions
          SET status = $4, resolver = $5, rationale = $6, conditions = $7, modifications = $8,
-             recheck_at = $9, resolved_at = now(), version = version + 1, updated_at = now()
+             recheck_at = $9, chosen_option = $10, resolved_at = now(), version = version + 1,
+             updated_at = now()
          WHERE workspace_id = $1 AND id = $2 AND version = $3
          RETURNING id, workspace_id, requester, requester_agent_id, mission_id, task_id, category,
                    description, impact_analysis, options, recommended_option, estimated_cost,
                    headcount, governance_check, status, resolver, rationale, conditions,
-                   modifications, resolved_at, recheck_at, recheck_count, version, created_at",
+                   modifications, resolved_at, recheck_at, recheck_count, version, created_at,
+                   topic, chosen_option",
         r.workspace_id,
         r.id,
         r.version,
@@ -405,7 +420,8 @@ pub async fn resolve_decision(
         r.rationale,
         r.conditions,
         r.modifications,
-        r.recheck_at
+        r.recheck_at,
+        r.chosen_option
     )
     .fetch_optional(conn)
     .await
@@ -441,7 +457,8 @@ pub async fn lock_due_decision(
         "SELECT id, workspace_id, requester, requester_agent_id, mission_id, task_id, category,
                 description, impact_analysis, options, recommended_option, estimated_cost,
                 headcount, governance_check, status, resolver, rationale, conditions,
-                modifications, resolved_at, recheck_at, recheck_count, version, created_at
+                modifications, resolved_at, recheck_at, recheck_count, version, created_at,
+                   topic, chosen_option
          FROM governance_decisions
          WHERE workspace_id = $1 AND id = $2 AND status = 'deferred' AND recheck_at <= now()
          FOR UPDATE SKIP LOCKED",
@@ -468,7 +485,8 @@ pub async fn reopen_decision(
          RETURNING id, workspace_id, requester, requester_agent_id, mission_id, task_id, category,
                    description, impact_analysis, options, recommended_option, estimated_cost,
                    headcount, governance_check, status, resolver, rationale, conditions,
-                   modifications, resolved_at, recheck_at, recheck_count, version, created_at",
+                   modifications, resolved_at, recheck_at, recheck_count, version, created_at,
+                   topic, chosen_option",
         d.workspace_id,
         d.id,
         d.version,

@@ -301,8 +301,8 @@ pub struct TrustChange<'a> {
     pub rating: &'a str,
     /// Why.
     pub reason: &'a str,
-    /// The package rated.
-    pub work_package_id: Uuid,
+    /// The package rated, if the rating is about one.
+    pub work_package_id: Option<Uuid>,
 }
 
 /// Sets a contractor's trust and appends the history row.

@@ -771,8 +771,19 @@ mod tests {
         assert!(names.contains(&"approve_plan") && names.contains(&"mission_status"));
         assert!(!names.contains(&"create_mission"));
         assert!(names.contains(&"resolve_decision"));
-        // Admins see every tool but the stakeholder's own decisions.
-        assert_eq!(visible_to(Role::Admin).count(), all().len() - 1);
+        // The stakeholder's own tools, not an agent's.
+        assert!(names.contains(&"decision_resolve") && names.contains(&"decision_review"));
+        assert!(!names.contains(&"contractor_add") && !names.contains(&"raise_blocker"));
+        // Admins see every tool but the stakeholder's own decisions and the agents' tools.
+        let agents_or_stakeholders = all()
+            .iter()
+            .filter(|t| t.roles == agent::AGENTS || t.roles == agent::STAKEHOLDERS)
+            .count();
+        assert_eq!(
+            visible_to(Role::Admin).count(),
+            all().len() - agents_or_stakeholders
+        );
         assert!(!find("resolve_decision").unwrap().allows(Role::Admin));
+        assert!(!find("decision_resolve").unwrap().allows(Role::Agent));
     }
 }

@@ -103,6 +103,10 @@ pub struct DecisionView {
     /// Requested.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    /// `governance` (the gate, a request) or `blocker` (an agent blocked inside its task).
+    pub topic: DecisionTopic,
+    /// The option label the resolver chose (`approved`, `modified`).
+    pub chosen_option: Option<String>,
 }
 
 impl DecisionRow {
@@ -137,7 +141,14 @@ impl DecisionRow {
             recheck_count: self.recheck_count,
             version: self.version,
             created_at: self.created_at,
+            topic: self.topic(),
+            chosen_option: self.chosen_option.clone(),
         }
+    }
+
+    /// The parsed topic.
+    pub fn topic(&self) -> DecisionTopic {
+        self.topic.parse().unwrap_or(DecisionTopic::Governance)
     }
 }
 
@@ -201,34 +212,8 @@ pub async fn request_decision(
         req.estimated_impact.as_ref(),
         req.exceptional,
     )?;
-    if req.options.len() > 10 {
-        return Err(Invalid::new("options", "at most 10 options").into());
-    }
-    for o in &req.options {
-        check_len("options.label", &o.label, 200)?;
-        if o.description.chars().count() > 2000 {
-            return Err(Invalid::new(
-                "options.description",
-                "an option's description must be at most 2000 characters",
-            )
-            .into());
-        }
-    }
-    if let Some(r) = &req.recommended_option
-        && !req.options.iter().any(|o| &o.label == r)
-    {
-        return Err(Invalid::new(
-            "recommended_option",
-            "recommended_option must be the label of one of the options",
-        )
-        .into());
-    }
-    let impact = req.impact_analysis.clone().unwrap_or(json!({}));
-    if !impact.is_object() {
-        return Err(
-            Invalid::new("impact_analysis", "impact_analysis must be a JSON object").into(),
-        );
-    }
+    check_options(&req.options, req.recommended_option.as_deref())?;
+    let impact = impact_of(req.impact_analysis.as_ref())?;
     let agent_id = match (&who.agent_id, &req.agent_id) {
         (Some(me), Some(named)) if me != named => {
             return Err(GovernanceError::Forbidden(
@@ -283,6 +268,7 @@ pub async fn request_decision(
                 .headcount
                 .map(|h| i32::try_from(h).unwrap_or(i32::MAX)),
             governance_check: &checked,
+            topic: DecisionTopic::Governance.as_str(),
         },
     )
     .await?
@@ -290,6 +276,53 @@ pub async fn request_decision(
     decision_event(&mut tx, &row, payloads::DecisionRequested, &actor).await?;
     tx.commit().await?;
     Ok(row.view())
+}
+
+/// A decision's options: at most 10, labels 1–200 characters and distinct,
+/// descriptions at most 2000; the recommended one among them.
+pub(crate) fn check_options(
+    options: &[DecisionOption],
+    recommended: Option<&str>,
+) -> Result<(), Invalid> {
+    if options.len() > 10 {
+        return Err(Invalid::new("options", "at most 10 options"));
+    }
+    for (i, o) in options.iter().enumerate() {
+        check_len("options.label", &o.label, 200)?;
+        if options[..i].iter().any(|p| p.label == o.label) {
+            return Err(Invalid::new(
+                "options.label",
+                format!("option labels must differ ('{}' is repeated)", o.label),
+            ));
+        }
+        if o.description.chars().count() > 2000 {
+            return Err(Invalid::new(
+                "options.description",
+                "an option's description must be at most 2000 characters",
+            ));
+        }
+    }
+    if let Some(r) = recommended
+        && !options.iter().any(|o| o.label == r)
+    {
+        return Err(Invalid::new(
+            "recommended_option",
+            "recommended_option must be the label of one of the options",
+        ));
+    }
+    Ok(())
+}
+
+/// The impact notes: a JSON object (default empty).
+pub(crate) fn impact_of(impact: Option<&Value>) -> Result<Value, Invalid> {
+    let impact = impact.cloned().unwrap_or(json!({}));
+    if !impact.is_object() {
+        return Err(Invalid::new(
+            "impact_analysis",
+            "impact_analysis must be a JSON object",
+        ));
+    }
+    Ok(impact)
 }
 
 /// Writes a `decision.*` event carrying the decision as it is now; `kind`
@@ -377,6 +410,10 @@ pub struct ResolveRequest {
     /// The decision version being resolved (409 `version_conflict` if stale).
     #[serde(default)]
     pub version: Option<i64>,
+    /// For `approved` or `modified`: the label of the option chosen (default:
+    /// the recommended one). A blocked agent's next dispatch names it.
+    #[serde(default)]
+    pub option: Option<String>,
 }
 
 /// What a resolution sets.
@@ -386,6 +423,7 @@ pub(crate) struct Settlement<'a> {
     pub(crate) conditions: Value,
     pub(crate) modifications: Value,
     pub(crate) recheck_at: Option<OffsetDateTime>,
+    pub(crate) chosen_option: Option<String>,
 }
 
 pub(crate) const DEFAULT_RECHECK_MS: i64 = 3_600_000;
@@ -484,6 +522,19 @@ pub async fn resolve(
     {
         return Err(version_conflict("decision", Some(d.version)));
     }
+    let labels: Vec<&str> = d
+        .options
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["label"].as_str())
+        .collect();
+    let chosen = chosen_option(
+        req.outcome,
+        req.option.as_deref(),
+        d.recommended_option.as_deref(),
+        &labels,
+    )?;
     let d = settle(
         &mut tx,
         run.as_mut(),
@@ -494,6 +545,7 @@ pub async fn resolve(
             conditions: json!(req.conditions),
             modifications,
             recheck_at,
+            chosen_option: chosen,
         },
         &actor,
         replan_with_llm,
@@ -526,6 +578,7 @@ pub(crate) async fn settle(
             conditions: &s.conditions,
             modifications: &s.modifications,
             recheck_at: s.recheck_at,
+            chosen_option: s.chosen_option.as_deref(),
         },
     )
     .await?
@@ -554,7 +607,8 @@ pub(crate) async fn settle(
                 content: json!({
                     "decision_id": row.id, "outcome": row.status, "resolver": row.resolver,
                     "rationale": row.rationale, "conditions": row.conditions,
-                    "modified_options": row.modifications, "resolved_at": row.resolved_at
+                    "modified_options": row.modifications, "chosen_option": row.chosen_option,
+                    "resolved_at": row.resolved_at
                         .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok()),
                     "recheck_at": row.recheck_at
                         .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok()),
@@ -578,6 +632,9 @@ pub(crate) async fn apply_to_task(
     replan_with_llm: bool,
 ) -> Result<(), GovernanceError> {
     let t = tasks::get(conn, task_id).await?;
+    if d.topic() == DecisionTopic::Blocker {
+        return unblock(conn, run, d, &t, actor).await;
+    }
     if t.status() != TaskStatus::AwaitingApproval || t.workspace_id != d.workspace_id {
         // Cancelled with its mission meanwhile: the decision stands alone.
         return Ok(());

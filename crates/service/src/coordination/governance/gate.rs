@@ -57,6 +57,7 @@ pub async fn gate_task(
                 .headcount
                 .map(|h| i32::try_from(h).unwrap_or(i32::MAX)),
             governance_check: &checked,
+            topic: DecisionTopic::Governance.as_str(),
         },
     )
     .await?;
@@ -105,7 +106,9 @@ pub async fn recheck_deferred(pool: &PgPool, actor: &str) -> anyhow::Result<usiz
             continue;
         };
         let profile = store::profile(&mut tx, workspace_id).await?;
-        let result = check(profile.map(|p| p.rules()).as_ref(), &stored_action(&d));
+        let mut result = check(profile.map(|p| p.rules()).as_ref(), &stored_action(&d));
+        // A blocker waits for a person whatever the profile says.
+        result.requires_approval |= d.topic == DecisionTopic::Blocker.as_str();
         if result.requires_approval {
             let next = d.status().recheck()?;
             let mut checked = serde_json::to_value(&result).unwrap_or_default();
@@ -130,6 +133,7 @@ pub async fn recheck_deferred(pool: &PgPool, actor: &str) -> anyhow::Result<usiz
                     conditions: json!([]),
                     modifications: json!({}),
                     recheck_at: None,
+                    chosen_option: d.recommended_option.clone(),
                 },
                 actor,
                 false,

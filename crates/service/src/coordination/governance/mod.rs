@@ -78,6 +78,23 @@ pub enum GovernanceError {
     /// The gated task moved while the decision was applied.
     #[error("the task changed meanwhile; try again")]
     TaskChanged,
+    /// A blocker is raised from a running task only.
+    #[error("task '{key}' is {status}; a blocker is raised from the running task of your attempt")]
+    NotRunning {
+        /// The task's key.
+        key: String,
+        /// Its status.
+        status: String,
+    },
+    /// The caller's attempt is no longer live.
+    #[error("attempt {attempt_id} is no longer live; it cannot raise a blocker")]
+    StaleAttempt {
+        /// The attempt.
+        attempt_id: Uuid,
+    },
+    /// Moving the blocked task back to the queue failed.
+    #[error(transparent)]
+    TaskMove(#[from] Box<crate::missions::human::HumanActionError>),
     /// A lifecycle refused a move.
     #[error(transparent)]
     IllegalTransition(#[from] IllegalTransition),
@@ -110,3 +127,5 @@ mod decisions;
 pub use decisions::*;
 mod gate;
 pub use gate::*;
+mod blockers;
+pub use blockers::*;

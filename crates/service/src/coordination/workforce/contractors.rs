@@ -28,6 +28,7 @@ pub async fn add_contractor(
     who: &Principal,
     req: AddContractor,
 ) -> Result<ContractorView, WorkforceError> {
+    require_manager(who)?;
     check_text("name", &req.name, 200, true)?;
     let skills = normalise_skills("skills", &req.skills)?;
     check_money("hourly_rate", req.hourly_rate)?;
@@ -141,6 +142,7 @@ pub async fn update_contractor(
     id: Uuid,
     req: UpdateContractor,
 ) -> Result<ContractorView, WorkforceError> {
+    require_manager(who)?;
     if let Some(n) = &req.name {
         check_text("name", n, 200, true)?;
     }
@@ -192,5 +194,59 @@ pub async fn update_contractor(
     )
     .await?;
     tx.commit().await?;
+    Ok(c)
+}
+
+/// `POST /v1/contractors/{id}/trust` body: a rating outside a package's
+/// completion (seed §20.3's `contractor_trust_update`).
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrustRequest {
+    /// How well the contractor did.
+    pub quality_rating: QualityRating,
+    /// Why (1–2000 characters; kept on the trust history).
+    pub reason: String,
+    /// The contractor's work package the rating is about.
+    #[serde(default)]
+    pub work_package_id: Option<Uuid>,
+}
+
+/// Rates a contractor: trust moves by the seed's formula (±0.1, clamped)
+/// and the change joins its history. A named package must be theirs.
+pub async fn update_trust(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+    req: TrustRequest,
+) -> Result<ContractorView, WorkforceError> {
+    require_manager(who)?;
+    check_text("reason", &req.reason, 2000, true)?;
+    let actor = who.actor();
+    let mut tx = pool.begin().await?;
+    if let Some(p) = req.work_package_id {
+        let package = store::get_package(&mut tx, who.workspace_id, p, false).await?;
+        if package.is_none_or(|p| p.contractor_id != Some(id)) {
+            return Err(Invalid::new(
+                "work_package_id",
+                "work_package_id must name a work package of this contractor",
+            )
+            .into());
+        }
+    }
+    rate_contractor(
+        &mut tx,
+        who.workspace_id,
+        id,
+        req.work_package_id,
+        req.quality_rating,
+        Some(req.reason.trim()),
+        &actor,
+    )
+    .await?;
+    let mut c = store::get_contractor(&mut tx, who.workspace_id, id, false)
+        .await?
+        .ok_or(WorkforceError::ContractorNotFound(id))?;
+    tx.commit().await?;
+    c.trust_history = Some(store::trust_history(pool, who.workspace_id, id).await?);
     Ok(c)
 }

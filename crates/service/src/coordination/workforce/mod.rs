@@ -10,6 +10,11 @@
 //! candidate. Entering `completed` needs a quality rating and updates the
 //! contractor's trust. A package delegating a mission task completes that
 //! task with its deliverable; cancelling it returns the task to the queue.
+//!
+//! Who may: admins, operators and agents (seed §20.3 gives agents the
+//! workforce tools) manage contractors and packages; stakeholders may only
+//! review a package in `review` (rework, complete or cancel it). The checks
+//! live here so a REST route and its tool refuse alike.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -17,7 +22,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::{
-    auth::Principal,
+    auth::{Principal, Role},
     domain::{UnknownValue, text_enum},
     missions::human::{self, HumanAction, HumanActionError, Settlement},
     store::{
@@ -41,6 +46,9 @@ pub enum WorkforceError {
     /// A request field is wrong.
     #[error(transparent)]
     Invalid(#[from] Invalid),
+    /// The caller's role may not do this.
+    #[error("{0}")]
+    Forbidden(#[from] crate::auth::Forbidden),
     /// A stored status is not one this build knows.
     #[error(transparent)]
     UnknownValue(#[from] UnknownValue),
@@ -133,6 +141,14 @@ impl From<HumanActionError> for WorkforceError {
     fn from(e: HumanActionError) -> Self {
         WorkforceError::Human(Box::new(e))
     }
+}
+
+/// Who manages contractors and work packages.
+pub(crate) const MANAGERS: &[Role] = &[Role::Admin, Role::Operator, Role::Agent];
+
+/// The caller must manage the workforce.
+fn require_manager(who: &Principal) -> Result<(), WorkforceError> {
+    Ok(who.require(MANAGERS)?)
 }
 
 fn check_text(field: &str, value: &str, max: usize, required: bool) -> Result<(), Invalid> {

@@ -146,6 +146,7 @@ pub async fn create_package(
     who: &Principal,
     req: CreatePackage,
 ) -> Result<PackageView, WorkforceError> {
+    require_manager(who)?;
     let spec = package_spec(&req, None)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
@@ -172,6 +173,7 @@ pub async fn delegate_task(
     task: &str,
     req: CreatePackage,
 ) -> Result<PackageView, WorkforceError> {
+    require_manager(who)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let run = mission_store::lock(&mut tx, who.workspace_id, mission)
@@ -343,6 +345,25 @@ fn check_move(req: &TransitionRequest) -> Result<(), Invalid> {
     }
 }
 
+/// A stakeholder reviews: it may only move a package in `review` to
+/// `in_progress` (rework), `completed` or `cancelled` (or repeat that move).
+fn stakeholder_may(to: PackageStatus, now: Option<&str>) -> Result<(), crate::auth::Forbidden> {
+    if !matches!(
+        to,
+        PackageStatus::InProgress | PackageStatus::Completed | PackageStatus::Cancelled
+    ) {
+        return Err(crate::auth::Forbidden::from(
+            "stakeholders may only review: move to in_progress, completed or cancelled",
+        ));
+    }
+    match now {
+        Some(s) if s != PackageStatus::Review.as_str() && s != to.as_str() => Err(
+            crate::auth::Forbidden::from("stakeholders may only move a package that is in review"),
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Moves a package through its lifecycle (see the module doc). Moving a
 /// terminal package to the status it has already (completing it again with
 /// the same rating, cancelling it again) is a no-op returning it unchanged.
@@ -353,6 +374,12 @@ pub async fn transition(
     id: Uuid,
     req: TransitionRequest,
 ) -> Result<PackageView, WorkforceError> {
+    let reviewer = who.role == Role::Stakeholder;
+    if reviewer {
+        stakeholder_may(req.to, None)?;
+    } else {
+        require_manager(who)?;
+    }
     check_move(&req)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
@@ -367,6 +394,9 @@ pub async fn transition(
     let p = store::get_package(&mut tx, who.workspace_id, id, true)
         .await?
         .ok_or(WorkforceError::PackageNotFound(id))?;
+    if reviewer {
+        stakeholder_may(req.to, Some(&p.status))?;
+    }
     let from: PackageStatus = p.status.parse()?;
     // A retried final move answers as the first one did, whatever version it names.
     if from == req.to && from.is_terminal() {
@@ -464,6 +494,7 @@ pub async fn record_progress(
     id: Uuid,
     req: ProgressRequest,
 ) -> Result<PackageView, WorkforceError> {
+    require_manager(who)?;
     if req.progress.is_none() && req.note.is_none() {
         return Err(Invalid::new("progress", "give progress, a note, or both").into());
     }
@@ -621,7 +652,7 @@ async fn apply_transition(
             tx,
             who.workspace_id,
             cid,
-            p.id,
+            Some(p.id),
             rating,
             mv.reason.as_deref(),
             actor,
@@ -745,11 +776,11 @@ async fn candidates_now(
 }
 
 /// Applies a rating to a contractor's trust and records it; returns the change.
-async fn rate_contractor(
+pub(super) async fn rate_contractor(
     tx: &mut PgConnection,
     workspace_id: Uuid,
     contractor_id: Uuid,
-    work_package_id: Uuid,
+    work_package_id: Option<Uuid>,
     rating: QualityRating,
     reason: Option<&str>,
     actor: &str,

@@ -22,10 +22,16 @@ use crate::{
 mod reservations;
 mod bdi;
 mod planning;
+mod stakeholder;
 mod task;
+mod workforce;
 
 /// Agent tools are for agent tokens (and attempt tokens, which act as one).
 pub(crate) const AGENTS: &[Role] = &[Role::Agent];
+
+/// The stakeholder's own tools (seed §20.4: profile, review, resolve) are
+/// for stakeholder tokens only: agents raise decisions, people settle them.
+pub(crate) const STAKEHOLDERS: &[Role] = &[Role::Stakeholder];
 
 /// Every agent tool, grouped as seed 000 §20 groups them.
 pub(super) fn build() -> Vec<Tool> {
@@ -34,10 +40,38 @@ pub(super) fn build() -> Vec<Tool> {
         reservations::tools(),
         planning::tools(),
         bdi::tools(),
+        workforce::tools(),
+        stakeholder::tools(),
     ]
         .into_iter()
         .flatten()
         .collect()
+}
+
+/// A tool of this catalogue for other `roles` than agents (the stakeholder's).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn tool_for(
+    roles: &'static [Role],
+    group: Group,
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    parameters: Value,
+    read_only: bool,
+    handler: super::Handler,
+) -> Tool {
+    Tool {
+        roles,
+        ..tool(
+            group,
+            name,
+            title,
+            description,
+            parameters,
+            read_only,
+            handler,
+        )
+    }
 }
 
 /// An agent tool: its handler, and the fields every tool has.
