@@ -12,7 +12,7 @@ use super::{
     page::Limit,
 };
 use crate::{
-    auth::{Principal, Role},
+    auth::Principal,
     coordination::{
         messages::{self, InboxAction, InboxState, SendMessage, ThreadNode},
         performatives::{self, Effects},
@@ -31,9 +31,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(read))
         .routes(routes!(ack))
 }
-
-/// Most messages one conversation answer holds.
-const MAX_THREAD: i64 = 2000;
 
 /// A message with its recipients.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -155,15 +152,13 @@ async fn conversation(
     who: Principal,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Conversation>> {
-    let mut conn = state.pool.acquire().await?;
-    let all = store::conversation(&mut conn, who.workspace_id, id, MAX_THREAD).await?;
-    if all.is_empty() {
-        return Err(ApiError::NotFound(format!("no conversation {id}")));
-    }
+    let (message_count, threads) = messages::conversation(&state.pool, &who, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
     Ok(Json(Conversation {
         conversation_id: id,
-        message_count: all.len(),
-        threads: messages::thread(all),
+        message_count,
+        threads,
     }))
 }
 
@@ -220,22 +215,13 @@ async fn inbox(
     Path(agent_id): Path<String>,
     Query(p): Query<InboxParams>,
 ) -> ApiResult<Json<Inbox>> {
-    who.require_self_or(
-        &agent_id,
-        &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker],
-    )?;
     let limit = p.limit.get()?;
-    let mut conn = state.pool.acquire().await?;
-    if !store::agent_exists(&mut conn, who.workspace_id, &agent_id).await? {
-        return Err(ApiError::NotFound(format!("no agent '{agent_id}'")));
-    }
     let filter = InboxFilter {
         state: p.state.map(|s| s.as_str().to_owned()),
         unacked: p.unacked,
         conversation_id: p.conversation,
     };
-    let messages = store::inbox(&mut conn, who.workspace_id, &agent_id, &filter, limit).await?;
-    let counts = store::inbox_counts(&mut conn, who.workspace_id, &agent_id).await?;
+    let (counts, messages) = messages::inbox(&state.pool, &who, &agent_id, &filter, limit).await?;
     Ok(Json(Inbox {
         agent_id,
         counts,
@@ -307,18 +293,7 @@ async fn mark(
     message_id: Uuid,
     action: InboxAction,
 ) -> ApiResult<Json<InboxEntry>> {
-    who.require_self_or(&agent_id, &[Role::Admin, Role::Operator])?;
-    let mut tx = state.pool.begin().await?;
-    let entry = messages::mark(
-        &mut tx,
-        who.workspace_id,
-        &agent_id,
-        message_id,
-        action,
-        &who.actor(),
-    )
-    .await?;
-    tx.commit().await?;
+    let entry = messages::mark_entry(&state.pool, &who, &agent_id, message_id, action).await?;
     Ok(Json(entry))
 }
 
@@ -359,7 +334,9 @@ impl From<MessageError> for ApiError {
                 unprocessable("unknown_reply_to", json!({ "reply_to": reply_to }))
             }
             MessageError::Linkage(e) => e.into(),
-            MessageError::NotInInbox { .. } => ApiError::NotFound(message),
+            MessageError::NotInInbox { .. } | MessageError::NoAgent { .. } => {
+                ApiError::NotFound(message)
+            }
             MessageError::AlreadyAcked {
                 message_id,
                 agent_id,

@@ -86,6 +86,12 @@ pub enum MessageError {
         /// The entry's state.
         state: InboxState,
     },
+    /// The inbox's agent is not registered.
+    #[error("no agent '{agent_id}'")]
+    NoAgent {
+        /// The named agent.
+        agent_id: String,
+    },
     /// The caller may not send this (another agent's name, another mission).
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
@@ -450,6 +456,73 @@ pub async fn mark(
     store::inbox_entry(&mut *conn, workspace_id, agent_id, message_id, &f)
         .await?
         .ok_or_else(not_found)
+}
+
+/// Reads or acks a message in `agent_id`'s inbox for caller `who` (the
+/// agent's own token, or an admin or operator), in one transaction.
+pub async fn mark_entry(
+    pool: &sqlx::PgPool,
+    who: &Principal,
+    agent_id: &str,
+    message_id: Uuid,
+    action: InboxAction,
+) -> Result<InboxEntry, MessageError> {
+    who.require_self_or(agent_id, &[Role::Admin, Role::Operator])?;
+    let mut tx = pool.begin().await?;
+    let entry = mark(
+        &mut tx,
+        who.workspace_id,
+        agent_id,
+        message_id,
+        action,
+        &who.actor(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(entry)
+}
+
+/// An agent's inbox page for caller `who` (the agent's own token, or an
+/// admin, operator, stakeholder or worker): counts over the whole inbox and
+/// the entries matching `filter`, oldest first.
+pub async fn inbox(
+    pool: &sqlx::PgPool,
+    who: &Principal,
+    agent_id: &str,
+    filter: &store::InboxFilter,
+    limit: i64,
+) -> Result<(store::InboxCounts, Vec<InboxEntry>), MessageError> {
+    who.require_self_or(
+        agent_id,
+        &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker],
+    )?;
+    let mut conn = pool.acquire().await?;
+    if !store::agent_exists(&mut conn, who.workspace_id, agent_id).await? {
+        return Err(MessageError::NoAgent {
+            agent_id: agent_id.to_owned(),
+        });
+    }
+    let entries = store::inbox(&mut conn, who.workspace_id, agent_id, filter, limit).await?;
+    let counts = store::inbox_counts(&mut conn, who.workspace_id, agent_id).await?;
+    Ok((counts, entries))
+}
+
+/// Most messages one conversation answer holds.
+pub const MAX_THREAD: i64 = 2000;
+
+/// A conversation as a reply tree: how many messages it has (at most
+/// [`MAX_THREAD`] are read) and its threads; `None` when it has none.
+pub async fn conversation(
+    pool: &sqlx::PgPool,
+    who: &Principal,
+    id: Uuid,
+) -> Result<Option<(usize, Vec<ThreadNode>)>, MessageError> {
+    let mut conn = pool.acquire().await?;
+    let all = store::conversation(&mut conn, who.workspace_id, id, MAX_THREAD).await?;
+    if all.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((all.len(), thread(all))))
 }
 
 /// A message with the replies to it, recursively.
