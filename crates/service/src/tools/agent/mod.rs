@@ -19,6 +19,7 @@ use crate::{
     error::ApiError,
 };
 
+mod communication;
 mod task;
 
 /// Agent tools are for agent tokens (and attempt tokens, which act as one).
@@ -26,7 +27,10 @@ pub(crate) const AGENTS: &[Role] = &[Role::Agent];
 
 /// Every agent tool, grouped as seed 000 §20 groups them.
 pub(super) fn build() -> Vec<Tool> {
-    [task::tools()].into_iter().flatten().collect()
+    [task::tools(), communication::tools()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// An agent tool: its handler, and the fields every tool has.
