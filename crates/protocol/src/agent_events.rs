@@ -1,5 +1,6 @@
 //! Typed payloads of the events agents cause through their tools (the
 //! `agents` area of the catalogue): the mission blackboard, discovered work,
+//! requests and queries between agents,
 //! handoffs between agents and refused tool calls.
 
 use serde::{Deserialize, Serialize};
