@@ -1,5 +1,6 @@
 //! Integration tests: the real service, real workers and a real PostgreSQL.
 
+mod agent_messages;
 mod api_input;
 mod attempts;
 mod bdi;
