@@ -106,11 +106,15 @@ pub async fn speak(
             effects: Effects::default(),
         });
     }
+    // The envelope's own rules come first, as when sending without effects.
+    messages::validate(&m)?;
     let ws = who.workspace_id;
     let mut tx = pool.begin().await?;
-    // An attempt token may not reach into another mission through a task id.
-    let linked = messages::resolve_linkage(&mut tx, ws, m.mission_id, m.task_id).await?;
-    messages::confine(who, linked)?;
+    if who.attempt.is_some() {
+        // An attempt token may not reach into another mission through a task id.
+        let linked = messages::resolve_linkage(&mut tx, ws, m.mission_id, m.task_id).await?;
+        messages::confine(who, linked)?;
+    }
     let replied = match m.reply_to {
         Some(id) => store::lock_request(&mut tx, ws, id)
             .await?
