@@ -3,6 +3,7 @@
 mod agent_admin;
 mod agent_bdi;
 mod agent_loop;
+mod agent_messages;
 mod agent_tools;
 mod agent_workforce;
 mod api_input;

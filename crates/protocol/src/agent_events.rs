@@ -5,6 +5,8 @@
 //! cannot take work).
 
 use std::collections::BTreeMap;
+//! requests and queries between agents,
+//! handoffs between agents and refused tool calls.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -175,6 +177,91 @@ pub struct TaskHandedOff {
 
 impl EventPayload for TaskHandedOff {
     const KIND: EventKind = EventKind::TaskHandedOff;
+/// `request.opened`: a REQUEST or QUERY to one agent became a work item.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestOpened {
+    /// The REQUEST or QUERY message's id.
+    pub request_id: Uuid,
+    /// `request` or `query`.
+    pub kind: String,
+    /// Who asked (an actor string).
+    pub requester: String,
+    /// The agent asked.
+    pub recipient: String,
+    /// The message's subject.
+    pub subject: String,
+}
+
+/// How a request or query was settled: the reply, who asked whom.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestSettled {
+    /// The REQUEST or QUERY message's id.
+    pub request_id: Uuid,
+    /// `request` or `query`.
+    pub kind: String,
+    /// Who asked (an actor string).
+    pub requester: String,
+    /// The agent asked.
+    pub recipient: String,
+    /// The reply that settled it.
+    pub message_id: Uuid,
+}
+
+/// `request.agreed`: the recipient agreed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestAgreed {
+    /// Who, what and by which reply.
+    #[serde(flatten)]
+    pub settled: RequestSettled,
+    /// The task the work became, when the request was within a mission.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added_task: Option<String>,
+}
+
+/// `request.refused`: the recipient refused.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestRefused(pub RequestSettled);
+
+/// `request.cancelled`: the requester withdrew it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestCancelled(pub RequestSettled);
+
+/// `request.failed`: the recipient replied FAILURE.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestFailed(pub RequestSettled);
+
+/// `request.answered`: an INFORM answered a query or reported agreed work done.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestAnswered {
+    /// Who, what and by which reply.
+    #[serde(flatten)]
+    pub settled: RequestSettled,
+    /// `answered` (a query) or `done` (an agreed request).
+    pub status: String,
+}
+
+impl EventPayload for RequestOpened {
+    const KIND: EventKind = EventKind::RequestOpened;
+}
+
+impl EventPayload for RequestAgreed {
+    const KIND: EventKind = EventKind::RequestAgreed;
+}
+
+impl EventPayload for RequestRefused {
+    const KIND: EventKind = EventKind::RequestRefused;
+}
+
+impl EventPayload for RequestCancelled {
+    const KIND: EventKind = EventKind::RequestCancelled;
+}
+
+impl EventPayload for RequestFailed {
+    const KIND: EventKind = EventKind::RequestFailed;
+}
+
+impl EventPayload for RequestAnswered {
+    const KIND: EventKind = EventKind::RequestAnswered;
 }
 
 impl EventPayload for PlanExtended {
@@ -220,6 +307,16 @@ mod tests {
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default();
         (kind, keys)
+    }
+
+    fn settled() -> RequestSettled {
+        RequestSettled {
+            request_id: Uuid::nil(),
+            kind: "request".into(),
+            requester: "agent:a".into(),
+            recipient: "b".into(),
+            message_id: Uuid::nil(),
+        }
     }
 
     /// Every field a fully populated payload writes is in the catalogue, and
@@ -289,6 +386,23 @@ mod tests {
                 score: 0.5,
                 attempt_id: Uuid::nil(),
                 context_summary: "s".into(),
+            keys(&RequestOpened {
+                request_id: Uuid::nil(),
+                kind: "request".into(),
+                requester: "agent:a".into(),
+                recipient: "b".into(),
+                subject: "s".into(),
+            }),
+            keys(&RequestAgreed {
+                settled: settled(),
+                added_task: Some("req-1".into()),
+            }),
+            keys(&RequestRefused(settled())),
+            keys(&RequestCancelled(settled())),
+            keys(&RequestFailed(settled())),
+            keys(&RequestAnswered {
+                settled: settled(),
+                status: "answered".into(),
             }),
         ];
         for (kind, fields) in samples {

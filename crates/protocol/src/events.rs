@@ -485,6 +485,24 @@ event_kinds! {
     TaskHandedOff = "task.handed_off", Agents, Task,
         "An agent handed its running task to another agent (named, or the best of a role): its attempt ended without counting as a failure, and the task is queued pinned to the receiver with the summary as feedback.",
         ["key", "handoff_id", "from", "to", "to_role", "score", "attempt_id", "context_summary", "status"];
+    RequestOpened = "request.opened", Agents, Message,
+        "A REQUEST (work the recipient must AGREE to or REFUSE) or a QUERY (expecting an INFORM or FAILURE) to one agent was opened; `request_id` is the message's id.",
+        ["request_id", "kind", "requester", "recipient", "subject"];
+    RequestAgreed = "request.agreed", Agents, Message,
+        "The recipient AGREEd to a request (`added_task`: the task it became, when the request was within a mission).",
+        ["request_id", "kind", "requester", "recipient", "message_id", "added_task"];
+    RequestRefused = "request.refused", Agents, Message,
+        "The recipient REFUSEd a request.",
+        ["request_id", "kind", "requester", "recipient", "message_id"];
+    RequestCancelled = "request.cancelled", Agents, Message,
+        "The requester withdrew an open request or query (CANCEL).",
+        ["request_id", "kind", "requester", "recipient", "message_id"];
+    RequestAnswered = "request.answered", Agents, Message,
+        "The recipient answered: an INFORM reply to a query (`status` `answered`) or to an agreed request (`status` `done`).",
+        ["request_id", "kind", "requester", "recipient", "message_id", "status"];
+    RequestFailed = "request.failed", Agents, Message,
+        "The recipient replied FAILURE to a query or an agreed request.",
+        ["request_id", "kind", "requester", "recipient", "message_id"];
 }
 
 impl EventKind {

@@ -3,7 +3,6 @@
 
 use axum::{extract::State, http::StatusCode};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
@@ -13,9 +12,10 @@ use super::{
     page::Limit,
 };
 use crate::{
-    auth::{Principal, Role},
-    coordination::messages::{
-        self, Category, InboxAction, InboxState, Outgoing, Performative, Recipient, ThreadNode,
+    auth::Principal,
+    coordination::{
+        messages::{self, InboxAction, InboxState, SendMessage, ThreadNode},
+        performatives::{self, Effects},
     },
     error::{ApiError, ApiResult},
     store::messages::{self as store, InboxEntry, InboxFilter, MessageView, RecipientState},
@@ -32,48 +32,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(ack))
 }
 
-/// Most messages one conversation answer holds.
-const MAX_THREAD: i64 = 2000;
-
-/// `POST /v1/messages` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SendMessage {
-    /// Client-chosen id: sending the same id again with the same content returns the original (idempotent retry).
-    #[serde(default)]
-    pub id: Option<Uuid>,
-    /// Sending agent. An agent token may only send as itself (and defaults to itself); other tokens may name any registered agent or leave it out to send as themselves.
-    #[serde(default)]
-    pub from: Option<String>,
-    /// An agent id, `role:<role>` (every agent of that role but the sender) or `all` (alias `broadcast`).
-    pub to: String,
-    /// Speech act (default `INFORM`).
-    #[serde(default)]
-    pub performative: Option<Performative>,
-    /// RFC-001 category. A categorised message must name `mission_id` or `task_id`; `HANDOFF` and `BLOCKED` must be acked; `HANDOFF` goes to one agent; `BLOCKED` needs `content.requested_action` and `content.urgency` (low, normal, high, critical).
-    #[serde(default)]
-    pub category: Option<Category>,
-    /// Conversation (defaults: that of `reply_to`, else the task's id, else a new one).
-    #[serde(default)]
-    pub conversation_id: Option<Uuid>,
-    /// The message this answers.
-    #[serde(default)]
-    pub reply_to: Option<Uuid>,
-    /// Linked mission.
-    #[serde(default)]
-    pub mission_id: Option<Uuid>,
-    /// Linked task (implies its mission).
-    #[serde(default)]
-    pub task_id: Option<Uuid>,
-    /// One-line subject (at most 200 bytes).
-    #[serde(default)]
-    pub subject: Option<String>,
-    /// Performative-specific payload: a JSON object of at most 64 KiB.
-    #[serde(default)]
-    #[schema(value_type = Object)]
-    pub content: Option<Value>,
-}
-
 /// A message with its recipients.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SentMessage {
@@ -82,11 +40,14 @@ pub struct SentMessage {
     pub message: MessageView,
     /// Each recipient and how far it got.
     pub recipients: Vec<RecipientState>,
+    /// What the performative did: beliefs revised, the request or query opened or settled, the task added.
+    #[serde(default)]
+    pub effects: Effects,
 }
 
-/// Sends a message to an agent, a role or everyone. It lands in each recipient's inbox and is pushed to the recipient's worker endpoint (`POST {endpoint_url}/v1/messages`, retried).
+/// Sends a message to an agent, a role or everyone. It lands in each recipient's inbox and is pushed to the recipient's worker endpoint (`POST {endpoint_url}/v1/messages`, retried). Its performative has effects: an INFORM about a `content.subject` revises each recipient's belief; a REQUEST or QUERY to one agent opens a request it must answer (AGREE / REFUSE, INFORM / FAILURE; CANCEL by the requester); AGREE on a request linked to a task adds the work to that mission.
 ///
-/// Roles: admin, operator, stakeholder, worker, or an agent sending as itself.
+/// Roles: admin, operator, stakeholder, worker, or an agent sending as itself (403 answering a request addressed to another agent, or cancelling another's).
 #[utoipa::path(
     post,
     path = "/v1/messages",
@@ -99,7 +60,7 @@ pub struct SentMessage {
         (status = 400, response = doc::BadRequest),
         (status = 401, response = doc::Unauthorized),
         (status = 403, response = doc::Forbidden),
-        (status = 409, description = "The id was used for a different message (`message_id_reused`)", body = doc::ErrorBody),
+        (status = 409, description = "The id was used for a different message (`message_id_reused`), or the request or query answered is no longer in a state the performative answers (`request_settled`), or the mission cannot take an agreed request's task", body = doc::ErrorBody),
         (status = 422, description = "Unknown sender, recipient, reply, mission or task (`unknown_sender`, `unknown_recipient`, `no_recipients`, `unknown_reply_to`, `unknown_mission`, `unknown_task`)", body = doc::ErrorBody)
     ),
     security(("api_token" = []))
@@ -109,53 +70,9 @@ async fn send(
     who: Principal,
     Json(req): Json<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<SentMessage>)> {
-    let from_agent = match (who.role, req.from) {
-        (Role::Agent, from) => {
-            let own = who.agent_id.clone().unwrap_or_default();
-            if let Some(f) = from.filter(|f| *f != own) {
-                return Err(ApiError::Forbidden(format!(
-                    "this agent token acts as '{own}'; it cannot send as '{f}'"
-                )));
-            }
-            Some(own)
-        }
-        (_, from) => {
-            who.require(&[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker])?;
-            from
-        }
-    };
-    let to = Recipient::parse(&req.to).map_err(|e| ApiError::invalid("to", e))?;
-    let sender = match &from_agent {
-        Some(a) => format!("agent:{a}"),
-        None => who.actor(),
-    };
-    let out = Outgoing {
-        id: req.id,
-        from_agent,
-        sender,
-        to,
-        performative: req.performative.unwrap_or(Performative::Inform),
-        category: req.category,
-        conversation_id: req.conversation_id,
-        reply_to: req.reply_to,
-        mission_id: req.mission_id,
-        task_id: req.task_id,
-        subject: req.subject.unwrap_or_default(),
-        content: req
-            .content
-            .unwrap_or_else(|| Value::Object(Default::default())),
-    };
-    let replay = match req.id {
-        Some(id) => store::get(&mut *state.pool.acquire().await?, who.workspace_id, id)
-            .await?
-            .is_some(),
-        None => false,
-    };
-    let mut tx = state.pool.begin().await?;
-    let message = messages::send(&mut tx, who.workspace_id, out).await?;
-    let recipients = store::recipients(&mut tx, who.workspace_id, message.id).await?;
-    tx.commit().await?;
-    let status = if replay {
+    let out = messages::compose(&who, req)?;
+    let spoken = performatives::speak(&state.pool, &state.planning, &who, out).await?;
+    let status = if spoken.replay {
         StatusCode::OK
     } else {
         StatusCode::CREATED
@@ -163,8 +80,9 @@ async fn send(
     Ok((
         status,
         Json(SentMessage {
-            message,
-            recipients,
+            message: spoken.message,
+            recipients: spoken.recipients,
+            effects: spoken.effects,
         }),
     ))
 }
@@ -198,6 +116,7 @@ async fn show(
     Ok(Json(SentMessage {
         message,
         recipients,
+        effects: Effects::default(),
     }))
 }
 
@@ -233,15 +152,13 @@ async fn conversation(
     who: Principal,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Conversation>> {
-    let mut conn = state.pool.acquire().await?;
-    let all = store::conversation(&mut conn, who.workspace_id, id, MAX_THREAD).await?;
-    if all.is_empty() {
-        return Err(ApiError::NotFound(format!("no conversation {id}")));
-    }
+    let (message_count, threads) = messages::conversation(&state.pool, &who, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))?;
     Ok(Json(Conversation {
         conversation_id: id,
-        message_count: all.len(),
-        threads: messages::thread(all),
+        message_count,
+        threads,
     }))
 }
 
@@ -298,22 +215,13 @@ async fn inbox(
     Path(agent_id): Path<String>,
     Query(p): Query<InboxParams>,
 ) -> ApiResult<Json<Inbox>> {
-    who.require_self_or(
-        &agent_id,
-        &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker],
-    )?;
     let limit = p.limit.get()?;
-    let mut conn = state.pool.acquire().await?;
-    if !store::agent_exists(&mut conn, who.workspace_id, &agent_id).await? {
-        return Err(ApiError::NotFound(format!("no agent '{agent_id}'")));
-    }
     let filter = InboxFilter {
         state: p.state.map(|s| s.as_str().to_owned()),
         unacked: p.unacked,
         conversation_id: p.conversation,
     };
-    let messages = store::inbox(&mut conn, who.workspace_id, &agent_id, &filter, limit).await?;
-    let counts = store::inbox_counts(&mut conn, who.workspace_id, &agent_id).await?;
+    let (counts, messages) = messages::inbox(&state.pool, &who, &agent_id, &filter, limit).await?;
     Ok(Json(Inbox {
         agent_id,
         counts,
@@ -385,18 +293,7 @@ async fn mark(
     message_id: Uuid,
     action: InboxAction,
 ) -> ApiResult<Json<InboxEntry>> {
-    who.require_self_or(&agent_id, &[Role::Admin, Role::Operator])?;
-    let mut tx = state.pool.begin().await?;
-    let entry = messages::mark(
-        &mut tx,
-        who.workspace_id,
-        &agent_id,
-        message_id,
-        action,
-        &who.actor(),
-    )
-    .await?;
-    tx.commit().await?;
+    let entry = messages::mark_entry(&state.pool, &who, &agent_id, message_id, action).await?;
     Ok(Json(entry))
 }
 
@@ -405,7 +302,7 @@ async fn mark(
 
 use serde_json::json;
 
-use crate::coordination::messages::{LinkageError, MessageError};
+use crate::coordination::messages::{LinkageError, MessageError, ProtocolError};
 
 impl From<MessageError> for ApiError {
     fn from(e: MessageError) -> Self {
@@ -437,7 +334,9 @@ impl From<MessageError> for ApiError {
                 unprocessable("unknown_reply_to", json!({ "reply_to": reply_to }))
             }
             MessageError::Linkage(e) => e.into(),
-            MessageError::NotInInbox { .. } => ApiError::NotFound(message),
+            MessageError::NotInInbox { .. } | MessageError::NoAgent { .. } => {
+                ApiError::NotFound(message)
+            }
             MessageError::AlreadyAcked {
                 message_id,
                 agent_id,
@@ -447,9 +346,32 @@ impl From<MessageError> for ApiError {
                 message,
                 details: json!({ "message_id": message_id, "agent_id": agent_id, "state": state }),
             },
+            MessageError::Forbidden(e) => e.into(),
+            MessageError::Protocol(e) => protocol_error(e),
+            MessageError::Belief(e) => (*e).into(),
+            MessageError::AddTask(e) => (*e).into(),
             MessageError::Database(e) => e.into(),
             MessageError::Unexpected(e) => ApiError::Unexpected(e),
         }
+    }
+}
+
+/// A message that breaks its conversation's protocol: a wrong field is a
+/// 400, answering someone else's request a 403, a settled request a 409.
+fn protocol_error(e: ProtocolError) -> ApiError {
+    let message = e.to_string();
+    match e {
+        ProtocolError::Invalid(e) => e.into(),
+        ProtocolError::NotAddressee { .. } | ProtocolError::NotRequester { .. } => {
+            ApiError::Forbidden(message)
+        }
+        ProtocolError::WrongState {
+            id, kind, status, ..
+        } => ApiError::Conflict {
+            code: "request_settled",
+            message,
+            details: json!({ "request_id": id, "kind": kind, "status": status }),
+        },
     }
 }
 

@@ -12,9 +12,11 @@ use uuid::Uuid;
 
 use coordinator_core::invalid::Invalid;
 
-use crate::store::{
-    events::{self, WorkspaceEvent, payloads},
-    messages::{self as store, InboxEntry, MessageView},
+use crate::{
+    auth::{Forbidden, Principal, Role},
+    store::{
+        events::{self, WorkspaceEvent, payloads},
+        messages::{self as store, InboxEntry, MessageView},
 };
 
 pub use coordinator_core::messages::*;
@@ -82,6 +84,24 @@ pub enum MessageError {
         /// The entry's state.
         state: InboxState,
     },
+    /// The inbox's agent is not registered.
+    #[error("no agent '{agent_id}'")]
+    NoAgent {
+        /// The named agent.
+        agent_id: String,
+    },
+    /// The caller may not send this (another agent's name, another mission).
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    /// The message breaks its conversation's protocol (AGREE to no request, …).
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    /// An INFORM's belief could not be written.
+    #[error(transparent)]
+    Belief(Box<crate::bdi::state::BdiError>),
+    /// An agreed request's work could not be added to the mission.
+    #[error(transparent)]
+    AddTask(Box<crate::missions::replan::ReplanError>),
     /// The database failed.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
@@ -111,6 +131,111 @@ pub enum LinkageError {
     /// The database failed.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
+}
+
+/// `POST /v1/messages` body (and the `agent_message` tool's arguments).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    /// Client-chosen id: sending the same id again with the same content returns the original (idempotent retry).
+    #[serde(default)]
+    pub id: Option<Uuid>,
+    /// Sending agent. An agent token may only send as itself (and defaults to itself); other tokens may name any registered agent or leave it out to send as themselves.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// An agent id, `role:<role>` (every agent of that role but the sender) or `all` (alias `broadcast`).
+    pub to: String,
+    /// Speech act (default `INFORM`); `ACCEPT_PROPOSAL` and `REJECT_PROPOSAL` are accepted for `ACCEPT` and `REJECT`. Effects: see `docs/coordination.md`.
+    #[serde(default)]
+    pub performative: Option<Performative>,
+    /// RFC-001 category. A categorised message must name `mission_id` or `task_id`; `HANDOFF` and `BLOCKED` must be acked; `HANDOFF` goes to one agent; `BLOCKED` needs `content.requested_action` and `content.urgency` (low, normal, high, critical).
+    #[serde(default)]
+    pub category: Option<Category>,
+    /// Conversation (defaults: that of `reply_to`, else the task's id, else a new one).
+    #[serde(default)]
+    pub conversation_id: Option<Uuid>,
+    /// The message this answers.
+    #[serde(default)]
+    pub reply_to: Option<Uuid>,
+    /// Linked mission (an attempt token's own mission by default).
+    #[serde(default)]
+    pub mission_id: Option<Uuid>,
+    /// Linked task, implying its mission (an attempt token's own task by default).
+    #[serde(default)]
+    pub task_id: Option<Uuid>,
+    /// One-line subject (at most 200 bytes).
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// Performative-specific payload: a JSON object of at most 64 KiB.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub content: Option<Value>,
+}
+
+/// Who sends `req` for caller `who`: an agent token sends as its agent only
+/// (403 naming another); admin, operator, stakeholder and worker tokens may
+/// name any agent or send as themselves. An attempt token links the message
+/// to its own task unless it names the mission or task, and may not name
+/// another mission (a task of another mission is refused by [`confine`]).
+pub fn compose(who: &Principal, req: SendMessage) -> Result<Outgoing, MessageError> {
+    let from_agent = match (who.role, req.from) {
+        (Role::Agent, from) => {
+            let own = who
+                .agent_id
+                .clone()
+                .ok_or_else(|| Forbidden::from("this token names no agent to send as"))?;
+            if let Some(f) = from.filter(|f| *f != own) {
+                return Err(Forbidden(format!(
+                    "this agent token acts as '{own}'; it cannot send as '{f}'"
+                ))
+                .into());
+            }
+            Some(own)
+        }
+        (_, from) => {
+            who.require(&[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker])?;
+            from
+        }
+    };
+    let to = Recipient::parse(&req.to).map_err(|e| Invalid::new("to", e))?;
+    let sender = match &from_agent {
+        Some(a) => format!("agent:{a}"),
+        None => who.actor(),
+    };
+    let (mut mission_id, mut task_id) = (req.mission_id, req.task_id);
+    if let Some(scope) = who.attempt {
+        if mission_id.is_none() && task_id.is_none() {
+            (mission_id, task_id) = (Some(scope.mission_id), Some(scope.task_id));
+        }
+        confine(who, mission_id)?;
+    }
+    Ok(Outgoing {
+        id: req.id,
+        from_agent,
+        sender,
+        to,
+        performative: req.performative.unwrap_or(Performative::Inform),
+        category: req.category,
+        conversation_id: req.conversation_id,
+        reply_to: req.reply_to,
+        mission_id,
+        task_id,
+        subject: req.subject.unwrap_or_default(),
+        content: req
+            .content
+            .unwrap_or_else(|| Value::Object(Default::default())),
+    })
+}
+
+/// An attempt token acts inside its own mission only.
+pub fn confine(who: &Principal, mission_id: Option<Uuid>) -> Result<(), Forbidden> {
+    match (who.attempt, mission_id) {
+        (Some(scope), Some(m)) if m != scope.mission_id => Err(Forbidden(format!(
+            "an attempt token acts inside mission {} only, not {m}",
+            scope.mission_id
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Checks what can be checked without the database; the first problem found.
@@ -327,6 +452,73 @@ pub async fn mark(
     store::inbox_entry(&mut *conn, workspace_id, agent_id, message_id, &f)
         .await?
         .ok_or_else(not_found)
+}
+
+/// Reads or acks a message in `agent_id`'s inbox for caller `who` (the
+/// agent's own token, or an admin or operator), in one transaction.
+pub async fn mark_entry(
+    pool: &sqlx::PgPool,
+    who: &Principal,
+    agent_id: &str,
+    message_id: Uuid,
+    action: InboxAction,
+) -> Result<InboxEntry, MessageError> {
+    who.require_self_or(agent_id, &[Role::Admin, Role::Operator])?;
+    let mut tx = pool.begin().await?;
+    let entry = mark(
+        &mut tx,
+        who.workspace_id,
+        agent_id,
+        message_id,
+        action,
+        &who.actor(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(entry)
+}
+
+/// An agent's inbox page for caller `who` (the agent's own token, or an
+/// admin, operator, stakeholder or worker): counts over the whole inbox and
+/// the entries matching `filter`, oldest first.
+pub async fn inbox(
+    pool: &sqlx::PgPool,
+    who: &Principal,
+    agent_id: &str,
+    filter: &store::InboxFilter,
+    limit: i64,
+) -> Result<(store::InboxCounts, Vec<InboxEntry>), MessageError> {
+    who.require_self_or(
+        agent_id,
+        &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Worker],
+    )?;
+    let mut conn = pool.acquire().await?;
+    if !store::agent_exists(&mut conn, who.workspace_id, agent_id).await? {
+        return Err(MessageError::NoAgent {
+            agent_id: agent_id.to_owned(),
+        });
+    }
+    let entries = store::inbox(&mut conn, who.workspace_id, agent_id, filter, limit).await?;
+    let counts = store::inbox_counts(&mut conn, who.workspace_id, agent_id).await?;
+    Ok((counts, entries))
+}
+
+/// Most messages one conversation answer holds.
+pub const MAX_THREAD: i64 = 2000;
+
+/// A conversation as a reply tree: how many messages it has (at most
+/// [`MAX_THREAD`] are read) and its threads; `None` when it has none.
+pub async fn conversation(
+    pool: &sqlx::PgPool,
+    who: &Principal,
+    id: Uuid,
+) -> Result<Option<(usize, Vec<ThreadNode>)>, MessageError> {
+    let mut conn = pool.acquire().await?;
+    let all = store::conversation(&mut conn, who.workspace_id, id, MAX_THREAD).await?;
+    if all.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((all.len(), thread(all))))
 }
 
 /// A message with the replies to it, recursively.

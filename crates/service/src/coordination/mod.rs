@@ -14,6 +14,7 @@ pub mod governance;
 pub mod handoffs;
 pub mod messages;
 pub mod organisation;
+pub mod performatives;
 pub mod reservations;
 pub mod team_decisions;
 pub mod tool_access;

@@ -528,3 +528,163 @@ pub async fn record_push(
     .await?;
     Ok(())
 }
+
+// ---------------------------------------------------- requests and queries
+
+/// A request or query as the API shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RequestView {
+    /// The REQUEST or QUERY message's id.
+    pub id: Uuid,
+    /// `request` or `query`.
+    pub kind: String,
+    /// Its conversation.
+    pub conversation_id: Uuid,
+    /// Who asked (`agent:<id>`, or the person or coordinator).
+    pub requester: String,
+    /// The agent asked.
+    pub recipient: String,
+    /// Linked mission.
+    pub mission_id: Option<Uuid>,
+    /// Linked task (the requester's).
+    pub task_id: Option<Uuid>,
+    /// Subject.
+    pub subject: String,
+    /// What was asked.
+    pub content: Value,
+    /// `open`, `agreed`, `refused`, `cancelled`, `done`, `failed` or `answered`.
+    pub status: String,
+    /// The message that last moved it.
+    pub settled_by: Option<Uuid>,
+    /// Key of the task an AGREE added to the mission.
+    pub added_task: Option<String>,
+    /// Asked.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Last change.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// Opens a request or query for the message `view` (addressed to `recipient`).
+pub async fn insert_request(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    view: &MessageView,
+    kind: &str,
+    requester: &str,
+    recipient: &str,
+) -> sqlx::Result<RequestView> {
+    sqlx::query_as!(
+        RequestView,
+        r#"INSERT INTO agent_requests (id, workspace_id, kind, conversation_id, requester, recipient,
+               mission_id, task_id, subject, content)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+           RETURNING id, kind, conversation_id, requester, recipient, mission_id, task_id, subject,
+                     content, status, settled_by, added_task, created_at, updated_at"#,
+        view.id,
+        workspace_id,
+        kind,
+        view.conversation_id,
+        requester,
+        recipient,
+        view.mission_id,
+        view.task_id,
+        view.subject,
+        view.content,
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// The request or query opened by message `id`, locked for update.
+pub async fn lock_request(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    id: Uuid,
+) -> sqlx::Result<Option<RequestView>> {
+    sqlx::query_as!(
+        RequestView,
+        r#"SELECT id, kind, conversation_id, requester, recipient, mission_id, task_id, subject,
+                  content, status, settled_by, added_task, created_at, updated_at
+           FROM agent_requests WHERE workspace_id = $1 AND id = $2
+           FOR UPDATE"#,
+        workspace_id,
+        id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Moves a request or query to `status`, naming the message that did it.
+pub async fn settle_request(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    id: Uuid,
+    status: &str,
+    settled_by: Uuid,
+    added_task: Option<&str>,
+) -> sqlx::Result<RequestView> {
+    sqlx::query_as!(
+        RequestView,
+        r#"UPDATE agent_requests
+           SET status = $3, settled_by = $4, added_task = COALESCE($5, added_task), updated_at = now()
+           WHERE workspace_id = $1 AND id = $2
+           RETURNING id, kind, conversation_id, requester, recipient, mission_id, task_id, subject,
+                     content, status, settled_by, added_task, created_at, updated_at"#,
+        workspace_id,
+        id,
+        status,
+        settled_by,
+        added_task
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Requests and queries an agent was asked or asked (as `agent:<id>`),
+/// newest first; only those in `status` when given.
+pub async fn requests_of(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+    status: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Vec<RequestView>> {
+    sqlx::query_as!(
+        RequestView,
+        r#"SELECT id, kind, conversation_id, requester, recipient, mission_id, task_id, subject,
+                  content, status, settled_by, added_task, created_at, updated_at
+           FROM agent_requests
+           WHERE workspace_id = $1 AND (recipient = $2 OR requester = 'agent:' || $2)
+             AND ($3::text IS NULL OR status = $3)
+           ORDER BY created_at DESC, id
+           LIMIT $4"#,
+        workspace_id,
+        agent_id,
+        status,
+        limit
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Pins a task of a mission, by key, to an agent while it has not started
+/// (the claim honours the pin); false when the task is past that.
+pub async fn pin_new_task(
+    conn: &mut PgConnection,
+    mission_id: Uuid,
+    key: &str,
+    agent_id: &str,
+) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE orchestration_tasks SET pinned_agent_id = $3, updated_at = now()
+         WHERE run_id = $1 AND task_key = $2 AND status IN ('pending', 'queued')",
+        mission_id,
+        key,
+        agent_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}

@@ -567,6 +567,33 @@ pub async fn open_for_task(
     req: OpenTender,
 ) -> Result<TenderView, TenderError> {
     require(who, &[Role::Admin, Role::Operator])?;
+    open_tender(pool, who, req, None).await
+}
+
+/// An agent opens a tender (it is the initiator, `agent:<id>`) for a
+/// pending or queued task of the mission it works in: the mission of its
+/// attempt token, which the task must belong to.
+pub async fn open_for_own_mission(
+    pool: &PgPool,
+    who: &Principal,
+    req: OpenTender,
+) -> Result<TenderView, TenderError> {
+    require(who, &[Role::Agent])?;
+    let scope = who.attempt.ok_or_else(|| {
+        crate::auth::Forbidden::from(
+            "an agent opens tenders for tasks of the mission it works in: use the attempt token of a dispatch",
+        )
+    })?;
+    open_tender(pool, who, req, Some(scope.mission_id)).await
+}
+
+/// Opens a tender for `req.task_id`, which must belong to `within` when given.
+async fn open_tender(
+    pool: &PgPool,
+    who: &Principal,
+    req: OpenTender,
+    within: Option<Uuid>,
+) -> Result<TenderView, TenderError> {
     if let Some(ms) = req.window_ms {
         check_window(ms)?;
     }
@@ -579,6 +606,14 @@ pub async fn open_for_task(
     let mission = crate::store::messages::task_mission(&mut tx, who.workspace_id, req.task_id)
         .await?
         .ok_or_else(no_task)?;
+    if within.is_some_and(|m| m != mission) {
+        return Err(crate::auth::Forbidden(format!(
+            "task {} is not in mission {}, the one this token works in",
+            req.task_id,
+            within.unwrap_or_default()
+        ))
+        .into());
+    }
     let run = missions::lock(&mut tx, who.workspace_id, mission)
         .await?
         .ok_or_else(no_task)?;
@@ -645,6 +680,59 @@ pub async fn list(
 /// already closed tender returns it unchanged.
 pub async fn award(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TenderView, TenderError> {
     require(who, &[Role::Admin, Role::Operator])?;
+    award_tender(pool, who, id).await
+}
+
+/// An agent awards a tender it initiated (see [`award`]): the award follows
+/// the scores, so `expected` (the proposal the agent means to award), when
+/// given, must be the best-ranked one.
+pub async fn award_own(
+    pool: &PgPool,
+    who: &Principal,
+    id: Uuid,
+    expected: Option<Uuid>,
+) -> Result<TenderView, TenderError> {
+    require(who, &[Role::Agent])?;
+    let current = get(pool, who, id).await?;
+    if current.initiator != who.actor() {
+        return Err(crate::auth::Forbidden(format!(
+            "only the tender's initiator ('{}') may award it",
+            current.initiator
+        ))
+        .into());
+    }
+    if let Some(p) = expected
+        && current.status == TenderStatus::Open
+    {
+        let best = current
+            .ranking
+            .first()
+            .and_then(|b| current.proposals.iter().find(|x| x.agent_id == b.agent_id));
+        match best {
+            Some(b) if b.id == p => {}
+            Some(b) => {
+                return Err(Invalid::new(
+                    "winning_proposal_id",
+                    format!(
+                        "the award follows the scores: the best proposal is {} (by '{}')",
+                        b.id, b.agent_id
+                    ),
+                )
+                .into());
+            }
+            None => {
+                return Err(Invalid::new(
+                    "winning_proposal_id",
+                    "the tender has no proposals to award",
+                )
+                .into());
+            }
+        }
+    }
+    award_tender(pool, who, id).await
+}
+
+async fn award_tender(pool: &PgPool, who: &Principal, id: Uuid) -> Result<TenderView, TenderError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let peek = store::get_tender(&mut tx, who.workspace_id, id)

@@ -23,6 +23,7 @@ mod reservations;
 mod bdi;
 mod planning;
 mod stakeholder;
+mod communication;
 mod task;
 mod workforce;
 
@@ -37,6 +38,7 @@ pub(crate) const STAKEHOLDERS: &[Role] = &[Role::Stakeholder];
 pub(super) fn build() -> Vec<Tool> {
     [
         task::tools(),
+        communication::tools(),
         reservations::tools(),
         planning::tools(),
         bdi::tools(),
