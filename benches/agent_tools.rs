@@ -72,7 +72,8 @@ async fn main() -> anyhow::Result<()> {
     url.set_path(&format!("/{name}"));
     let pool = db::connect(url.as_str(), 10).await?;
     auth::ensure_bootstrap(&pool, Some(ADMIN)).await?;
-    let app = Application::build(pool, Settings::new(SocketAddr::from(([127, 0, 0, 1], 0)))).await?;
+    let app =
+        Application::build(pool, Settings::new(SocketAddr::from(([127, 0, 0, 1], 0)))).await?;
     let base = app.url();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(app.run_until_stopped(async {
@@ -100,8 +101,10 @@ async fn main() -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let admin = |r: reqwest::RequestBuilder| r.bearer_auth(ADMIN);
     admin(http.post(format!("{base}/v1/agents")))
-        .json(&json!({"agent_id": "bench-agent", "role": "researcher", "skills": ["research"],
-                      "endpoint_url": worker_url, "max_concurrency": 4}))
+        .json(
+            &json!({"agent_id": "bench-agent", "role": "researcher", "skills": ["research"],
+                      "endpoint_url": worker_url, "max_concurrency": 4}),
+        )
         .send()
         .await?
         .error_for_status()?;
@@ -126,10 +129,13 @@ async fn main() -> anyhow::Result<()> {
             .header("accept", "application/json, text/event-stream")
             .json(&body)
     };
-    call("/v1/tools/blackboard_write", json!({"key": "k", "value": {"n": 1}}))
-        .send()
-        .await?
-        .error_for_status()?;
+    call(
+        "/v1/tools/blackboard_write",
+        json!({"key": "k", "value": {"n": 1}}),
+    )
+    .send()
+    .await?
+    .error_for_status()?;
     // Check both surfaces answer before timing them.
     let mcp_body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                          "params": {"name": "blackboard_read", "arguments": {"key": "k"}}});
@@ -140,13 +146,20 @@ async fn main() -> anyhow::Result<()> {
     );
 
     let health = measure(n, || async {
-        let r = http.get(format!("{base}/healthz")).send().await.expect("healthz");
+        let r = http
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .expect("healthz");
         assert!(r.status().is_success());
         r.bytes().await.expect("body");
     })
     .await;
     let rest = measure(n, || async {
-        let r = call("/v1/tools/blackboard_read", json!({"key": "k"})).send().await.expect("rest");
+        let r = call("/v1/tools/blackboard_read", json!({"key": "k"}))
+            .send()
+            .await
+            .expect("rest");
         assert!(r.status().is_success());
         r.bytes().await.expect("body");
     })
@@ -160,7 +173,10 @@ async fn main() -> anyhow::Result<()> {
 
     let (h50, h95) = (percentile(&health, 0.5), percentile(&health, 0.95));
     println!("{n} sequential round trips each, one client, loopback");
-    println!("{:<28} {:>9} {:>9} {:>9} {:>9}", "surface", "p50 ms", "p95 ms", "p50 ×", "p95 ×");
+    println!(
+        "{:<28} {:>9} {:>9} {:>9} {:>9}",
+        "surface", "p50 ms", "p95 ms", "p50 ×", "p95 ×"
+    );
     let mut line = Vec::new();
     for (label, key, v) in [
         ("GET /healthz (baseline)", "healthz", &health),
@@ -168,8 +184,15 @@ async fn main() -> anyhow::Result<()> {
         ("MCP tools/call", "mcp", &mcp),
     ] {
         let (p50, p95) = (percentile(v, 0.5), percentile(v, 0.95));
-        println!("{label:<28} {p50:>9.3} {p95:>9.3} {:>9.2} {:>9.2}", p50 / h50, p95 / h95);
-        line.push(format!("{key}_p50_ms={p50:.3} {key}_p95_ms={p95:.3} {key}_p50_ratio={:.2}", p50 / h50));
+        println!(
+            "{label:<28} {p50:>9.3} {p95:>9.3} {:>9.2} {:>9.2}",
+            p50 / h50,
+            p95 / h95
+        );
+        line.push(format!(
+            "{key}_p50_ms={p50:.3} {key}_p95_ms={p95:.3} {key}_p50_ratio={:.2}",
+            p50 / h50
+        ));
     }
     println!("{}", line.join(" "));
     let _ = stop_tx.send(());

@@ -1,12 +1,10 @@
 //! Typed payloads of the events agents cause through their tools (the
 //! `agents` area of the catalogue): the mission blackboard, discovered work,
-//! handoffs between agents, refused tool calls and plan steps; and the
-//! registry's own (an agent changed or retired, a pin to an agent that
-//! cannot take work).
+//! handoffs between agents, requests and queries between agents, refused
+//! tool calls and plan steps; and the registry's own (an agent changed or
+//! retired, a pin to an agent that cannot take work).
 
 use std::collections::BTreeMap;
-//! requests and queries between agents,
-//! handoffs between agents and refused tool calls.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -123,6 +121,8 @@ impl EventPayload for AgentRetired {
 
 impl EventPayload for TaskPinUnavailable {
     const KIND: EventKind = EventKind::TaskPinUnavailable;
+}
+
 /// `plan.step_recorded`: an agent reported a step of one of its intentions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlanStepRecorded {
@@ -152,6 +152,8 @@ pub struct PlanStepRecorded {
 
 impl EventPayload for PlanStepRecorded {
     const KIND: EventKind = EventKind::PlanStepRecorded;
+}
+
 /// `task.handed_off`: an agent handed its running task to another agent;
 /// its attempt ended (not a failure) and the task is queued for the receiver.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -177,6 +179,8 @@ pub struct TaskHandedOff {
 
 impl EventPayload for TaskHandedOff {
     const KIND: EventKind = EventKind::TaskHandedOff;
+}
+
 /// `request.opened`: a REQUEST or QUERY to one agent became a work item.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RequestOpened {
@@ -296,7 +300,7 @@ impl EventPayload for BlackboardDeleted {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
@@ -319,11 +323,10 @@ mod tests {
         }
     }
 
-    /// Every field a fully populated payload writes is in the catalogue, and
-    /// every catalogued field is one it writes.
-    #[test]
-    fn payload_fields_match_the_catalogue() {
-        let samples = vec![
+    /// A fully populated sample of every payload here, for the catalogue
+    /// test in `event_payloads::tests`.
+    pub(crate) fn samples() -> Vec<(EventKind, BTreeSet<String>)> {
+        vec![
             keys(&BlackboardWritten {
                 key: "k".into(),
                 version: 2,
@@ -367,6 +370,7 @@ mod tests {
                 reason: PinRefusal::Offline,
                 rung: Some(Rung::OtherAgent),
                 outcome: "unpinned".into(),
+            }),
             keys(&PlanStepRecorded {
                 agent_id: "a".into(),
                 intention_id: uuid::Uuid::nil(),
@@ -377,6 +381,7 @@ mod tests {
                 outcome: Some("done".into()),
                 artifacts_produced: vec!["report.md".into()],
                 notes: Some("n".into()),
+            }),
             keys(&TaskHandedOff {
                 key: "k".into(),
                 handoff_id: Uuid::nil(),
@@ -386,6 +391,7 @@ mod tests {
                 score: 0.5,
                 attempt_id: Uuid::nil(),
                 context_summary: "s".into(),
+            }),
             keys(&RequestOpened {
                 request_id: Uuid::nil(),
                 kind: "request".into(),
@@ -404,16 +410,6 @@ mod tests {
                 settled: settled(),
                 status: "answered".into(),
             }),
-        ];
-        for (kind, fields) in samples {
-            let mut listed: BTreeSet<String> = kind
-                .payload_fields()
-                .iter()
-                .map(|f| f.to_string())
-                .collect();
-            // Task transitions get `status` when they are recorded.
-            listed.remove("status");
-            assert_eq!(fields, listed, "{kind}");
-        }
+        ]
     }
 }

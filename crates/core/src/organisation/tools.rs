@@ -106,8 +106,14 @@ mod tests {
     #[test]
     fn roles_without_grants_may_call_every_tool() {
         let s = spec(json!({"roles": [{"id": "writer"}]}));
-        assert_eq!(s.tool_access("writer", "agent_message", "communication"), ToolAccess::Allowed);
-        assert_eq!(s.tool_access("stranger", "anything", "task"), ToolAccess::Allowed);
+        assert_eq!(
+            s.tool_access("writer", "agent_message", "communication"),
+            ToolAccess::Allowed
+        );
+        assert_eq!(
+            s.tool_access("stranger", "anything", "task"),
+            ToolAccess::Allowed
+        );
     }
 
     #[test]
@@ -116,15 +122,27 @@ mod tests {
             {"id": "worker", "tools": ["my_task", "group:task"]},
             {"id": "lead", "extends": "worker", "tools": ["group:communication"]}
         ]}));
-        assert_eq!(s.tool_access("worker", "blackboard_write", "task"), ToolAccess::Allowed);
+        assert_eq!(
+            s.tool_access("worker", "blackboard_write", "task"),
+            ToolAccess::Allowed
+        );
         let refused = s.tool_access("worker", "agent_message", "communication");
         let ToolAccess::Refused { reason, norm } = refused else {
             panic!("expected a refusal");
         };
-        assert!(reason.contains("role 'worker'") && reason.contains("group:task"), "{reason}");
+        assert!(
+            reason.contains("role 'worker'") && reason.contains("group:task"),
+            "{reason}"
+        );
         assert_eq!(norm, None);
-        assert_eq!(s.tool_access("lead", "agent_message", "communication"), ToolAccess::Allowed);
-        assert_eq!(s.tool_access("LEAD", "blackboard_read", "task"), ToolAccess::Allowed);
+        assert_eq!(
+            s.tool_access("lead", "agent_message", "communication"),
+            ToolAccess::Allowed
+        );
+        assert_eq!(
+            s.tool_access("LEAD", "blackboard_read", "task"),
+            ToolAccess::Allowed
+        );
     }
 
     #[test]
@@ -136,13 +154,21 @@ mod tests {
                 {"id": "may-talk", "role": "worker", "modality": "permission", "target": "tool:agent_message"}
             ]
         }));
-        let ToolAccess::Refused { reason, norm } = s.tool_access("intern", "blackboard_delete", "task") else {
+        let ToolAccess::Refused { reason, norm } =
+            s.tool_access("intern", "blackboard_delete", "task")
+        else {
             panic!("expected a refusal");
         };
         assert_eq!(norm.as_deref(), Some("no-delete"));
         assert!(reason.contains("no-delete"), "{reason}");
-        assert_eq!(s.tool_access("worker", "blackboard_delete", "task"), ToolAccess::Allowed);
-        assert_eq!(s.tool_access("intern", "agent_message", "communication"), ToolAccess::Allowed);
+        assert_eq!(
+            s.tool_access("worker", "blackboard_delete", "task"),
+            ToolAccess::Allowed
+        );
+        assert_eq!(
+            s.tool_access("intern", "agent_message", "communication"),
+            ToolAccess::Allowed
+        );
     }
 
     #[test]

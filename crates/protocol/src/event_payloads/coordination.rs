@@ -134,8 +134,8 @@ pub struct ContractorTrustUpdated {
     pub new_score: f64,
     /// The rating that moved it.
     pub quality_rating: QualityRating,
-    /// The package rated.
-    pub work_package_id: Uuid,
+    /// The package rated, if the rating was for one.
+    pub work_package_id: Option<Uuid>,
 }
 
 /// `work_package.created`.

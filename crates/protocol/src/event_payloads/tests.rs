@@ -303,7 +303,7 @@ fn trust() -> ContractorTrustUpdated {
         previous_score: 0.5,
         new_score: 0.6,
         quality_rating: QualityRating::Excellent,
-        work_package_id: Uuid::nil(),
+        work_package_id: Some(Uuid::nil()),
     }
 }
 
@@ -365,6 +365,7 @@ fn coordination_samples() -> Vec<(EventKind, BTreeSet<String>)> {
             task_status_to: TaskStatus::AwaitingHuman,
             message_id: None,
             agent_id: s(),
+            attempt_id: Some(u),
         }),
         keys(&MessageSent {
             message_id: u,
@@ -548,7 +549,8 @@ fn payload_fields_match_the_catalogue() {
     let samples = mission_samples()
         .into_iter()
         .chain(coordination_samples())
-        .chain(bdi_samples());
+        .chain(bdi_samples())
+        .chain(crate::agent_events::tests::samples());
     for (kind, mut written) in samples {
         let mut listed: BTreeSet<String> = kind
             .payload_fields()

@@ -17,6 +17,7 @@ use crate::{
     store::{
         events::{self, WorkspaceEvent, payloads},
         messages::{self as store, InboxEntry, MessageView},
+    },
 };
 
 pub use coordinator_core::messages::*;

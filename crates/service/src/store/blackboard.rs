@@ -9,6 +9,7 @@ use uuid::Uuid;
 /// One key of a blackboard, as stored and shown. A deleted key is a
 /// tombstone: `value` is null and `version` keeps counting.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = BlackboardEntry)]
 pub struct Entry {
     /// The key.
     pub key: String,

@@ -108,7 +108,7 @@ pub async fn raise_blocker(
     human::hand_to_person(&mut tx, &run, &t, &actor, payload)
         .await
         .map_err(boxed)?;
-    decision_event(&mut tx, &row, EventKind::DecisionRequested, &actor).await?;
+    decision_event(&mut tx, &row, payloads::DecisionRequested, &actor).await?;
     tx.commit().await?;
     Ok(row.view())
 }
