@@ -408,7 +408,10 @@ async fn the_mcp_python_sdk_acts_as_an_agent_with_its_attempt_token() {
     let d = worker.dispatch(1).await;
     let (_, op) = app.post("/v1/tokens", json!({"role": "operator"})).await;
     let (status, ag) = app
-        .post("/v1/tokens", json!({"role": "agent", "agent_id": d.agent_id}))
+        .post(
+            "/v1/tokens",
+            json!({"role": "agent", "agent_id": d.agent_id}),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{ag}");
     let extra = json!({"id": "extra", "title": "More", "task_type": "research",
@@ -430,19 +433,45 @@ async fn the_mcp_python_sdk_acts_as_an_agent_with_its_attempt_token() {
     });
     let out = mcp_agent(&python, &app, script).await;
     let names = |i: usize| -> Vec<String> {
-        out[i]["tools"].as_array().unwrap_or_else(|| panic!("{}", out[i])).iter().map(|t| t.as_str().unwrap().to_owned()).collect()
+        out[i]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", out[i]))
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect()
     };
     let (attempt, operator, agent) = (names(0), names(1), names(2));
-    assert!(attempt.contains(&"blackboard_write".to_owned()), "{attempt:?}");
-    assert!(!attempt.contains(&"list_missions".to_owned()), "{attempt:?}");
-    assert!(operator.contains(&"create_mission".to_owned()) && !operator.contains(&"blackboard_write".to_owned()), "{operator:?}");
+    assert!(
+        attempt.contains(&"blackboard_write".to_owned()),
+        "{attempt:?}"
+    );
+    assert!(
+        !attempt.contains(&"list_missions".to_owned()),
+        "{attempt:?}"
+    );
+    assert!(
+        operator.contains(&"create_mission".to_owned())
+            && !operator.contains(&"blackboard_write".to_owned()),
+        "{operator:?}"
+    );
     assert_ne!(operator, agent);
-    assert!(agent.contains(&"list_missions".to_owned()), "an agent token outside a task may list: {agent:?}");
+    assert!(
+        agent.contains(&"list_missions".to_owned()),
+        "an agent token outside a task may list: {agent:?}"
+    );
     assert_eq!(out[3]["ok"], true, "{}", out[3]);
     assert_eq!(out[3]["result"]["task"]["key"], "a");
     assert_eq!(out[4]["ok"], true, "{}", out[4]);
-    assert_eq!(out[5]["ok"], false, "a stale version is refused: {}", out[5]);
-    assert_eq!(out[5]["result"]["error"]["code"], "version_conflict", "{}", out[5]);
+    assert_eq!(
+        out[5]["ok"], false,
+        "a stale version is refused: {}",
+        out[5]
+    );
+    assert_eq!(
+        out[5]["result"]["error"]["code"], "version_conflict",
+        "{}",
+        out[5]
+    );
     assert_eq!(out[6]["ok"], true, "{}", out[6]);
     assert_eq!(out[7]["ok"], true, "{}", out[7]);
     assert_eq!(out[8]["ok"], true, "{}", out[8]);
@@ -450,11 +479,19 @@ async fn the_mcp_python_sdk_acts_as_an_agent_with_its_attempt_token() {
 
     // Once the attempt has ended, its token is refused.
     succeed(&app.http, &d, json!({"text": "a"}), 0.0).await;
-    let stale = mcp_agent(&python, &app, json!({
-        "tokens": {"attempt": d.callback.token},
-        "steps": [{"token": "attempt", "tool": "my_task"}]
-    }))
+    let stale = mcp_agent(
+        &python,
+        &app,
+        json!({
+            "tokens": {"attempt": d.callback.token},
+            "steps": [{"token": "attempt", "tool": "my_task"}]
+        }),
+    )
     .await;
-    assert!(stale[0].get("refused").is_some() || stale[0]["ok"] == false, "{}", stale[0]);
+    assert!(
+        stale[0].get("refused").is_some() || stale[0]["ok"] == false,
+        "{}",
+        stale[0]
+    );
     app.stop().await;
 }

@@ -238,9 +238,16 @@ async fn the_llm_worker_runs_a_mission_on_a_real_llama_cpp_server() {
         .await
         .unwrap();
     let stats = worker.stats();
-    assert_eq!((stats.reported + stats.cancelled) as i64, attempts, "{stats:?}");
+    assert_eq!(
+        (stats.reported + stats.cancelled) as i64,
+        attempts,
+        "{stats:?}"
+    );
     // Three turns per attempt, plus one retry without tools if the server refuses them.
-    assert!(stats.calls as i64 <= attempts * 3 + 1, "{stats:?} for {attempts} attempts");
+    assert!(
+        stats.calls as i64 <= attempts * 3 + 1,
+        "{stats:?} for {attempts} attempts"
+    );
     assert!(stats.completion_tokens > 0, "{stats:?}");
     if done["status"] == "completed" {
         for t in done["tasks"].as_array().unwrap() {

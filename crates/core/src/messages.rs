@@ -391,8 +391,8 @@ pub enum Effect {
         mission_id: Uuid,
         /// The requester's task the work is placed under.
         anchor_task: Uuid,
-        /// The new task.
-        task: crate::planning::TaskSpec,
+        /// The new task (boxed: it dwarfs the other effects).
+        task: Box<crate::planning::TaskSpec>,
     },
 }
 
@@ -499,7 +499,7 @@ pub fn effects(m: &Outgoing, replied: Option<&WorkItem>) -> Result<Vec<Effect>, 
                         request_id: item.id,
                         mission_id,
                         anchor_task,
-                        task: requested_task(item.id, &item.subject, &item.content)?,
+                        task: Box::new(requested_task(item.id, &item.subject, &item.content)?),
                     });
                 }
             }

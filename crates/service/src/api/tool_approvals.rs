@@ -73,7 +73,8 @@ async fn request(
     Json(req): Json<ApprovalRequest>,
 ) -> ApiResult<(StatusCode, Json<ApprovalView>)> {
     let timeout = state.engine.tool_approval_timeout.as_secs();
-    let (view, created) = policy::request_approval(&state.pool, timeout, id, Some(&token), req).await?;
+    let (view, created) =
+        policy::request_approval(&state.pool, timeout, id, Some(&token), req).await?;
     let code = if created {
         StatusCode::CREATED
     } else {

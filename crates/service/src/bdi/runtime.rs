@@ -93,7 +93,7 @@ pub(super) async fn maintain(
             WorkspaceEvent::new(
                 None,
                 None,
-                &actor,
+                actor,
                 &payloads::BdiIntentionStale {
                     agent_id: agent_id.clone(),
                     intention_id: *id,
@@ -154,7 +154,7 @@ pub(super) async fn maintain(
                     WorkspaceEvent::new(
                         None,
                         None,
-                        &actor,
+                        actor,
                         &payloads::BdiBeliefConflict {
                             agent_id: key.1.clone(),
                             subject: key.2.clone(),

@@ -136,7 +136,7 @@ pub async fn speak(
             let agent = m.from_agent.clone().unwrap_or_default();
             let key = task.id.clone();
             let req = discovered::AddTasks {
-                tasks: vec![task.clone()],
+                tasks: vec![(**task).clone()],
                 placement: Placement::Child,
                 reason: format!(
                     "agent '{agent}' agreed to request {request_id}: {}",

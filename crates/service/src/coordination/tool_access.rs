@@ -199,7 +199,10 @@ mod tests {
         let args = json!({"key": "k", "value": 1});
         assert_eq!(call_id(a, "t", &args), call_id(a, "t", &args));
         assert_ne!(call_id(a, "t", &args), call_id(a, "u", &args));
-        assert_ne!(call_id(a, "t", &args), call_id(a, "t", &json!({"key": "k", "value": 2})));
+        assert_ne!(
+            call_id(a, "t", &args),
+            call_id(a, "t", &json!({"key": "k", "value": 2}))
+        );
         assert_ne!(call_id(a, "t", &args), call_id(Uuid::now_v7(), "t", &args));
     }
 }

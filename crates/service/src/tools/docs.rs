@@ -84,8 +84,14 @@ mod tests {
     fn tools_docs_are_current() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/agents.md");
         let doc = std::fs::read_to_string(path).expect("docs/agents.md is readable");
-        let begin = doc.find(BEGIN).expect("docs/agents.md has the BEGIN marker") + BEGIN.len();
-        let end = begin + doc[begin..].find(END).expect("docs/agents.md has the END marker");
+        let begin = doc
+            .find(BEGIN)
+            .expect("docs/agents.md has the BEGIN marker")
+            + BEGIN.len();
+        let end = begin
+            + doc[begin..]
+                .find(END)
+                .expect("docs/agents.md has the END marker");
         let want = markdown_catalogue();
         if doc[begin..end] == want {
             return;
@@ -112,7 +118,11 @@ mod tests {
             assert_eq!(t.parameters["type"], "object", "{}", t.name);
             for r in t.parameters["required"].as_array().into_iter().flatten() {
                 let r = r.as_str().unwrap_or_default();
-                assert!(t.parameters["properties"].get(r).is_some(), "{}: {r}", t.name);
+                assert!(
+                    t.parameters["properties"].get(r).is_some(),
+                    "{}: {r}",
+                    t.name
+                );
             }
         }
     }

@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 pub mod agent;
-pub mod docs;
 pub(crate) mod catalogue;
+pub mod docs;
 
 use crate::{
     auth::{Principal, Role},

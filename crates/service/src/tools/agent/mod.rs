@@ -19,11 +19,11 @@ use crate::{
     error::ApiError,
 };
 
-mod reservations;
 mod bdi;
-mod planning;
-mod stakeholder;
 mod communication;
+mod planning;
+mod reservations;
+mod stakeholder;
 mod task;
 mod workforce;
 
@@ -45,9 +45,9 @@ pub(super) fn build() -> Vec<Tool> {
         workforce::tools(),
         stakeholder::tools(),
     ]
-        .into_iter()
-        .flatten()
-        .collect()
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// A tool of this catalogue for other `roles` than agents (the stakeholder's).

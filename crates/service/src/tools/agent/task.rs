@@ -252,11 +252,19 @@ fn mission_events<'a>(
         missions::view(cx.pool, who.workspace_id, mission).await?;
         let after = args.get("after").and_then(Value::as_i64).unwrap_or(0);
         let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(50);
-        let wait = args.get("wait_secs").and_then(Value::as_u64).unwrap_or(0).min(25);
+        let wait = args
+            .get("wait_secs")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            .min(25);
         let kinds: Vec<String> = args
             .get("kinds")
             .and_then(Value::as_array)
-            .map(|k| k.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|k| {
+                k.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         let wanted = |kind: &str| {
             kinds.is_empty()
@@ -270,8 +278,8 @@ fn mission_events<'a>(
         wake.borrow_and_update();
         let mut cursor = after;
         loop {
-            let page = events::list_for_mission(cx.pool, who.workspace_id, mission, cursor, limit)
-                .await?;
+            let page =
+                events::list_for_mission(cx.pool, who.workspace_id, mission, cursor, limit).await?;
             let last = page.last().and_then(|e| e.seq);
             let found: Vec<_> = page.into_iter().filter(|e| wanted(&e.kind)).collect();
             if let Some(seq) = last {
