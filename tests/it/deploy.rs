@@ -257,10 +257,6 @@ const UNSCOPED_TABLES: &[(&str, &str)] = &[
         "the tenants themselves: their `id` is the workspace id",
     ),
     (
-        "bdi_cycles",
-        "the log of the BDI maintenance job, one run over all workspaces at a time: global",
-    ),
-    (
         "team_decision_votes",
         "reached only through team_decisions(id) (FK, cascade); lacks the column a distributed \
          table needs (docs/scaling.md)",
@@ -357,6 +353,11 @@ const GLOBAL_BY_DESIGN: &[(&str, &str, &str)] = &[
         "crates/service/src/store/agents.rs",
         "mark_silent_offline",
         "heartbeat timeouts of any workspace's agents",
+    ),
+    (
+        "crates/service/src/store/agents.rs",
+        "lost_pins",
+        "ready tasks of any workspace whose pinned agent is offline, retired or gone",
     ),
 ];
 

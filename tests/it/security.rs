@@ -457,6 +457,13 @@ async fn workspace_b(app: &TestApp, doc: &Value) -> (Uuid, String, Ids) {
     let mission_uuid: Uuid = mission_id.parse().expect("uuid");
     ids.insert("missions/{id}".into(), mission_id.clone());
     ids.insert("tasks/{task}".into(), "a".into());
+    b(
+        Method::PUT,
+        format!("/v1/missions/{mission_id}/blackboard/b-secret"),
+        Some(json!({"value": "B-SECRET-VALUE"})),
+    )
+    .await;
+    ids.insert("blackboard/{key}".into(), "b-secret".into());
     let (task_id,): (Uuid,) = sqlx::query_as(
         "SELECT id FROM orchestration_tasks WHERE run_id = $1 ORDER BY created_at LIMIT 1",
     )

@@ -84,6 +84,17 @@ async fn invoke(
     Ok(Json(json!({ "result": result })))
 }
 
+impl From<crate::coordination::tool_access::AccessError> for ApiError {
+    fn from(e: crate::coordination::tool_access::AccessError) -> Self {
+        use crate::coordination::tool_access::AccessError;
+        match e {
+            AccessError::Refused(reason) => ApiError::Forbidden(reason),
+            AccessError::Approval(e) => e.into(),
+            AccessError::Database(e) => e.into(),
+        }
+    }
+}
+
 /// `GET /v1/tools` answer.
 #[derive(utoipa::ToSchema)]
 pub struct ToolList {

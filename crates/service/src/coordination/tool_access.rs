@@ -16,10 +16,9 @@ use uuid::Uuid;
 use coordinator_core::organisation::{Deontic, ToolAccess};
 use coordinator_protocol::agent_events::ToolRefused;
 
-use super::tool_policy::{self, ApprovalRequest, ApprovalStatus};
+use super::tool_policy::{self, ApprovalRequest, ApprovalStatus, ToolApprovalError};
 use crate::{
-    auth::{Forbidden, Principal},
-    error::ApiError,
+    auth::Principal,
     store::{
         agents,
         events::{self, WorkspaceEvent},
@@ -40,6 +39,21 @@ pub struct Call<'a> {
     pub arguments: &'a Map<String, Value>,
 }
 
+/// Why a call may not go ahead.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// The spec or the task's policy refuses it (403); the reason names the
+    /// role and the norm, or the policy's reasons.
+    #[error("{0}")]
+    Refused(String),
+    /// Asking the task's policy failed (e.g. the attempt ended meanwhile).
+    #[error(transparent)]
+    Approval(#[from] ToolApprovalError),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
 /// What the gate decided when it did not refuse.
 #[derive(Debug)]
 pub enum Gate {
@@ -55,7 +69,7 @@ pub async fn check(
     approval_timeout_secs: u64,
     who: &Principal,
     call: Call<'_>,
-) -> Result<Gate, ApiError> {
+) -> Result<Gate, AccessError> {
     let Some(agent_id) = who.agent_id.as_deref() else {
         return Ok(Gate::Proceed);
     };
@@ -130,12 +144,11 @@ pub async fn check(
             "tool": call.tool,
             "next_step": "A person must approve this call. Make the same call again (same arguments) once it is approved; until then carry on with other work.",
         }))),
-        _ => Err(Forbidden(format!(
+        _ => Err(AccessError::Refused(format!(
             "the task's tool policy refuses '{}': {}",
             call.tool,
             view.rationale.unwrap_or_else(|| view.reasons.join("; "))
-        ))
-        .into()),
+        ))),
     }
 }
 
@@ -162,7 +175,7 @@ async fn refuse(
     tool: &str,
     reason: String,
     norm: Option<String>,
-) -> ApiError {
+) -> AccessError {
     let payload = ToolRefused {
         tool: tool.to_owned(),
         agent_id: agent_id.to_owned(),
@@ -186,7 +199,7 @@ async fn refuse(
     if let Err(e) = recorded {
         tracing::warn!(error = %e, tool, agent_id, "could not record a refused tool call");
     }
-    Forbidden(reason).into()
+    AccessError::Refused(reason)
 }
 
 #[cfg(test)]

@@ -12,10 +12,7 @@
 //! not a JSON object, a `finish` without a result) is answered with what was
 //! wrong and uses its turn like any other.
 
-use std::{
-    collections::{BTreeSet, VecDeque},
-    sync::atomic::Ordering,
-};
+use std::{collections::BTreeSet, sync::atomic::Ordering};
 
 use coordinator_llm::{
     CallError, ChatMessage, ChatRequest, Completion, ToolCall, ToolChoice, Usage, excerpt,
@@ -25,13 +22,12 @@ use coordinator_protocol::{DispatchRequest, WorkerReport};
 use serde_json::{Map, Value};
 
 use super::{
-    ModelWorker, TEMPERATURE, prompt, report,
+    ModelWorker, TEMPERATURE,
+    progress::{Progress, Turns},
+    prompt, report,
     tools::{self, Called, FINISH},
 };
 use crate::harness::Attempt;
-
-/// Turns quoted in the error of an attempt that reached the bound.
-const RECENT_TURNS: usize = 3;
 
 /// Most bytes of a `finish` summary kept.
 const MAX_SUMMARY_BYTES: usize = 500;
@@ -138,72 +134,6 @@ fn finish(mut args: Map<String, Value>) -> Action {
             json_kind(&other)
         )),
     }
-}
-
-/// The turn bound and what the last turns did.
-#[derive(Debug, Clone)]
-pub(super) struct Turns {
-    max: u32,
-    used: u32,
-    recent: VecDeque<String>,
-}
-
-impl Turns {
-    /// No turns taken yet, at most `max`.
-    pub(super) fn new(max: u32) -> Self {
-        Turns {
-            max,
-            used: 0,
-            recent: VecDeque::new(),
-        }
-    }
-
-    /// Takes another turn if the bound allows; whether it did.
-    pub(super) fn start(&mut self) -> bool {
-        if self.used >= self.max {
-            return false;
-        }
-        self.used += 1;
-        true
-    }
-
-    /// Turns taken.
-    pub(super) fn used(&self) -> u32 {
-        self.used
-    }
-
-    /// Notes what the current turn did (only the last few are kept).
-    pub(super) fn record(&mut self, what: &str) {
-        self.recent.push_back(format!("turn {}: {what}", self.used));
-        if self.recent.len() > RECENT_TURNS {
-            self.recent.pop_front();
-        }
-    }
-
-    /// The error of an attempt that used every turn without finishing.
-    pub(super) fn exhausted(&self) -> String {
-        let recent: Vec<&str> = self.recent.iter().map(String::as_str).collect();
-        format!(
-            "the model used all {} turns (the bound, --max-turns) without calling finish; {}",
-            self.max,
-            if recent.is_empty() {
-                "no turn was recorded".to_owned()
-            } else {
-                format!("the last turns: {}", recent.join("; "))
-            }
-        )
-    }
-}
-
-/// One attempt's progress, for its report.
-#[derive(Debug)]
-pub(super) struct Progress {
-    /// The turns taken and what they did.
-    pub turns: Turns,
-    /// Tokens over every turn.
-    pub usage: Usage,
-    /// Coordinator tools called (whatever they answered).
-    pub tool_calls: u32,
 }
 
 impl ModelWorker {

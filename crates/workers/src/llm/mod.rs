@@ -49,6 +49,7 @@ use tokio::{net::TcpListener, sync::Semaphore};
 use crate::harness::{self, Attempt, Counters, Plan, Reply, Server, ServerError};
 
 mod agent_loop;
+mod progress;
 mod prompt;
 mod report;
 #[cfg(test)]

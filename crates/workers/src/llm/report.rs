@@ -6,7 +6,7 @@ use coordinator_llm::{CallError, Completion};
 use coordinator_protocol::WorkerReport;
 use serde_json::{Value, json};
 
-use super::{LlmWorkerConfig, agent_loop::Progress};
+use super::{LlmWorkerConfig, progress::Progress};
 
 /// A report of `status` with the attempt's spending filled in.
 fn base(cfg: &LlmWorkerConfig, progress: &Progress, status: ReportStatus) -> WorkerReport {
