@@ -71,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
     let mut url = reqwest::Url::parse(&server)?;
     url.set_path(&format!("/{name}"));
     let pool = db::connect(url.as_str(), 10).await?;
+    db::migrate(&pool).await?;
     auth::ensure_bootstrap(&pool, Some(ADMIN)).await?;
     let app =
         Application::build(pool, Settings::new(SocketAddr::from(([127, 0, 0, 1], 0)))).await?;
@@ -108,8 +109,13 @@ async fn main() -> anyhow::Result<()> {
         .send()
         .await?
         .error_for_status()?;
-    let plan = json!({"tasks": [{"id": "a", "title": "Hold", "task_type": "research",
-        "required_skills": ["research"], "success_criteria": [{"description": "ok", "must_pass": true}]}]});
+    // Plans need a few tasks; only the first is dispatched (and held).
+    let task = |id: &str, deps: &[&str]| {
+        json!({"id": id, "title": format!("Hold {id}"), "task_type": "research",
+               "required_skills": ["research"], "depends_on": deps,
+               "success_criteria": [{"description": "ok", "must_pass": true}]})
+    };
+    let plan = json!({"tasks": [task("a", &[]), task("b", &["a"]), task("c", &["b"])]});
     admin(http.post(format!("{base}/v1/missions")))
         .json(&json!({"goal": "bench", "autonomy": "autonomous", "plan": plan}))
         .send()
