@@ -52,7 +52,8 @@ pub struct DispatchRequest {
     /// (absent when the workspace has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub organisation: Option<coordinator_core::organisation::OrgContext>,
-    /// Why the previous attempt was not accepted, if it was not.
+    /// What the next attempt must take into account: why the previous one
+    /// was not accepted, a handoff's context, or a blocker's decision.
     pub feedback: Option<String>,
     /// The mission's blackboard when the task was dispatched: the keys the
     /// task declares in `inputs.blackboard_keys`, or else the most recently

@@ -7,7 +7,8 @@
 //! (its result is the output), answers without tool calls (the text is the
 //! output: models without function calling work too), the provider fails,
 //! a tool call is answered `409` (the attempt is no longer live: nothing is
-//! reported), or the turn bound is reached (a `quality` failure saying what
+//! reported) or ends the attempt itself (`attempt_ended: true`: a handoff or
+//! a blocker; nothing is reported), or the turn bound is reached (a `quality` failure saying what
 //! the last turns did). A malformed call (unknown tool, arguments that are
 //! not a JSON object, a `finish` without a result) is answered with what was
 //! wrong and uses its turn like any other.
@@ -211,6 +212,11 @@ impl ModelWorker {
                             Called::Failed(why) => {
                                 did.push(format!("{name} (failed: {})", brief(&why)));
                                 why
+                            }
+                            Called::Ended => {
+                                self.own().handed_on += 1;
+                                tracing::info!(attempt_id = %req.attempt_id, tool = %name, "the agent ended its attempt (handoff or blocker); nothing to report");
+                                return None;
                             }
                             Called::Stale => {
                                 self.own().stale += 1;

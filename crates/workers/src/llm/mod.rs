@@ -201,6 +201,9 @@ pub struct LlmWorkerStats {
     /// cancelled; [`harness::Worker::stats`] moves them to `abandoned`).
     #[serde(skip)]
     stale: u64,
+    /// Attempts the agent ended itself by handing its task over or raising a
+    /// blocker (a tool answered `attempt_ended: true`); nothing is reported.
+    pub handed_on: u64,
     /// Prompt tokens the provider reported.
     pub prompt_tokens: u64,
     /// Completion tokens the provider reported.
@@ -279,7 +282,12 @@ impl harness::Worker for ModelWorker {
             undelivered: counters.rejected + counters.gave_up,
             // An attempt a tool call found stale ended without a report, which
             // the harness counts as cancelled; it was abandoned.
-            cancelled: counters.cancelled.saturating_sub(own.stale),
+            // So did one the agent ended itself (a handoff, a blocker): it
+            // was handed on.
+            cancelled: counters
+                .cancelled
+                .saturating_sub(own.stale)
+                .saturating_sub(own.handed_on),
             abandoned: counters.abandoned + own.stale,
             ..own
         }

@@ -177,8 +177,13 @@ fn task_prompt(req: &DispatchRequest) -> String {
         user.push_str(&truncate(&lines.join("\n"), MAX_FIELD_BYTES));
     }
     if let Some(feedback) = req.feedback.as_deref().filter(|f| !f.trim().is_empty()) {
-        user.push_str("\n\n## Feedback on the previous attempt\n");
-        user.push_str("The previous attempt was not accepted. Address this feedback:\n");
+        // Feedback is a rejected attempt's reasons, a handoff's context or a
+        // blocker's decision: the same heading fits all three.
+        user.push_str("\n\n## Feedback from before this attempt\n");
+        user.push_str(
+            "A previous attempt was rejected, the task was handed to you, or a person decided \
+             on a blocker. Take this into account:\n",
+        );
         user.push_str(&truncate(feedback.trim(), MAX_FIELD_BYTES));
     }
     user

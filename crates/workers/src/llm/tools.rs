@@ -111,6 +111,9 @@ pub(super) enum Called {
     Failed(String),
     /// `409`: the attempt is no longer live; stop and report nothing.
     Stale,
+    /// It ran and ended the attempt (`attempt_ended: true`: the task was
+    /// handed over, or waits for a blocker's decision); stop and report nothing.
+    Ended,
 }
 
 /// Calls tool `name` with `args` at `POST {tools_url}/{name}`.
@@ -159,6 +162,9 @@ pub(super) fn answer_text(status: StatusCode, body: &str) -> Called {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     if status.is_success() {
         return match parsed.as_ref().and_then(|v| v.get("result")) {
+            Some(result) if result.get("attempt_ended") == Some(&Value::Bool(true)) => {
+                Called::Ended
+            }
             Some(result) => Called::Ok(cap(&result.to_string())),
             None => Called::Failed(format!(
                 "the tool answered HTTP {status} without a result: {}",
@@ -208,6 +214,22 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<(String, bool), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_that_ends_the_attempt_stops_the_loop() {
+        assert_eq!(
+            answer_text(
+                StatusCode::OK,
+                r#"{"result": {"handoff_id": "h", "attempt_ended": true}}"#
+            ),
+            Called::Ended
+        );
+        // Only a literal `true` ends it.
+        assert!(matches!(
+            answer_text(StatusCode::OK, r#"{"result": {"attempt_ended": "yes"}}"#),
+            Called::Ok(_)
+        ));
+    }
 
     #[test]
     fn answers_become_text_for_the_model() {

@@ -196,7 +196,7 @@ fn raise_blocker_tool() -> Tool {
         "Ask a stakeholder to unblock my task",
         "You cannot go on with your task without a person's choice: describe the problem and \
          give the options (with the one you recommend). Your attempt ends at once without \
-         counting as a failure: stop working and do not report on it. The task waits until a \
+         counting as a failure (the answer says attempt_ended: true): stop working and do not report on it. The task waits until a \
          stakeholder resolves the decision, then comes back (to you if you are free) with the \
          outcome and the chosen option as its feedback.",
         object(
@@ -222,10 +222,12 @@ fn raise_blocker<'a>(
         let scope = attempt(who)?;
         let req: BlockerRequest = body(args)?;
         let d = gov::raise_blocker(cx.pool, who, scope, req).await?;
-        decided(
+        let mut out = decided(
             &d,
             "Your attempt has ended: stop working on the task and do not report on it. It comes back with the stakeholder's decision as feedback.",
-        )
+        )?;
+        out["attempt_ended"] = json!(true);
+        Ok(out)
     })
 }
 

@@ -415,8 +415,8 @@ fn handoff_task_tool() -> Tool {
         "Hand your current task to an agent better placed to do it: name it (to_agent) or a \
          role whose best-scoring online agent should take it (to_role), and say what it needs \
          to know (context_summary; it reaches the agent as its dispatch's feedback). Your \
-         attempt ends at once without counting as a failure: stop working on the task and do \
-         not report on it (a report is refused). Refused for yourself, an unknown or offline \
+         attempt ends at once without counting as a failure (the answer says attempt_ended: \
+         true): stop working on the task and do not report on it (a report is refused). Refused for yourself, an unknown or offline \
          agent, one that lacks the task's skills, or one the organisation spec prohibits.",
         object(
             json!({
@@ -443,7 +443,9 @@ fn handoff_task<'a>(
         attempt(who)?;
         let req: HandToAgent = body(args)?;
         let h = handoffs::hand_to_agent(cx.pool, who, req).await?;
-        handed(&h)
+        let mut out = handed(&h)?;
+        out["attempt_ended"] = json!(true);
+        Ok(out)
     })
 }
 
