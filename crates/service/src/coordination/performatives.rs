@@ -81,7 +81,8 @@ pub struct Spoken {
 /// already sent returns the original and does nothing again.
 ///
 /// AGREE within a mission runs [`discovered::add_tasks`], which replans in
-/// its own transaction; the request row stays locked meanwhile (a racing
+/// its own transaction (pinning the new task to the agreeing agent before
+/// anyone can claim it); the request row stays locked meanwhile (a racing
 /// CANCEL waits and then finds it agreed), and if adding the task fails
 /// nothing of the AGREE is written.
 pub async fn speak(
@@ -143,14 +144,17 @@ pub async fn speak(
                     task.title
                 ),
             };
-            discovered::add_tasks(pool, planning, who, *mission_id, *anchor_task, req)
-                .await
-                .map_err(|e| MessageError::AddTask(Box::new(e)))?;
-            // Lock order: the mission, then its task (as a claim takes them).
-            // The pin may still come after a claim in an autonomous mission
-            // (the task ran at once on whoever the scorer chose): then it is moot.
-            crate::store::missions::lock(&mut tx, ws, *mission_id).await?;
-            store::pin_new_task(&mut tx, *mission_id, &key, &agent).await?;
+            discovered::add_tasks(
+                pool,
+                planning,
+                who,
+                *mission_id,
+                *anchor_task,
+                req,
+                Some(agent.as_str()),
+            )
+            .await
+            .map_err(|e| MessageError::AddTask(Box::new(e)))?;
             out.added_task = Some(key);
         }
     }

@@ -17,7 +17,7 @@ use coordinator_protocol::agent_events::PlanExtended;
 
 use super::{
     MissionView, PlanningConfig,
-    replan::{ReplanError, all_specs, apply},
+    replan::{Extension, ReplanError, all_specs, apply},
 };
 use crate::{
     auth::Principal,
@@ -43,7 +43,8 @@ pub struct AddTasks {
 }
 
 /// Adds `req.tasks` to mission `mission` around task `anchor` (the caller's
-/// own task). The mission must be executing or paused.
+/// own task), pinned to agent `pin` if given (in the same transaction, so no
+/// other agent can claim one first). The mission must be executing or paused.
 pub async fn add_tasks(
     pool: &PgPool,
     cfg: &PlanningConfig,
@@ -51,6 +52,7 @@ pub async fn add_tasks(
     mission: Uuid,
     anchor: Uuid,
     req: AddTasks,
+    pin: Option<&str>,
 ) -> Result<MissionView, ReplanError> {
     if req.reason.trim().is_empty() || req.reason.chars().count() > MAX_REASON_CHARS {
         return Err(Invalid::new(
@@ -106,7 +108,7 @@ pub async fn add_tasks(
         &event.reason,
         "discovered",
         &[],
-        Some(&event),
+        Some(Extension { event: &event, pin }),
     )
     .await
 }

@@ -304,7 +304,7 @@ pub(super) async fn apply(
     feedback: &str,
     field: &str,
     used: &[String],
-    extended: Option<&PlanExtended>,
+    extended: Option<Extension<'_>>,
 ) -> Result<MissionView, ReplanError> {
     let actor = who.actor();
     let mut tx = pool.begin().await?;
@@ -388,12 +388,12 @@ pub(super) async fn apply(
         ),
     )
     .await?;
-    if let Some(payload) = extended {
+    if let Some(ext) = &extended {
         let task = who.attempt.map(|a| a.task_id);
         events::append(
             &mut tx,
             run.workspace_id,
-            NewEvent::new(id, task, None, &actor, payload),
+            NewEvent::new(id, task, None, &actor, ext.event),
         )
         .await?;
     }
@@ -404,6 +404,16 @@ pub(super) async fn apply(
             details,
         } => {
             install_plan(&mut tx, cfg, &mut run, &plan, &provenance, &details, &actor).await?;
+            // Pinned before the commit, so no claim can take an added task first.
+            if let Some(Extension {
+                event,
+                pin: Some(agent),
+            }) = &extended
+            {
+                for key in &event.added {
+                    tasks::pin_unstarted(&mut tx, id, key, agent).await?;
+                }
+            }
             plan_ready(&mut tx, &mut run, &actor).await?;
         }
         Planned::NeedsLlm { match_outcome } => {
@@ -412,6 +422,15 @@ pub(super) async fn apply(
     }
     tx.commit().await?;
     Ok(view(pool, who.workspace_id, id).await?)
+}
+
+/// Work an agent added to its mission (see [`super::discovered`]): the event
+/// to write and the agent every added task is pinned to, if any.
+pub(super) struct Extension<'a> {
+    /// The `plan.extended` event.
+    pub event: &'a PlanExtended,
+    /// Pin every added task to this agent (an AGREE pins to the agreeing one).
+    pub pin: Option<&'a str>,
 }
 
 /// A plan version of a mission (the current one when `version` is `None`).

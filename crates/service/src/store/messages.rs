@@ -668,23 +668,3 @@ pub async fn requests_of(
     .fetch_all(conn)
     .await
 }
-
-/// Pins a task of a mission, by key, to an agent while it has not started
-/// (the claim honours the pin); false when the task is past that.
-pub async fn pin_new_task(
-    conn: &mut PgConnection,
-    mission_id: Uuid,
-    key: &str,
-    agent_id: &str,
-) -> sqlx::Result<bool> {
-    let r = sqlx::query!(
-        "UPDATE orchestration_tasks SET pinned_agent_id = $3, updated_at = now()
-         WHERE run_id = $1 AND task_key = $2 AND status IN ('pending', 'queued')",
-        mission_id,
-        key,
-        agent_id
-    )
-    .execute(conn)
-    .await?;
-    Ok(r.rows_affected() == 1)
-}

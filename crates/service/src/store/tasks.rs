@@ -686,3 +686,23 @@ pub async fn cancel_tasks(
     }
     Ok(live)
 }
+
+/// Pins a task of a mission, by key, to an agent while it has not started
+/// (the claim honours the pin); false when the task is past that.
+pub async fn pin_unstarted(
+    conn: &mut PgConnection,
+    mission_id: Uuid,
+    key: &str,
+    agent_id: &str,
+) -> sqlx::Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE orchestration_tasks SET pinned_agent_id = $3, updated_at = now()
+         WHERE run_id = $1 AND task_key = $2 AND status IN ('pending', 'queued')",
+        mission_id,
+        key,
+        agent_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}

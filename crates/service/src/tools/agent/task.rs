@@ -230,6 +230,7 @@ fn add_subtasks<'a>(
             scope.mission_id,
             scope.task_id,
             req,
+            None,
         )
         .await?;
         let mut result = crate::tools::mission_result(&view, false);
