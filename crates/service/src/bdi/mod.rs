@@ -13,6 +13,7 @@
 //!   desires, a goal's standing, every intention reconsidered).
 //! - [`steps`]: a step of an intention's plan reported (`plan_execute_step`).
 //! - [`cycle`]: one agent's BDI cycle (`bdi_cycle`), with its audit record.
+//! - [`requests`]: the bodies of the BDI writes (REST and tools).
 //! - [`plans`]: an agent's plans without a mission (`plan_generate`,
 //!   `htn_decompose`).
 //!
@@ -22,6 +23,7 @@ pub mod cycle;
 pub mod evaluate;
 pub mod missions;
 pub mod plans;
+pub mod requests;
 /// The pure rules live in the core crate.
 pub use coordinator_core::bdi as rules;
 pub mod runtime;

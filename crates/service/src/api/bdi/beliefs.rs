@@ -2,36 +2,6 @@
 
 use super::*;
 
-/// `PUT /v1/agents/{agent_id}/beliefs` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PutBelief {
-    /// `environment`, `self`, `agent` or `case`.
-    pub category: String,
-    /// What it is about (1–256 bytes); one belief per (category, subject).
-    pub subject: String,
-    /// What the agent holds true (1–4000 bytes).
-    pub content: String,
-    /// Certainty in [0, 1].
-    pub certainty: f64,
-    /// Why (logged with the revision; at most 1000 bytes).
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-impl PutBelief {
-    /// The use case's input (an unknown category is a 422 naming the choices).
-    pub fn input(self) -> ApiResult<BeliefWrite> {
-        Ok(BeliefWrite {
-            category: parse_value("category", &self.category)?,
-            subject: self.subject,
-            content: self.content,
-            certainty: self.certainty,
-            reason: self.reason.unwrap_or_default(),
-        })
-    }
-}
-
 /// A belief write's result.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BeliefWritten {

@@ -2,61 +2,6 @@
 
 use super::*;
 
-/// `POST /v1/agents/{agent_id}/desires` body: the priority formula's components, each in [0, 1].
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateDesire {
-    /// What is desired (1–4000 bytes).
-    pub description: String,
-    /// `terminal` or `instrumental`.
-    pub kind: String,
-    /// Weight 0.30.
-    pub base_priority: f64,
-    /// Weight 0.25.
-    pub importance: f64,
-    /// Weight 0.25.
-    pub urgency: f64,
-    /// Weight 0.15.
-    pub strategic_alignment: f64,
-    /// Weight 0.05 (default 1: all dependencies met).
-    #[serde(default)]
-    pub dependency_status: Option<f64>,
-    /// For an instrumental desire: the active desires it serves (at least one).
-    #[serde(default)]
-    pub serves: Vec<Uuid>,
-    /// Scarce resources it needs (resource conflicts).
-    #[serde(default)]
-    pub resources: Vec<String>,
-    /// Strategic direction (strategy conflicts with a different one).
-    #[serde(default)]
-    pub strategy: Option<String>,
-    /// Active desires its achievement rules out (goal conflicts).
-    #[serde(default)]
-    pub incompatible_with: Vec<Uuid>,
-}
-
-impl CreateDesire {
-    /// The use case's input (an unknown kind is a 422 naming the choices;
-    /// `dependency_status` defaults to 1: all dependencies met).
-    pub fn input(self) -> ApiResult<DesireCreate> {
-        Ok(DesireCreate {
-            description: self.description,
-            kind: parse_value("kind", &self.kind)?,
-            inputs: PriorityInputs {
-                base_priority: self.base_priority,
-                importance: self.importance,
-                urgency: self.urgency,
-                strategic_alignment: self.strategic_alignment,
-                dependency_status: self.dependency_status.unwrap_or(1.0),
-            },
-            serves: self.serves,
-            resources: self.resources,
-            strategy: self.strategy,
-            incompatible_with: self.incompatible_with,
-        })
-    }
-}
-
 /// A created desire and the conflicts found.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DesireCreated {

@@ -2,42 +2,6 @@
 
 use super::*;
 
-/// `POST /v1/agents/{agent_id}/goals` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateGoal {
-    /// What to reach (1–4000 bytes).
-    pub description: String,
-    /// `strategic`, `tactical` or `operational`.
-    pub tier: String,
-    /// Parent goal of the same agent, at this tier or above.
-    #[serde(default)]
-    pub parent_goal_id: Option<Uuid>,
-    /// The desire it realises.
-    #[serde(default)]
-    pub desire_id: Option<Uuid>,
-    /// How to tell it is reached.
-    #[serde(default)]
-    pub success_criteria: Option<String>,
-    /// Deadline (RFC 3339).
-    #[serde(default, with = "time::serde::rfc3339::option")]
-    pub deadline: Option<OffsetDateTime>,
-}
-
-impl CreateGoal {
-    /// The use case's input (an unknown tier is a 422 naming the choices).
-    pub fn input(self) -> ApiResult<GoalCreate> {
-        Ok(GoalCreate {
-            description: self.description,
-            tier: parse_value("tier", &self.tier)?,
-            parent_goal_id: self.parent_goal_id,
-            desire_id: self.desire_id,
-            success_criteria: self.success_criteria.unwrap_or_default(),
-            deadline: self.deadline,
-        })
-    }
-}
-
 /// Creates a goal.
 ///
 /// Roles: admin, operator, or the agent itself.

@@ -2,43 +2,6 @@
 
 use super::*;
 
-/// `POST /v1/agents/{agent_id}/intentions` body (`intention_commit`).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CommitIntention {
-    /// What is intended (1–4000 bytes).
-    pub description: String,
-    /// `single-minded`, `open-minded` (default) or `cautious`.
-    #[serde(default)]
-    pub strategy: Option<String>,
-    /// The goal pursued.
-    #[serde(default)]
-    pub goal_id: Option<Uuid>,
-    /// The active desire committed to: the intention takes its priority.
-    #[serde(default)]
-    pub desire_id: Option<Uuid>,
-    /// Priority in [0, 1] when no desire is named (default 0.5).
-    #[serde(default)]
-    pub priority: Option<f64>,
-}
-
-impl CommitIntention {
-    /// The use case's input (an unknown strategy is a 422 naming the
-    /// choices; the default is open-minded, the seed's).
-    pub fn input(self) -> ApiResult<IntentionCreate> {
-        Ok(IntentionCreate {
-            description: self.description,
-            goal_id: self.goal_id,
-            desire_id: self.desire_id,
-            strategy: match &self.strategy {
-                Some(s) => parse_value("strategy", s)?,
-                None => CommitmentStrategy::OpenMinded,
-            },
-            priority: self.priority,
-        })
-    }
-}
-
 /// Commits to an intention with a commitment strategy.
 ///
 /// Roles: admin, operator, or the agent itself.

@@ -23,12 +23,13 @@ use crate::{
     auth::{Principal, Role},
     bdi::{
         missions as bdi_missions,
+        requests::{self, InvalidValue},
         rules::{
             BeliefCategory, BeliefOutcome, CommitmentStrategy, DesireConflict, GoalStatus,
-            IntentionStatus, PriorityInputs,
+            IntentionStatus,
         },
         runtime::{self, CycleOutcome},
-        state::{self, BeliefWrite, DesireCreate, GoalCreate, IntentionCreate, Reconsideration},
+        state::{self, Reconsideration},
     },
     domain::UnknownValue,
     error::{ApiError, ApiResult},
@@ -57,14 +58,20 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(show_commitment, put_commitment))
 }
 
-/// Parses an enum value from text; an unknown one is a 422 naming the choices.
-fn parse_value<T: FromStr<Err = UnknownValue>>(field: &str, s: &str) -> Result<T, ApiError> {
-    s.parse()
-        .map_err(|e: UnknownValue| ApiError::Unprocessable {
+impl From<InvalidValue> for ApiError {
+    /// An unknown enum value is a 422 naming the choices.
+    fn from(e: InvalidValue) -> Self {
+        ApiError::Unprocessable {
             code: "invalid_value",
-            message: format!("{field}: {e}"),
-            details: json!({ "field": field, "value": s, "expected": e.expected }),
-        })
+            message: e.to_string(),
+            details: json!({ "field": e.field, "value": e.source.value, "expected": e.source.expected }),
+        }
+    }
+}
+
+/// Parses an enum value from text; an unknown one is a 422 naming the choices.
+fn parse_value<T: FromStr<Err = UnknownValue>>(field: &'static str, s: &str) -> ApiResult<T> {
+    Ok(requests::parse_value(field, s)?)
 }
 
 /// Writers: the agent itself, or an admin/operator.
@@ -73,6 +80,7 @@ fn require_writer(who: &Principal, agent_id: &str) -> Result<(), ApiError> {
 }
 
 mod beliefs;
+pub use crate::bdi::requests::{CommitIntention, CreateDesire, CreateGoal, PutBelief};
 pub use beliefs::*;
 mod desires;
 pub use desires::*;

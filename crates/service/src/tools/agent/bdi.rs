@@ -13,9 +13,12 @@ use super::{
     required_uuid, tool, uuid_arg,
 };
 use crate::{
-    api::bdi::{CommitIntention, CreateDesire, CreateGoal, PutBelief},
     auth::Principal,
-    bdi::{cycle, evaluate, state},
+    bdi::{
+        cycle, evaluate,
+        requests::{CommitIntention, CreateDesire, CreateGoal, PutBelief},
+        state,
+    },
     error::ApiError,
     store::bdi as store,
     tools::{Group, Tool, ToolContext},
