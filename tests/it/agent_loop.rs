@@ -1,96 +1,16 @@
 //! The reference LLM worker as an agent, end to end: the real service, the
-//! real LLM worker server, and a scripted OpenAI-compatible server (axum on
-//! 127.0.0.1) whose answers are a script of tool calls keyed by the turn.
+//! real LLM worker server, and a scripted OpenAI-compatible server
+//! ([`crate::scripted_model`]) whose answers are a script of tool calls.
 
-use std::{
-    net::SocketAddr,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{net::SocketAddr, time::Duration};
 
-use axum::{Json, Router, extract::State, routing::post};
 use coordinator::{
     api::Settings,
     worker::llm::{LlmWorker, LlmWorkerConfig},
 };
 use serde_json::{Value, json};
 
-use crate::helpers::*;
-
-/// What the scripted model answers on turn `n` (0-based: the number of
-/// assistant turns already in the conversation) of a conversation.
-type Script = fn(usize, &Value) -> Value;
-
-/// A scripted OpenAI-compatible chat-completions server.
-struct ScriptedModel {
-    url: String,
-    /// Every request body received, in order.
-    requests: Arc<Mutex<Vec<Value>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl ScriptedModel {
-    async fn spawn(script: Script) -> ScriptedModel {
-        let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
-        let app = Router::new()
-            .route("/v1/chat/completions", post(answer))
-            .with_state((script, requests.clone()));
-        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .expect("bind");
-        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.ok();
-        });
-        ScriptedModel {
-            url,
-            requests,
-            task,
-        }
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        self.requests.lock().expect("lock").clone()
-    }
-}
-
-impl Drop for ScriptedModel {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn answer(
-    State((script, requests)): State<(Script, Arc<Mutex<Vec<Value>>>)>,
-    Json(body): Json<Value>,
-) -> Json<Value> {
-    requests.lock().expect("lock").push(body.clone());
-    let turn = body["messages"]
-        .as_array()
-        .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
-    Json(script(turn, &body))
-}
-
-/// A chat completion calling `name` with `args`.
-fn calling(turn: usize, name: &str, args: Value) -> Value {
-    json!({
-        "model": "scripted",
-        "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
-            {"id": format!("call_{turn}"), "type": "function",
-             "function": {"name": name, "arguments": args.to_string()}}
-        ]}, "finish_reason": "tool_calls"}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 5}
-    })
-}
-
-/// A chat completion answering `text`.
-fn saying(text: &str) -> Value {
-    json!({
-        "model": "scripted",
-        "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 5}
-    })
-}
+use crate::{helpers::*, scripted_model::*};
 
 /// A mission of one research task (only the `researcher` agent has the skill).
 fn one_task_plan() -> Value {
