@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole performance suite in one command: builds the release binary once,
-# runs the planning benchmark and the engine benchmark (throughput at 1, 2 and
+# runs the planning benchmark, the engine benchmark (throughput at 1, 2 and
 # 3 replicas, dispatch latency, step overhead, idle ticks, memory at 1,000 live
-# attempts, a 10-minute long run with its decay ratio, event streams), then
+# attempts, a 10-minute long run with its decay ratio, event streams) and the
+# agent tool-call benchmark (REST and MCP against GET /healthz), then
 # rewrites docs/performance.md from the figures (`coordinator bench report`)
 # with the machine's facts and this command. Raw outputs are kept in --out.
 #
@@ -10,7 +11,8 @@
 #   scripts/perf-suite.sh --quick     # 60 s long run, 100 missions, short budgets
 #
 # Options: --quick; --out DIR (raw outputs; default $CARGO_TARGET_DIR/perf-suite/<time>);
-# --no-doc (do not rewrite docs/performance.md); --skip-planning (engine only);
+# --no-doc (do not rewrite docs/performance.md); --skip-planning (no planning
+# benchmark); --skip-agent-tools (no agent tool-call benchmark);
 # --note TEXT (conditions of the run, quoted in the page, e.g. other load);
 # --database-url URL (a new database on that server, not a temporary PostgreSQL).
 # Environment overrides: PERF_MISSIONS, PERF_LONG_SECS, PERF_REPLICAS, PERF_LIVE_ATTEMPTS.
@@ -20,7 +22,7 @@ cd "$(dirname "$0")/.."
 invocation="scripts/perf-suite.sh"
 for a in "$@"; do invocation+=" $(printf '%q' "$a")"; done
 
-quick=0 out_dir="" write_doc=1 note="" db_url="" planning=1
+quick=0 out_dir="" write_doc=1 note="" db_url="" planning=1 agent_tools=1
 usage() { sed -n '2,/^set -/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
     --out) out_dir=${2:?--out needs a directory}; shift ;;
     --no-doc) write_doc=0 ;;
     --skip-planning) planning=0 ;;
+    --skip-agent-tools) agent_tools=0 ;;
     --note) note=${2:?--note needs a text}; shift ;;
     --database-url) db_url=${2:?--database-url needs a URL}; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -56,6 +59,7 @@ scripts/ensure-postgres.sh
 
 bin="$target_dir/release/coordinator"
 planning_cmd="cargo bench --bench planning $planning_flags"
+agent_tools_cmd="cargo bench --bench agent_tools $planning_flags"
 bench_args=(bench --missions "$missions" --replicas "$replicas" --long-secs "$long_secs"
   --live-attempts "$live" --idle-secs "$idle_secs" --json-out "$out_dir/bench.json")
 bench_cmd="coordinator ${bench_args[*]/#$out_dir\//}"
@@ -75,6 +79,7 @@ fi
   echo "rustc=$(rustc -V)"
   echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
   [ "$planning" = 1 ] && echo "planning_command=$planning_cmd"
+  [ "$agent_tools" = 1 ] && echo "agent_tools_command=$agent_tools_cmd"
   echo "bench_command=$bench_cmd"
 } >"$out_dir/machine.txt"
 
@@ -90,11 +95,18 @@ fi
 echo "perf-suite: engine benchmark (${long_secs} s long run)…" >&2
 "$bin" "${bench_args[@]}" 2> >(tee "$out_dir/bench.log" >&2) | tee "$out_dir/bench.txt"
 
+if [ "$agent_tools" = 1 ]; then
+  echo "perf-suite: agent tool-call benchmark…" >&2
+  # shellcheck disable=SC2086 # planning_flags is empty or two words on purpose.
+  cargo bench --quiet --bench agent_tools $planning_flags | tee "$out_dir/agent_tools.txt"
+fi
+
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out_dir/machine.txt"
 
 report_args=(bench report --command "$invocation" --from-machine "$out_dir/machine.txt"
   --from-bench "$out_dir/bench.json")
 [ "$planning" = 1 ] && report_args+=(--from-planning "$out_dir/planning.txt")
+[ "$agent_tools" = 1 ] && report_args+=(--from-agent-tools "$out_dir/agent_tools.txt")
 [ "$quick" = 1 ] && report_args+=(--quick)
 [ -n "$note" ] && report_args+=(--note "$note")
 "$bin" "${report_args[@]}" >"$out_dir/performance.md"

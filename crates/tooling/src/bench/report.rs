@@ -16,6 +16,8 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 pub use super::env::Baseline;
+mod agent_tools;
+
 use super::{idle::IdleReport, long::LongReport, memory::MemoryReport, streams::StreamReport};
 
 /// `coordinator bench report` options.
@@ -27,6 +29,9 @@ pub struct ReportArgs {
     /// Output of `cargo bench --bench planning` (its `key=value` line is read).
     #[arg(long = "from-planning")]
     pub planning: Option<PathBuf>,
+    /// Output of `cargo bench --bench agent_tools` (its `key=value` line is read).
+    #[arg(long = "from-agent-tools")]
+    pub agent_tools: Option<PathBuf>,
     /// Machine facts, one `key=value` per line (written by `scripts/perf-suite.sh`).
     #[arg(long = "from-machine")]
     pub machine: Option<PathBuf>,
@@ -264,6 +269,8 @@ pub struct Suite {
     pub planning: Option<Planning>,
     /// The engine benchmark, if run.
     pub engine: Option<EngineFigures>,
+    /// The agent tool-call benchmark, if run.
+    pub agent_tools: Option<agent_tools::AgentTools>,
 }
 
 /// `1234567.8` → `1,234,568` (decimals 0) or `1,234,567.80` (decimals 2).
@@ -316,6 +323,7 @@ fn machine_label(key: &str) -> &str {
         "load_before" => "load average before the suite (1, 5, 15 min)",
         "load_after" => "load average after the suite",
         "planning_command" => "planning command",
+        "agent_tools_command" => "agent tool-call command",
         "bench_command" => "engine command",
         other => other,
     }
@@ -368,6 +376,9 @@ pub fn render(s: &Suite) -> String {
     }
     if let Some(e) = &s.engine {
         render_engine(w, e);
+    }
+    if let Some(a) = &s.agent_tools {
+        agent_tools::render(w, a);
     }
     o
 }
@@ -813,6 +824,16 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         })?),
         None => None,
     };
+    let agent_tools = match &args.agent_tools {
+        Some(p) => Some(agent_tools::AgentTools::parse(&read(p)?).with_context(|| {
+            format!(
+                "no `{}=…` line in {} (is it the output of `cargo bench --bench agent_tools`?)",
+                agent_tools::AGENT_TOOLS_MARKER,
+                p.display()
+            )
+        })?),
+        None => None,
+    };
     let machine = match &args.machine {
         Some(p) => parse_key_value_lines(&read(p)?),
         None => Vec::new(),
@@ -826,6 +847,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
             machine,
             planning,
             engine,
+            agent_tools,
         })
     );
     Ok(())

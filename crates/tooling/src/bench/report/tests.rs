@@ -179,6 +179,7 @@ fn suite() -> Suite {
         ],
         planning: Planning::parse(PLANNING_OUT),
         engine: Some(engine()),
+        agent_tools: None,
     }
 }
 
@@ -286,5 +287,6 @@ fn render_one(e: &EngineFigures) -> String {
         machine: vec![],
         planning: None,
         engine: Some(e.clone()),
+        agent_tools: None,
     })
 }
