@@ -134,10 +134,10 @@ pub async fn escalate_task(
             );
             // Missions are intentions: the trigger is logged with the
             // strategy's verdict (every strategy replans on this one).
-            crate::bdi::missions::consult(
+            crate::missions::commitment::consult(
                 conn,
                 run,
-                crate::bdi::rules::MissionTrigger::TaskFailedAfterEscalations,
+                coordinator_core::bdi::MissionTrigger::TaskFailedAfterEscalations,
                 actor,
             )
             .await?;

@@ -313,10 +313,10 @@ async fn consult_on_redesign(
             redesign: true,
         } => {
             let redesign = escalation::may_replan(cfg, run)
-                && crate::bdi::missions::consult(
+                && crate::missions::commitment::consult(
                     &mut *tx,
                     run,
-                    crate::bdi::rules::MissionTrigger::VerifierRejectedDesign,
+                    coordinator_core::bdi::MissionTrigger::VerifierRejectedDesign,
                     actor,
                 )
                 .await?;
@@ -631,10 +631,10 @@ async fn budget_warning(
     run.budget_warned = true;
     // Missions are intentions: a single-minded mission keeps its plan
     // (optional work included) through the budget warning.
-    let reconsider = crate::bdi::missions::consult(
+    let reconsider = crate::missions::commitment::consult(
         conn,
         run,
-        crate::bdi::rules::MissionTrigger::BudgetWarning,
+        coordinator_core::bdi::MissionTrigger::BudgetWarning,
         actor,
     )
     .await?;

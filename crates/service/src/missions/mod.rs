@@ -2,6 +2,7 @@
 //! review, replan, and the mission view. HTTP handlers call these and only
 //! translate.
 
+pub mod commitment;
 pub mod discovered;
 pub mod finish;
 pub mod human;

@@ -360,10 +360,10 @@ pub(super) async fn apply(
     if field == "instructions" {
         // Missions are intentions: new instructions are an explicit trigger
         // every strategy answers; logged with the strategy.
-        crate::bdi::missions::consult(
+        crate::missions::commitment::consult(
             &mut tx,
             &run,
-            crate::bdi::rules::MissionTrigger::Instructions,
+            coordinator_core::bdi::MissionTrigger::Instructions,
             &actor,
         )
         .await?;

@@ -744,10 +744,10 @@ pub(crate) async fn replan_trigger(
     if replanning {
         // Missions are intentions: logged with the strategy's verdict (a
         // person's rejection outranks every commitment).
-        crate::bdi::missions::consult(
+        crate::missions::commitment::consult(
             conn,
             run,
-            crate::bdi::rules::MissionTrigger::GovernanceRejected,
+            coordinator_core::bdi::MissionTrigger::GovernanceRejected,
             actor,
         )
         .await?;
