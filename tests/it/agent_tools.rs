@@ -495,3 +495,191 @@ async fn the_mcp_python_sdk_acts_as_an_agent_with_its_attempt_token() {
     );
     app.stop().await;
 }
+
+/// An agent token of `agent`.
+async fn agent_token(app: &TestApp, agent: &str) -> String {
+    let (s, b) = app
+        .post("/v1/tokens", json!({"role": "agent", "agent_id": agent}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    b["token"].as_str().expect("token").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_follows_its_mission_handles_its_inbox_releases_and_tenders() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 2).await;
+    // A second research agent (the better fit: research is all it does).
+    let (s, b) = app
+        .post(
+            "/v1/agents",
+            json!({"agent_id": "scout", "role": "researcher", "skills": ["research"],
+                   "endpoint_url": worker.url, "max_concurrency": 2}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    let m = app
+        .create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    let id = m["id"].as_str().unwrap().to_owned();
+    let d = worker.dispatch(1).await;
+    assert_eq!(d.agent_id, "scout");
+    let token = d.callback.token.clone();
+
+    // mission_events: the log so far, filtered by kind prefix…
+    let feed = ok(
+        &app,
+        &token,
+        "mission_events",
+        json!({"after": 0, "kinds": ["task.*"]}),
+    )
+    .await;
+    let kinds: Vec<&str> = feed["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(
+        !kinds.is_empty() && kinds.iter().all(|k| k.starts_with("task.")),
+        "{kinds:?}"
+    );
+    let cursor = feed["next_after"].as_i64().expect("next_after");
+    // …and a long poll that returns when something happens.
+    let poll = {
+        let (app_url, http, token) = (app.url.clone(), app.http.clone(), token.clone());
+        tokio::spawn(async move {
+            call(
+                &http,
+                &app_url,
+                Method::POST,
+                "/v1/tools/mission_events",
+                Some(json!({"after": cursor, "wait_secs": 20, "kinds": ["blackboard.*"]})),
+                Some(&token),
+            )
+            .await
+        })
+    };
+    ok(
+        &app,
+        &token,
+        "blackboard_write",
+        json!({"key": "k", "value": 1}),
+    )
+    .await;
+    let (s, woke) = poll.await.expect("poll");
+    assert_eq!(s, StatusCode::OK, "{woke}");
+    assert_eq!(
+        woke["result"]["events"][0]["kind"], "blackboard.written",
+        "{woke}"
+    );
+
+    // release_scope: what reserve_scope took; twice is refused.
+    let held = ok(&app, &token, "reserve_scope", json!({"scope": "shared-db"})).await;
+    let reservation = held["reservation_id"].clone();
+    let released = ok(
+        &app,
+        &token,
+        "release_scope",
+        json!({"reservation_id": reservation}),
+    )
+    .await;
+    assert_eq!(released["state"], "released", "{released}");
+    let (s, again) = tool(
+        &app,
+        &token,
+        "release_scope",
+        json!({"reservation_id": reservation}),
+    )
+    .await;
+    assert!(s.is_client_error(), "{s}: {again}");
+
+    // message_read and message_ack on a message another agent sent.
+    let researcher = agent_token(&app, "researcher").await;
+    ok(
+        &app,
+        &researcher,
+        "agent_message",
+        json!({"to": "scout", "performative": "INFORM", "subject": "Source",
+               "content": {"text": "the archive opens at nine"}}),
+    )
+    .await;
+    let inbox = ok(&app, &token, "inbox", json!({"unread": true})).await;
+    let message = inbox["messages"][0]["message"]["id"].clone();
+    assert!(message.is_string(), "{inbox}");
+    let read = ok(&app, &token, "message_read", json!({"message_id": message})).await;
+    assert_eq!(read["state"], "read", "{read}");
+    let acked = ok(&app, &token, "message_ack", json!({"message_id": message})).await;
+    assert_eq!(acked["state"], "acked", "{acked}");
+    let (s, twice) = tool(&app, &token, "message_ack", json!({"message_id": message})).await;
+    assert!(s.is_client_error(), "{s}: {twice}");
+    let unread = ok(&app, &token, "inbox", json!({"unread": true})).await;
+    assert_eq!(
+        unread["messages"].as_array().map(Vec::len),
+        Some(0),
+        "{unread}"
+    );
+
+    // contract_net_initiate for the next task, a proposal, contract_net_award.
+    let b_id = task(&app, &id, "b").await["id"].clone();
+    let tender = ok(
+        &app,
+        &token,
+        "contract_net_initiate",
+        json!({"task_id": b_id, "window_ms": 60000}),
+    )
+    .await;
+    let cfp = tender["cfp_id"].clone();
+    let proposal = ok(
+        &app,
+        &researcher,
+        "contract_net_propose",
+        json!({"cfp_id": cfp, "estimated_effort": 2, "confidence": 0.9}),
+    )
+    .await;
+    let awarded = ok(
+        &app,
+        &token,
+        "contract_net_award",
+        json!({"cfp_id": cfp, "winning_proposal_id": proposal["proposal_id"]}),
+    )
+    .await;
+    assert_eq!(awarded["status"], "awarded", "{awarded}");
+    assert_eq!(awarded["winner_agent_id"], "researcher", "{awarded}");
+    // The award pins the task: once a is done, b goes to the winner.
+    succeed(&app.http, &d, json!({"text": "a"}), 0.0).await;
+    let next = worker.dispatch(2).await;
+    assert_eq!(
+        (next.task.key.as_str(), next.agent_id.as_str()),
+        ("b", "researcher")
+    );
+    app.stop().await;
+}
+
+/// Every agent tool of the catalogue is called as an agent by some test:
+/// its name, quoted, in the agent tests or the MCP agent client.
+#[test]
+fn every_agent_tool_is_called_by_a_test() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut sources = String::new();
+    let dir = std::path::Path::new(root).join("tests/it");
+    for entry in std::fs::read_dir(&dir).expect("tests/it") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("agent_") || name == "tool_policy.rs" {
+            sources.push_str(&std::fs::read_to_string(&path).expect("read"));
+        }
+    }
+    sources.push_str(
+        &std::fs::read_to_string(std::path::Path::new(root).join("tests/mcp/agent_client.py"))
+            .expect("agent_client.py"),
+    );
+    let missing: Vec<&str> = coordinator::tools::all()
+        .iter()
+        .filter(|t| t.group != coordinator::tools::Group::Mission)
+        .map(|t| t.name)
+        .filter(|n| !sources.contains(&format!("\"{n}\"")) && !sources.contains(&format!("'{n}'")))
+        .collect();
+    assert!(missing.is_empty(), "agent tools no test calls: {missing:?}");
+}
