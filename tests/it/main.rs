@@ -30,6 +30,7 @@ mod metrics;
 mod missions;
 mod openapi;
 mod organisation;
+mod papercuts;
 mod peers;
 mod plan_library;
 mod planning;

@@ -232,3 +232,136 @@ impl IntoResponse for ApiError {
 
 /// Result type for handlers.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    /// The 400 for JSON that does not parse (`invalid_json`) or does not fit
+    /// the type asked for (`invalid_request`, `details` naming the field path,
+    /// the problem and, where serde lists them, the expected fields).
+    /// `what` starts the message (e.g. "Failed to deserialize the JSON body
+    /// into the target type").
+    pub fn undeserializable(what: &str, path: &str, e: &serde_json::Error) -> ApiError {
+        use serde_json::error::Category;
+        let at = if path == "." || path.is_empty() {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
+        match e.classify() {
+            Category::Data => {
+                let text = e.to_string();
+                let mut details = json!({ "field": if at.is_empty() { "." } else { path } });
+                let expected = expected_fields(&text);
+                if !expected.is_empty() {
+                    details["expected"] = json!(expected);
+                }
+                details["problem"] = json!(strip_position(&text));
+                ApiError::BadRequest {
+                    code: "invalid_request",
+                    message: format!("{what}: {at}{text}"),
+                    details,
+                }
+            }
+            _ => ApiError::BadRequest {
+                code: "invalid_json",
+                message: format!("{what}: {at}{e}"),
+                details: json!({ "line": e.line(), "column": e.column() }),
+            },
+        }
+    }
+}
+
+/// The names serde lists after "expected" in an unknown-field or
+/// unknown-variant message (`expected one of `a`, `b``, `expected `a` or `b``).
+fn expected_fields(text: &str) -> Vec<String> {
+    let Some((_, after)) = text.split_once("expected ") else {
+        return Vec::new();
+    };
+    after
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// serde_json's message without its " at line L column C" suffix.
+fn strip_position(text: &str) -> &str {
+    text.rsplit_once(" at line ").map_or(text, |(head, _)| head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of<T: serde::de::DeserializeOwned>(body: &str) -> ApiError {
+        let mut de = serde_json::Deserializer::from_str(body);
+        let e = serde_path_to_error::deserialize::<_, T>(&mut de)
+            .err()
+            .expect("an error");
+        let path = e.path().to_string();
+        ApiError::undeserializable("Failed", &path, &e.into_inner())
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        subject: String,
+        certainty: f64,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Outer {
+        name: String,
+        items: Vec<Inner>,
+    }
+
+    #[test]
+    fn an_unknown_field_names_its_path_and_the_expected_fields() {
+        let ApiError::BadRequest {
+            code,
+            message,
+            details,
+        } = error_of::<Outer>(r#"{"name": "n", "items": [{"subject": "s", "certainity": 1}]}"#)
+        else {
+            panic!("not a 400");
+        };
+        assert_eq!(code, "invalid_request");
+        assert!(
+            message.starts_with("Failed: items[0].certainity: unknown field `certainity`"),
+            "{message}"
+        );
+        assert_eq!(details["field"], "items[0].certainity");
+        assert_eq!(details["expected"], json!(["subject", "certainty"]));
+        assert_eq!(
+            details["problem"],
+            "unknown field `certainity`, expected `subject` or `certainty`"
+        );
+    }
+
+    #[test]
+    fn a_wrong_type_and_a_missing_field_name_their_paths() {
+        let ApiError::BadRequest { details, .. } = error_of::<Outer>(r#"{"name": 3, "items": []}"#)
+        else {
+            panic!("not a 400");
+        };
+        assert_eq!(details["field"], "name");
+        assert!(details.get("expected").is_none(), "{details}");
+        let ApiError::BadRequest { details, .. } = error_of::<Outer>(r#"{"name": "n"}"#) else {
+            panic!("not a 400");
+        };
+        assert_eq!(details["field"], ".");
+        assert_eq!(details["problem"], "missing field `items`");
+    }
+
+    #[test]
+    fn broken_json_is_invalid_json_with_its_position() {
+        let ApiError::BadRequest { code, details, .. } = error_of::<Outer>(r#"{"name": "#) else {
+            panic!("not a 400");
+        };
+        assert_eq!(code, "invalid_json");
+        assert_eq!(details["line"], 1);
+    }
+}

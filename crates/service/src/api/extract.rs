@@ -1,7 +1,7 @@
 //! Extractors whose rejections are JSON errors, and the caller's identity.
 
 use axum::{
-    extract::{FromRequest, FromRequestParts, Request, rejection::JsonRejection},
+    extract::{FromRequest, FromRequestParts, Request},
     http::{StatusCode, header, request::Parts},
     response::{IntoResponse, Response},
 };
@@ -18,7 +18,9 @@ use crate::{
     error::ApiError,
 };
 
-/// A JSON body; malformed input is a 400 (413 if too large) with our error body.
+/// A JSON body; malformed input is a 400 (413 if too large) with our error
+/// body, whose `details` name the field at fault and, where serde says, the
+/// fields it expected.
 pub struct Json<T>(pub T);
 
 impl<S, T> FromRequest<S> for Json<T>
@@ -29,35 +31,64 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(Json(v)),
-            Err(rejection) => Err(json_rejection(rejection)),
+        if !is_json(req.headers()) {
+            return Err(ApiError::BadRequest {
+                code: "unsupported_media_type",
+                message: "send the body as JSON with Content-Type: application/json".into(),
+                details: serde_json::Value::Null,
+            });
         }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|r| {
+                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::PayloadTooLarge("the request body is too large".into())
+                } else {
+                    // The body could not be read (it stalled, or the client went away).
+                    ApiError::BadRequest {
+                        code: "invalid_json",
+                        message: r.body_text(),
+                        details: serde_json::Value::Null,
+                    }
+                }
+            })?;
+        parse_body(&bytes).map(Json)
     }
 }
 
-fn json_rejection(r: JsonRejection) -> ApiError {
-    let text = r.body_text();
-    match r {
-        JsonRejection::JsonDataError(_) => ApiError::BadRequest {
-            code: "invalid_request",
-            message: text,
-            details: serde_json::Value::Null,
-        },
-        JsonRejection::MissingJsonContentType(_) => ApiError::BadRequest {
-            code: "unsupported_media_type",
-            message: "send the body as JSON with Content-Type: application/json".into(),
-            details: serde_json::Value::Null,
-        },
-        _ if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::PayloadTooLarge("the request body is too large".into())
-        }
-        _ => ApiError::BadRequest {
-            code: "invalid_json",
-            message: text,
-            details: serde_json::Value::Null,
-        },
-    }
+/// `application/json` or any `application/…+json`, as axum's own extractor accepts.
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Deserializes a body, saying where it went wrong.
+pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::undeserializable(
+            "Failed to deserialize the JSON body into the target type",
+            &path,
+            &e.into_inner(),
+        )
+    })?;
+    de.end().map_err(|e| {
+        ApiError::undeserializable("Failed to parse the request body as JSON", ".", &e)
+    })?;
+    Ok(value)
 }
 
 /// A raw body, for routes whose body is optional or not JSON. Too large is

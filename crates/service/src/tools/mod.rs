@@ -368,10 +368,9 @@ fn request<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, ApiError>
         serde_json::from_value::<PlanSpec>(plan.clone())
             .map_err(|e| ApiError::invalid("plan", format!("plan is not valid: {e}")))?;
     }
-    serde_json::from_value(Value::Object(args)).map_err(|e| ApiError::BadRequest {
-        code: "invalid_request",
-        message: format!("invalid arguments: {e}"),
-        details: Value::Null,
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::undeserializable("invalid arguments", &path, &e.into_inner())
     })
 }
 
