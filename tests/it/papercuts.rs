@@ -69,3 +69,85 @@ async fn a_body_that_does_not_fit_names_the_field_and_the_expected_ones() {
     assert_eq!(list["missions"].as_array().map(Vec::len), Some(0), "{list}");
     app.stop().await;
 }
+
+/// A token of `role`.
+async fn token(app: &TestApp, role: &str) -> String {
+    let (s, created) = app.post("/v1/tokens", json!({ "role": role })).await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    created["token"].as_str().expect("token").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thresholds_read_rounded_and_refusals_read_as_sentences() {
+    let app = spawn_app().await;
+    let owner = token(&app, "stakeholder").await;
+    let operator = token(&app, "operator").await;
+    let (s, p) = app
+        .request(
+            Method::PUT,
+            "/v1/governance/profile",
+            Some(
+                json!({"decision_style": "strategic-only", "risk_tolerance": "conservative",
+                        "approval_thresholds": {"hiring": {"headcount": 3}}}),
+            ),
+            Some(&owner),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{p}");
+    // 3 × 0.7 is 2.0999999999999996 in floating point.
+    let (s, c) = app
+        .request(
+            Method::POST,
+            "/v1/governance/check",
+            Some(json!({"action_type": "hiring", "estimated_impact": {"headcount": 3}})),
+            Some(&operator),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{c}");
+    assert_eq!(c["requires_approval"], true, "{c}");
+    let reason = c["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("threshold of 2.1 (3 × 0.7)"), "{reason}");
+    assert!(!reason.contains("2.0999"), "{reason}");
+    // JSON keeps the exact figure.
+    assert!(
+        c["relevant_threshold"]["value"]
+            .as_f64()
+            .is_some_and(|v| v < 2.1),
+        "{c}"
+    );
+
+    // A decision resolved one way cannot be resolved another: said in English.
+    let (s, d) = app
+        .request(
+            Method::POST,
+            "/v1/decisions",
+            Some(json!({"description": "Hire a contractor"})),
+            Some(&operator),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{d}");
+    let path = format!("/v1/decisions/{}/resolve", d["id"].as_str().expect("id"));
+    let (s, body) = app
+        .request(
+            Method::POST,
+            &path,
+            Some(json!({"outcome": "approved"})),
+            Some(&owner),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let (s, body) = app
+        .request(
+            Method::POST,
+            &path,
+            Some(json!({"outcome": "rejected"})),
+            Some(&owner),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        body["error"]["details"]["transition"], "cannot reject a decision that is approved",
+        "{body}"
+    );
+    app.stop().await;
+}

@@ -16,6 +16,7 @@
 //! re-checked at its `recheck_at` and goes back to `pending` (or is approved
 //! when the rules no longer require approval).
 
+use crate::numbers::human;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -192,7 +193,11 @@ pub fn check(rules: Option<&Rules>, action: &Action) -> CheckResult {
             return done(
                 true,
                 format!(
-                    "Budget {cost} exceeds threshold of {limit} ({base} × {m} for {} risk tolerance)",
+                    "Budget {} exceeds threshold of {} ({} × {} for {} risk tolerance)",
+                    human(cost),
+                    human(limit),
+                    human(base),
+                    human(m),
                     rules.risk_tolerance
                 ),
                 Some(Threshold {
@@ -210,7 +215,11 @@ pub fn check(rules: Option<&Rules>, action: &Action) -> CheckResult {
         if n as f64 > limit {
             return done(
                 true,
-                format!("Headcount {n} exceeds hiring threshold of {limit} ({base} × {m})"),
+                format!(
+                    "Headcount {n} exceeds hiring threshold of {} ({base} × {})",
+                    human(limit),
+                    human(m)
+                ),
                 Some(Threshold {
                     category: HIRING.into(),
                     value: Some(limit),

@@ -36,6 +36,7 @@ pub mod governance;
 pub mod handoffs;
 pub mod invalid;
 pub mod messages;
+pub mod numbers;
 pub mod organisation;
 pub mod planning;
 pub mod reservations;

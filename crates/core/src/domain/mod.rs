@@ -14,9 +14,11 @@ pub use escalation::{Escalation, LadderState, Rung, escalate};
 pub use mission::{Autonomy, MissionEvent, MissionStatus};
 pub use task::{BoardColumn, TaskEvent, TaskStatus};
 
-/// A transition that the lifecycle does not allow.
+/// A transition that the lifecycle does not allow; it reads "cannot
+/// reject a decision that is approved" whatever form `event` takes (a verb
+/// or the status it would lead to).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot {event} a {entity} that is {from}")]
+#[error("cannot {} {} that is {}", verb(self.event), with_article(self.entity), words(self.from))]
 pub struct IllegalTransition {
     /// Which lifecycle refused ("mission", "task", "attempt").
     pub entity: &'static str,
@@ -24,6 +26,45 @@ pub struct IllegalTransition {
     pub from: &'static str,
     /// What was asked of it.
     pub event: &'static str,
+}
+
+/// Identifiers as words: `tool_approval` → `tool approval`.
+fn words(id: &str) -> String {
+    id.replace(['_', '-'], " ")
+}
+
+/// `a`/`an` and the words of an entity.
+fn with_article(entity: &str) -> String {
+    let w = words(entity);
+    let article = if w.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {w}")
+}
+
+/// The verb of an event that names the status it leads to (`rejected` →
+/// `reject`, `achieved` → `achieve`); other events are verbs already.
+fn verb(event: &str) -> String {
+    let known = match event {
+        "approved" => "approve",
+        "rejected" => "reject",
+        "modified" => "modify",
+        "deferred" => "defer",
+        "denied" => "deny",
+        "achieved" => "achieve",
+        "abandoned" => "abandon",
+        "suspended" => "suspend",
+        "dropped" => "drop",
+        "active" => "reactivate",
+        "committed" => "commit",
+        "cancelled" => "cancel",
+        "timed_out" | "time_out" => "time out",
+        "await_approval" => "send for approval",
+        other => return words(other),
+    };
+    known.to_owned()
 }
 
 /// Generates `as_str`, `FromStr`, `Display`, serde and an OpenAPI schema for a status enum whose
@@ -109,4 +150,42 @@ pub struct UnknownValue {
     pub value: String,
     /// What would have been accepted.
     pub expected: &'static [&'static str],
+}
+
+#[cfg(test)]
+mod wording_tests {
+    use super::IllegalTransition;
+
+    fn text(entity: &'static str, from: &'static str, event: &'static str) -> String {
+        IllegalTransition {
+            entity,
+            from,
+            event,
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn refusals_read_as_sentences() {
+        assert_eq!(
+            text("decision", "approved", "rejected"),
+            "cannot reject a decision that is approved"
+        );
+        assert_eq!(
+            text("intention", "dropped", "active"),
+            "cannot reactivate an intention that is dropped"
+        );
+        assert_eq!(
+            text("tool_approval", "timed_out", "approved"),
+            "cannot approve a tool approval that is timed out"
+        );
+        assert_eq!(
+            text("task", "succeeded", "hand_off"),
+            "cannot hand off a task that is succeeded"
+        );
+        assert_eq!(
+            text("mission", "completed", "accept the results of"),
+            "cannot accept the results of a mission that is completed"
+        );
+    }
 }

@@ -379,8 +379,10 @@ pub fn lessons_from(tasks: &[TaskRecord], failure_reason: Option<&str>) -> Vec<S
                 plural(t.attempts)
             )),
             "succeeded" if t.failures > 0 => lessons.push(format!(
-                "task '{}' needed {} attempts ({} failed{error})",
-                t.key, t.attempts, t.failures
+                "task '{}' needed {} ({} failed{error})",
+                t.key,
+                crate::numbers::count(t.attempts.max(0) as usize, "attempt", "attempts"),
+                t.failures
             )),
             "skipped" => lessons.push(format!("task '{}' was skipped{error}", t.key)),
             _ => {}

@@ -5,6 +5,7 @@
 //! All work is linear in the size of the plan (plus a log factor for ordering), so
 //! plans with thousands of tasks validate quickly.
 
+use crate::numbers::count;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 
@@ -178,7 +179,11 @@ pub fn validate_plan(
     {
         problems.push(PlanProblem::plan(
             codes::OVER_BUDGET,
-            format!("plan costs an estimated {total_cost} which exceeds the budget of {budget}"),
+            format!(
+                "plan costs an estimated {} which exceeds the budget of {}",
+                crate::numbers::human(total_cost),
+                crate::numbers::human(budget)
+            ),
         ));
     }
     if !graph_ok || n == 0 {
@@ -209,8 +214,9 @@ fn size_problems(n: usize, rules: &ValidationRules, problems: &mut Vec<PlanProbl
         problems.push(PlanProblem::plan(
             codes::TOO_FEW_TASKS,
             format!(
-                "plan has {n} tasks; at least {} are required",
-                rules.min_tasks
+                "plan has {}; at least {} required",
+                count(n, "task", "tasks"),
+                count(rules.min_tasks, "is", "are")
             ),
         ));
     }
@@ -218,8 +224,9 @@ fn size_problems(n: usize, rules: &ValidationRules, problems: &mut Vec<PlanProbl
         problems.push(PlanProblem::plan(
             codes::TOO_MANY_TASKS,
             format!(
-                "plan has {n} tasks; at most {} are allowed",
-                rules.max_tasks
+                "plan has {}; at most {} allowed",
+                count(n, "task", "tasks"),
+                count(rules.max_tasks, "is", "are")
             ),
         ));
     }

@@ -838,11 +838,12 @@ async fn refuse_over_budget(
         (TaskEvent::EscalateToHuman, "awaiting_human")
     };
     let next = task.status().next(event)?;
+    use coordinator_core::numbers::human;
     let reason = format!(
-        "starting it (estimated {:.4}) would exceed the budget ({:.4} of {:.4} spent or committed)",
-        task.estimated_cost,
-        spent,
-        limit.unwrap_or(0.0)
+        "starting it (estimated {}) would exceed the budget ({} of {} spent or committed)",
+        human(task.estimated_cost),
+        human(spent),
+        human(limit.unwrap_or(0.0))
     );
     let updated = sqlx::query!(
         "UPDATE orchestration_tasks

@@ -542,9 +542,9 @@ fn next_step(v: &MissionView) -> String {
             "The plan is being made; call mission_status again in a few seconds.".to_owned()
         }
         Some(MissionStatus::AwaitingApproval) => format!(
-            "The plan ({} tasks) awaits approval: show it to the user, then call approve_plan, \
+            "The plan ({}) awaits approval: show it to the user, then call approve_plan, \
              or reject_plan with feedback to get a different plan.",
-            v.progress.total
+            coordinator_core::numbers::count(v.progress.total, "task", "tasks")
         ),
         Some(MissionStatus::Executing | MissionStatus::Paused) if !waiting.is_empty() => format!(
             "Task(s) {} need a person: call resolve_task with action complete, retry, skip or fail.",

@@ -46,7 +46,7 @@ pub async fn gate_task(
                 "Dispatch task '{}' ({}): {}",
                 task.task_key, task.title, result.reason
             ),
-            impact_analysis: &json!({ "financial": format!("estimated cost {}", task.estimated_cost) }),
+            impact_analysis: &json!({ "financial": format!("estimated cost {}", coordinator_core::numbers::human(task.estimated_cost)) }),
             options: &json!([
                 {"label": "Approve", "description": "Dispatch the task as planned"},
                 {"label": "Reject", "description": "Skip the task and replan around it"},
