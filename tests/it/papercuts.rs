@@ -151,3 +151,79 @@ async fn thresholds_read_rounded_and_refusals_read_as_sentences() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decision_lists_carry_totals_ages_and_the_recommended_option() {
+    let app = spawn_app().await;
+    let owner = token(&app, "stakeholder").await;
+    let operator = token(&app, "operator").await;
+    let options = json!([
+        {"label": "Approve full budget", "description": "Fund it all", "risk_level": "medium"},
+        {"label": "Approve reduced budget", "description": "60 % with milestones", "risk_level": "low"},
+    ]);
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let (s, d) = app
+            .request(
+                Method::POST,
+                "/v1/decisions",
+                Some(json!({"description": format!("Marketing budget {n}"),
+                            "impact_analysis": {"financial": "25 % of the quarter"},
+                            "options": options, "recommended_option": "Approve reduced budget"})),
+                Some(&operator),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{d}");
+        ids.push(d["id"].as_str().expect("id").to_owned());
+    }
+    for (id, outcome) in [(&ids[0], "approved"), (&ids[1], "rejected")] {
+        let (s, body) = app
+            .request(
+                Method::POST,
+                &format!("/v1/decisions/{id}/resolve"),
+                Some(json!({"outcome": outcome})),
+                Some(&owner),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+    }
+    // One page of the pending ones, with the totals of them all.
+    let (s, queue) = app.get("/v1/decisions?status=pending&limit=1").await;
+    assert_eq!(s, StatusCode::OK, "{queue}");
+    assert_eq!(
+        queue["totals"],
+        json!({"total": 3, "pending": 1, "approved": 1, "rejected": 1, "modified": 0, "deferred": 0}),
+        "{queue}"
+    );
+    let d = &queue["decisions"][0];
+    assert_eq!(
+        d["recommended"],
+        json!({"label": "Approve reduced budget", "description": "60 % with milestones", "risk_level": "low"}),
+        "{d}"
+    );
+    assert!(
+        d["age_secs"].as_i64().is_some_and(|a| (0..60).contains(&a)),
+        "{d}"
+    );
+    assert!(d["age"].as_str().is_some_and(|a| a.ends_with(" s")), "{d}");
+    assert_eq!(
+        d["impact_analysis"]["financial"], "25 % of the quarter",
+        "{d}"
+    );
+    // The stakeholder's tool carries the same.
+    let (s, review) = app
+        .request(
+            Method::POST,
+            "/v1/tools/decision_review",
+            Some(json!({})),
+            Some(&owner),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{review}");
+    assert_eq!(review["result"]["totals"]["pending"], 1, "{review}");
+    assert_eq!(
+        review["result"]["decisions"][0]["recommended"]["risk_level"], "low",
+        "{review}"
+    );
+    app.stop().await;
+}

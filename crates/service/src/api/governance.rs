@@ -115,8 +115,9 @@ struct ListParams {
     limit: Limit<100, 500>,
 }
 
-/// The decision queue, newest first, each enriched with the current
-/// profile's thresholds, risk tolerance and a recommendation.
+/// The decision queue, newest first, each enriched with its age, its
+/// recommended option (with its risk), the current profile's thresholds,
+/// risk tolerance and a recommendation; with totals per status.
 ///
 /// Roles: any token of the workspace.
 #[utoipa::path(
@@ -138,15 +139,19 @@ async fn list(
     Query(p): Query<ListParams>,
 ) -> ApiResult<Json<DecisionQueue>> {
     let limit = p.limit.get()?;
-    let decisions = gov::list_decisions(&state.pool, &who, p.status.as_deref(), limit).await?;
-    Ok(Json(DecisionQueue { decisions }))
+    let (decisions, totals) =
+        gov::list_decisions(&state.pool, &who, p.status.as_deref(), limit).await?;
+    Ok(Json(DecisionQueue { decisions, totals }))
 }
 
-/// The decision queue, newest first.
+/// The decision queue, newest first, with the workspace's totals.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct DecisionQueue {
-    /// Decisions, each with the governance context it is judged in.
+    /// Decisions, each with its age, its recommended option and the
+    /// governance context it is judged in.
     pub decisions: Vec<DecisionReview>,
+    /// How many decisions the workspace has of each status (all of them).
+    pub totals: gov::DecisionTotals,
 }
 
 /// Puts a decision in the queue (an agent token requests as itself and gets

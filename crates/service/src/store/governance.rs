@@ -371,6 +371,21 @@ pub async fn list_decisions(
     .await
 }
 
+/// How many decisions of the workspace have each status.
+pub async fn decision_totals(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    let rows = sqlx::query!(
+        r#"SELECT status, count(*) AS "n!" FROM governance_decisions
+           WHERE workspace_id = $1 GROUP BY status"#,
+        workspace_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.status, r.n)).collect())
+}
+
 /// What [`resolve_decision`] writes.
 pub struct Resolve<'a> {
     /// Workspace.

@@ -158,31 +158,106 @@ pub struct DecisionReview {
     /// The decision.
     #[serde(flatten)]
     pub decision: DecisionView,
+    /// Seconds since it was requested.
+    pub age_secs: i64,
+    /// The same for people (`3 h 5 min`).
+    pub age: String,
+    /// The recommended option as the options state it (label, description, risk level).
+    pub recommended: Option<Value>,
     /// Thresholds, risk tolerance and the recommendation of the current profile.
     pub governance: Value,
 }
 
-pub(crate) fn review(d: &DecisionRow, profile: Option<&ProfileRow>) -> DecisionReview {
+pub(crate) fn review(
+    d: &DecisionRow,
+    profile: Option<&ProfileRow>,
+    now: OffsetDateTime,
+) -> DecisionReview {
     let rules = profile.map(|p| p.rules());
-    let now = check(rules.as_ref(), &stored_action(d));
-    let recommended = match (&d.recommended_option, now.requires_approval) {
+    let checked = check(rules.as_ref(), &stored_action(d));
+    let recommended = match (&d.recommended_option, checked.requires_approval) {
         (Some(opt), _) => format!("requester recommends '{opt}'"),
         (None, false) => "the current profile would not require approval: approve".into(),
         (None, true) => "review against the threshold shown".into(),
     };
+    let age_secs = (now - d.created_at).whole_seconds().max(0);
     DecisionReview {
         decision: d.view(),
+        age_secs,
+        age: age_words(age_secs),
+        recommended: recommended_option(d),
         governance: json!({
             "stakeholder_id": profile.map(|p| p.stakeholder_id.clone()),
             "decision_style": rules.as_ref().map(|r| r.decision_style),
             "risk_tolerance": rules.as_ref().map(|r| r.risk_tolerance),
             "risk_modifier": rules.as_ref().map(|r| r.risk_tolerance.modifier()),
             "approval_thresholds": profile.map(|p| p.view().approval_thresholds),
-            "relevant_threshold": now.relevant_threshold,
-            "requires_approval_now": now.requires_approval,
-            "reason": now.reason,
+            "relevant_threshold": checked.relevant_threshold,
+            "requires_approval_now": checked.requires_approval,
+            "reason": checked.reason,
             "recommended_action": recommended,
         }),
+    }
+}
+
+/// The recommended option as stated among the options (label, description,
+/// risk level), or just its label when the options do not list it.
+fn recommended_option(d: &DecisionRow) -> Option<Value> {
+    let label = d.recommended_option.as_deref()?;
+    let listed = d
+        .options
+        .as_array()
+        .and_then(|o| o.iter().find(|o| o["label"].as_str() == Some(label)))
+        .cloned();
+    Some(listed.unwrap_or_else(|| json!({ "label": label })))
+}
+
+/// An age for people: `45 s`, `12 min`, `3 h 5 min`, `2 d 4 h`.
+pub fn age_words(secs: i64) -> String {
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3_600, secs % 3_600 / 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{secs} s"),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, 0) => format!("{h} h"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, 0, _) => format!("{d} d"),
+        (d, h, _) => format!("{d} d {h} h"),
+    }
+}
+
+/// How many decisions of the workspace have each status (all of them, not
+/// only the page shown).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DecisionTotals {
+    /// Every decision.
+    pub total: i64,
+    /// Waiting for a stakeholder.
+    pub pending: i64,
+    /// Resolved `approved`.
+    pub approved: i64,
+    /// Resolved `rejected`.
+    pub rejected: i64,
+    /// Resolved `modified`.
+    pub modified: i64,
+    /// Put off, to be checked again.
+    pub deferred: i64,
+}
+
+impl DecisionTotals {
+    fn from_counts(counts: &[(String, i64)]) -> DecisionTotals {
+        let mut t = DecisionTotals::default();
+        for (status, n) in counts {
+            t.total += n;
+            match status.as_str() {
+                "pending" => t.pending += n,
+                "approved" => t.approved += n,
+                "rejected" => t.rejected += n,
+                "modified" => t.modified += n,
+                "deferred" => t.deferred += n,
+                _ => {}
+            }
+        }
+        t
     }
 }
 
@@ -361,7 +436,7 @@ pub async fn list_decisions(
     who: &Principal,
     status: Option<&str>,
     limit: i64,
-) -> Result<Vec<DecisionReview>, GovernanceError> {
+) -> Result<(Vec<DecisionReview>, DecisionTotals), GovernanceError> {
     let status = status
         .map(|s| s.parse::<DecisionStatus>())
         .transpose()?
@@ -369,7 +444,15 @@ pub async fn list_decisions(
     let mut conn = pool.acquire().await?;
     let profile = store::profile(&mut conn, who.workspace_id).await?;
     let rows = store::list_decisions(&mut conn, who.workspace_id, status, limit).await?;
-    Ok(rows.iter().map(|d| review(d, profile.as_ref())).collect())
+    let totals =
+        DecisionTotals::from_counts(&store::decision_totals(&mut conn, who.workspace_id).await?);
+    let now = OffsetDateTime::now_utc();
+    Ok((
+        rows.iter()
+            .map(|d| review(d, profile.as_ref(), now))
+            .collect(),
+        totals,
+    ))
 }
 
 /// One decision with its governance context.
@@ -383,7 +466,7 @@ pub async fn get_decision(
         .await?
         .ok_or(GovernanceError::DecisionNotFound(id))?;
     let profile = store::profile(&mut conn, who.workspace_id).await?;
-    Ok(review(&d, profile.as_ref()))
+    Ok(review(&d, profile.as_ref(), OffsetDateTime::now_utc()))
 }
 
 /// `POST /v1/decisions/{id}/resolve` body.
@@ -775,4 +858,33 @@ pub(crate) async fn replan_trigger(
         .map_err(|e| GovernanceError::Unexpected(anyhow::anyhow!("{e}")))?;
     missions::notify_wake(conn).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DecisionTotals, age_words};
+
+    #[test]
+    fn ages_read_in_the_largest_units() {
+        assert_eq!(age_words(0), "0 s");
+        assert_eq!(age_words(45), "45 s");
+        assert_eq!(age_words(12 * 60 + 5), "12 min");
+        assert_eq!(age_words(3 * 3600), "3 h");
+        assert_eq!(age_words(3 * 3600 + 5 * 60), "3 h 5 min");
+        assert_eq!(age_words(2 * 86_400 + 4 * 3600 + 59), "2 d 4 h");
+        assert_eq!(age_words(86_400 + 30), "1 d");
+    }
+
+    #[test]
+    fn totals_add_up_by_status() {
+        let t = DecisionTotals::from_counts(&[
+            ("pending".into(), 3),
+            ("approved".into(), 2),
+            ("deferred".into(), 1),
+        ]);
+        assert_eq!(
+            (t.total, t.pending, t.approved, t.deferred, t.rejected),
+            (6, 3, 2, 1, 0)
+        );
+    }
 }

@@ -84,10 +84,12 @@ pub(super) fn tools() -> Vec<Tool> {
             Group::Stakeholder,
             "decision_review",
             "Review pending decisions",
-            "The decisions waiting for you (or of another status), newest first, each with the \
-             governance context: the relevant threshold, your risk tolerance, whether the \
-             current profile would still require approval, and a recommended action. Blockers \
-             (topic blocker) hold an agent's task until you resolve them.",
+            "The decisions waiting for you (or of another status), newest first, each with its \
+             age, its impact analysis, its options and the recommended one with its risk level, \
+             and the governance context: the relevant threshold, your risk tolerance, whether \
+             the current profile would still require approval, and a recommended action; with \
+             the workspace's totals per status. Blockers (topic blocker) hold an agent's task \
+             until you resolve them.",
             object(
                 json!({
                     "business_id": business_arg(),
@@ -254,9 +256,10 @@ fn decision_review<'a>(
             .and_then(Value::as_str)
             .unwrap_or("pending");
         let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(50);
-        let list = gov::list_decisions(cx.pool, who, Some(status), limit).await?;
+        let (list, totals) = gov::list_decisions(cx.pool, who, Some(status), limit).await?;
         Ok(json!({
             "count": list.len(),
+            "totals": totals,
             "decisions": list,
             "next_step": if list.is_empty() {
                 "Nothing waits for you."
