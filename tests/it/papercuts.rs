@@ -227,3 +227,59 @@ async fn decision_lists_carry_totals_ages_and_the_recommended_option() {
     );
     app.stop().await;
 }
+
+/// `coordinator migrate` with `DATABASE_URL` set: exit code and stderr.
+async fn migrate_with(url: &str, wait_secs: &str) -> (i32, String) {
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_coordinator"))
+            .arg("migrate")
+            .env("DATABASE_URL", url)
+            .env("COORDINATOR_DB_CONNECT_TIMEOUT_SECS", wait_secs)
+            .env_remove("COORDINATOR_CONFIG")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the command finished in time")
+    .expect("the command ran");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_is_named_with_its_cause_and_a_hint() {
+    // Nothing listens on port 1: refused, retried for the configured second, then said.
+    let started = std::time::Instant::now();
+    let (code, stderr) = migrate_with("postgres://alice:s3cret@127.0.0.1:1/orders", "1").await;
+    assert_ne!(code, 0, "{stderr}");
+    for want in [
+        "127.0.0.1:1",
+        "database orders, user alice",
+        "connection refused",
+        "COORDINATOR_DB_CONNECT_TIMEOUT_SECS",
+        "hint:",
+    ] {
+        assert!(stderr.contains(want), "{want} missing from: {stderr}");
+    }
+    assert!(!stderr.contains("s3cret"), "the password leaked: {stderr}");
+    assert!(!stderr.contains("pool timed out"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "it gave up late"
+    );
+
+    // A database that does not exist is said at once, not retried.
+    let mut url = reqwest::Url::parse(&fresh_database().await).expect("url");
+    url.set_path("/no_such_database_here");
+    let (code, stderr) = migrate_with(url.as_str(), "30").await;
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(stderr.contains("createdb"), "{stderr}");
+    assert!(
+        !stderr.contains("tried "),
+        "a refusal is not retried: {stderr}"
+    );
+}

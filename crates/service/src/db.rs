@@ -4,7 +4,10 @@
 use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context;
-use sqlx::{PgPool, postgres::PgPoolOptions};
+use sqlx::{
+    Connection, PgPool,
+    postgres::{PgConnectOptions, PgConnection, PgPoolOptions},
+};
 
 use crate::local_postgres::LocalPostgres;
 
@@ -23,7 +26,13 @@ pub struct DatabaseArgs {
     /// Maximum connections in this process's pool.
     #[arg(long, env = "COORDINATOR_DB_POOL_SIZE", default_value_t = 20)]
     pub pool_size: u32,
+    /// How long to keep retrying an unreachable server at start (seconds).
+    #[arg(long, env = "COORDINATOR_DB_CONNECT_TIMEOUT_SECS", default_value_t = DEFAULT_CONNECT_WAIT_SECS)]
+    pub db_connect_timeout_secs: u64,
 }
+
+/// Default of `--db-connect-timeout-secs`.
+pub const DEFAULT_CONNECT_WAIT_SECS: u64 = 30;
 
 /// A database connection and, for the embedded default, the server behind it.
 pub struct Database {
@@ -52,7 +61,8 @@ impl Database {
                 (pg.url().to_owned(), Some(pg))
             }
         };
-        let pool = connect(&url, args.pool_size).await?;
+        let wait = Duration::from_secs(args.db_connect_timeout_secs);
+        let pool = connect_within(&url, args.pool_size, wait).await?;
         migrate(&pool).await?;
         Ok(Database { pool, embedded })
     }
@@ -67,15 +77,222 @@ impl Database {
     }
 }
 
-/// A pool for `url` with sane timeouts.
+/// A pool for `url` with sane timeouts, waiting up to
+/// [`DEFAULT_CONNECT_WAIT_SECS`] for the server (see [`connect_within`]).
 pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    connect_within(
+        url,
+        max_connections,
+        Duration::from_secs(DEFAULT_CONNECT_WAIT_SECS),
+    )
+    .await
+}
+
+/// A pool for `url`, after one connection has worked. A server that is not
+/// there yet (refused, unreachable, starting up, out of connections) is
+/// tried again with backoff for up to `wait`; one that answers no
+/// (authentication, no such database, a bad URL) fails at once. The error
+/// names the host, port, database and user (never the password), the cause
+/// and a hint.
+pub async fn connect_within(
+    url: &str,
+    max_connections: u32,
+    wait: Duration,
+) -> anyhow::Result<PgPool> {
+    let options: PgConnectOptions = url.parse().map_err(|e: sqlx::Error| {
+        anyhow::anyhow!(
+            "DATABASE_URL is not a PostgreSQL URL: {}",
+            redact_error(&e.to_string(), url)
+        )
+    })?;
+    let target = Target::of(&options);
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut pause = Duration::from_millis(250);
+    let mut tries = 0u32;
+    loop {
+        tries += 1;
+        match PgConnection::connect_with(&options).await {
+            Ok(conn) => {
+                let _ = conn.close().await;
+                break;
+            }
+            Err(e) => {
+                let why = Failure::of(&e);
+                let now = tokio::time::Instant::now();
+                if !why.transient || now + pause > deadline {
+                    let waited = if why.transient {
+                        format!(
+                            " (tried {tries} times over {} s; COORDINATOR_DB_CONNECT_TIMEOUT_SECS sets how long)",
+                            wait.as_secs()
+                        )
+                    } else {
+                        String::new()
+                    };
+                    anyhow::bail!(
+                        "cannot connect to PostgreSQL at {target}: {}{waited}\nhint: {}",
+                        why.cause,
+                        why.hint
+                    );
+                }
+                tracing::warn!(%target, cause = %why.cause, retry_in_ms = pause.as_millis() as u64, "PostgreSQL is not reachable yet; retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
     PgPoolOptions::new()
         .max_connections(max_connections)
         .min_connections(1)
         .acquire_timeout(Duration::from_secs(10))
-        .connect(url)
+        .connect_with(options)
         .await
-        .context("connecting to PostgreSQL")
+        .with_context(|| format!("connecting to PostgreSQL at {target}"))
+}
+
+/// Where a connection goes, for messages: never the password.
+struct Target {
+    host: String,
+    port: u16,
+    database: Option<String>,
+    user: String,
+}
+
+impl Target {
+    fn of(o: &PgConnectOptions) -> Target {
+        Target {
+            host: o.get_host().to_owned(),
+            port: o.get_port(),
+            database: o.get_database().map(str::to_owned),
+            user: o.get_username().to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A Unix socket directory is a path, not host:port.
+        if self.host.starts_with('/') {
+            write!(f, "socket {}/.s.PGSQL.{}", self.host, self.port)?;
+        } else {
+            write!(f, "{}:{}", self.host, self.port)?;
+        }
+        write!(
+            f,
+            " (database {}, user {})",
+            self.database.as_deref().unwrap_or(&self.user),
+            self.user
+        )
+    }
+}
+
+/// Why a connection failed, whether waiting may help, and what to do.
+#[derive(Debug, PartialEq, Eq)]
+struct Failure {
+    cause: String,
+    transient: bool,
+    hint: &'static str,
+}
+
+impl Failure {
+    fn of(e: &sqlx::Error) -> Failure {
+        match e {
+            sqlx::Error::Io(io) => Failure::io(io.kind(), &io.to_string()),
+            sqlx::Error::Tls(t) => Failure {
+                cause: format!("TLS failed: {t}"),
+                transient: false,
+                hint: "check sslmode and the server's certificate (sslmode=disable for a local server without TLS)",
+            },
+            sqlx::Error::Database(db) => {
+                Failure::server(db.code().as_deref().unwrap_or(""), db.message())
+            }
+            sqlx::Error::PoolTimedOut => Failure {
+                cause: "timed out".into(),
+                transient: true,
+                hint: "the server did not answer in time; check that it is up and reachable",
+            },
+            other => Failure {
+                cause: other.to_string(),
+                transient: false,
+                hint: "check DATABASE_URL",
+            },
+        }
+    }
+
+    fn io(kind: std::io::ErrorKind, text: &str) -> Failure {
+        use std::io::ErrorKind as K;
+        let (cause, transient, hint) = match kind {
+            K::ConnectionRefused => (
+                "connection refused".to_owned(),
+                true,
+                "is PostgreSQL running there and listening on that address and port (listen_addresses, port)?",
+            ),
+            K::TimedOut => (
+                "the connection timed out".to_owned(),
+                true,
+                "is the host reachable (firewall, network)?",
+            ),
+            K::NotFound => (
+                format!("not found ({text})"),
+                true,
+                "is the host name right, and for a socket, is PostgreSQL running with that socket directory?",
+            ),
+            K::ConnectionReset | K::ConnectionAborted | K::UnexpectedEof => (
+                format!("the server closed the connection ({text})"),
+                true,
+                "is it a PostgreSQL server, and is it starting or shutting down?",
+            ),
+            _ => (
+                text.to_owned(),
+                true,
+                "is the host name right and the server reachable?",
+            ),
+        };
+        Failure {
+            cause,
+            transient,
+            hint,
+        }
+    }
+
+    /// A refusal from the server, by SQLSTATE.
+    fn server(code: &str, message: &str) -> Failure {
+        let (transient, hint) = match code {
+            "28P01" | "28000" => (
+                false,
+                "check the user and password in DATABASE_URL, and pg_hba.conf for this client",
+            ),
+            "3D000" => (
+                false,
+                "create the database (createdb) or fix its name in DATABASE_URL",
+            ),
+            "57P03" => (true, "the server is starting up or shutting down"),
+            "53300" => (
+                true,
+                "the server has no free connection slots; lower COORDINATOR_DB_POOL_SIZE or raise max_connections",
+            ),
+            _ => (false, "see the server's log"),
+        };
+        Failure {
+            cause: format!("the server refused: {message} (SQLSTATE {code})"),
+            transient,
+            hint,
+        }
+    }
+}
+
+/// `text` with the URL's password (if any) masked.
+fn redact_error(text: &str, url: &str) -> String {
+    match reqwest_free_password(url) {
+        Some(pw) if !pw.is_empty() => text.replace(pw, "****"),
+        _ => text.to_owned(),
+    }
+}
+
+/// The password of a `postgres://user:password@host/…` URL, if it has one.
+fn reqwest_free_password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let userinfo = rest.split_once('@')?.0;
+    userinfo.split_once(':').map(|(_, pw)| pw)
 }
 
 /// The versions of [`MIGRATOR`] not in `applied` (ascending): what `/readyz` reports.
@@ -92,4 +309,49 @@ pub fn missing_migrations(applied: &[i64]) -> Vec<i64> {
 /// sqlx takes an advisory lock).
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
     MIGRATOR.run(pool).await.context("running migrations")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_say_what_and_whether_waiting_helps() {
+        let refused = Failure::of(&sqlx::Error::Io(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )));
+        assert_eq!(refused.cause, "connection refused");
+        assert!(refused.transient);
+        let auth = Failure::server("28P01", "password authentication failed for user \"x\"");
+        assert!(!auth.transient);
+        assert!(
+            auth.cause.contains("password authentication failed"),
+            "{}",
+            auth.cause
+        );
+        assert!(auth.hint.contains("password"));
+        let missing = Failure::server("3D000", "database \"nope\" does not exist");
+        assert!(!missing.transient);
+        assert!(missing.hint.contains("createdb"));
+        assert!(Failure::server("57P03", "the database system is starting up").transient);
+        assert!(Failure::server("53300", "too many clients").transient);
+    }
+
+    #[test]
+    fn targets_name_host_port_database_and_user_but_never_the_password() {
+        let o: PgConnectOptions = "postgres://alice:s3cret@db.example:6543/orders"
+            .parse()
+            .expect("url");
+        let shown = Target::of(&o).to_string();
+        assert_eq!(shown, "db.example:6543 (database orders, user alice)");
+        assert!(!shown.contains("s3cret"));
+        assert_eq!(
+            redact_error(
+                "bad url postgres://alice:s3cret@x",
+                "postgres://alice:s3cret@x"
+            ),
+            "bad url postgres://alice:****@x"
+        );
+        assert_eq!(reqwest_free_password("postgres://alice@x/db"), None);
+    }
 }

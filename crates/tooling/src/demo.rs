@@ -64,6 +64,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         database_url: args.database_url.clone(),
         data_dir: args.data_dir.clone(),
         pool_size: 10,
+        db_connect_timeout_secs: coordinator_service::db::DEFAULT_CONNECT_WAIT_SECS,
     })
     .await?;
     // A workspace of its own, so runs never see each other's agents.
