@@ -227,9 +227,8 @@ pub fn check_labels(labels: &[String]) -> Result<Vec<String>, Invalid> {
         let first_ok = chars
             .next()
             .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-        let rest_ok = chars.all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.')
-        });
+        let rest_ok = chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
         if !(first_ok && rest_ok) {
             return Err(Invalid::new(
                 field,
@@ -317,7 +316,11 @@ pub fn changes(from: &Editable, to: &Editable) -> Vec<(EditField, Value, Value)>
         }
     };
     cmp(EditField::Title, json!(from.title), json!(to.title));
-    cmp(EditField::Priority, json!(from.priority), json!(to.priority));
+    cmp(
+        EditField::Priority,
+        json!(from.priority),
+        json!(to.priority),
+    );
     cmp(
         EditField::Budget,
         json!(from.budget_limit),
@@ -541,7 +544,16 @@ mod tests {
                 spent: 3.0
             })
         );
-        assert!(apply(&mission(), MissionStatus::Paused, 3.0, &edit(Some(3.0)), NOW).is_ok());
+        assert!(
+            apply(
+                &mission(),
+                MissionStatus::Paused,
+                3.0,
+                &edit(Some(3.0)),
+                NOW
+            )
+            .is_ok()
+        );
         assert!(apply(&mission(), MissionStatus::Paused, 3.0, &edit(None), NOW).is_ok());
     }
 
@@ -552,7 +564,10 @@ mod tests {
             ..Edit::default()
         };
         let e = apply(&mission(), MissionStatus::Planning, 0.0, &past, NOW).unwrap_err();
-        assert!(matches!(e, EditRefusal::Invalid(ref i) if i.field == "deadline"), "{e:?}");
+        assert!(
+            matches!(e, EditRefusal::Invalid(ref i) if i.field == "deadline"),
+            "{e:?}"
+        );
         // A deadline already past stays when it is sent back unchanged.
         let mut current = mission();
         current.deadline = Some(datetime!(2026-01-01 0:00 UTC));
