@@ -448,7 +448,7 @@ async fn archiving_hides_a_mission_from_the_list_until_asked_for() {
             .collect()
     };
     let (_, page) = app.get("/v1/missions").await;
-    assert_eq!(ids(&page), [kept.clone()]);
+    assert_eq!(ids(&page), [kept.as_str()]);
     let (_, page) = app.get("/v1/missions?archived=true").await;
     assert_eq!(ids(&page), [id.clone(), kept.clone()]);
     assert!(page["missions"][0]["archived_at"].is_string(), "{page}");
