@@ -933,6 +933,51 @@ mod error_tests {
     }
 
     #[tokio::test]
+    async fn edit_errors_keep_their_status_and_code() {
+        use crate::{domain::MissionStatus, missions::edit::EditError};
+        let id = Uuid::nil();
+        assert_eq!(
+            status_and_code(EditError::VersionConflict {
+                mission_id: id,
+                expected: 1,
+                current: 2
+            })
+            .await,
+            expect(StatusCode::CONFLICT, "version_conflict")
+        );
+        assert_eq!(
+            status_and_code(EditError::Finished {
+                mission_id: id,
+                status: MissionStatus::Completed,
+                fields: vec!["priority"]
+            })
+            .await,
+            expect(StatusCode::CONFLICT, "invalid_state")
+        );
+        assert_eq!(
+            status_and_code(EditError::NotFinished {
+                mission_id: id,
+                status: MissionStatus::Executing
+            })
+            .await,
+            expect(StatusCode::CONFLICT, "invalid_state")
+        );
+        assert_eq!(
+            status_and_code(EditError::BudgetBelowSpent {
+                mission_id: id,
+                limit: 1.0,
+                spent: 2.0
+            })
+            .await,
+            expect(StatusCode::UNPROCESSABLE_ENTITY, "budget_below_spent")
+        );
+        assert_eq!(
+            status_and_code(EditError::NotFound(id)).await,
+            expect(StatusCode::NOT_FOUND, "not_found")
+        );
+    }
+
+    #[tokio::test]
     async fn replan_errors_keep_their_status_and_code() {
         assert_eq!(
             status_and_code(ReplanError::NeedsLlm).await,
