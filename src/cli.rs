@@ -61,7 +61,7 @@ pub enum Command {
     Chaos(crate::chaos::ChaosArgs),
     /// Check a database's invariants (exit 1 if any is violated).
     Audit(AuditArgs),
-    /// Missions on a running service: create, list, show, approve, cancel, review, watch.
+    /// Missions on a running service: create, list, show, edit, delete, approve, cancel, review, watch.
     Mission(MissionArgs),
     /// Agents on a running service: register, list, show, heartbeat.
     Agent(AgentArgs),

@@ -1,4 +1,4 @@
-//! `coordinator mission create|list|show|approve|cancel|review|watch`.
+//! `coordinator mission create|list|show|edit|delete|approve|cancel|review|watch`.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -7,7 +7,7 @@ use std::{
 };
 
 use clap::Subcommand;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
@@ -46,11 +46,26 @@ pub enum MissionCommand {
         /// Continue after this mission (the `next_cursor` of the previous page).
         #[arg(long)]
         cursor: Option<Uuid>,
+        /// Also list archived missions.
+        #[arg(long)]
+        archived: bool,
     },
     /// Show a mission: status, progress, budget and its tasks.
     Show {
         /// Mission id.
         id: String,
+    },
+    /// Change a mission's title, priority, budget, deadline or labels (a
+    /// finished mission takes only a title or labels).
+    Edit(EditArgs),
+    /// Delete a finished mission with its tasks, attempts and events, or
+    /// archive it (kept, but out of `mission list`).
+    Delete {
+        /// Mission id.
+        id: String,
+        /// Archive instead of deleting.
+        #[arg(long)]
+        archive: bool,
     },
     /// Approve a mission's plan so its tasks start.
     Approve {
@@ -118,6 +133,73 @@ pub struct CreateArgs {
     pub priority: Option<i32>,
 }
 
+/// `coordinator mission edit`: each flag given is one field of the change.
+#[derive(Debug, clap::Args)]
+#[command(group(
+    clap::ArgGroup::new("change")
+        .required(true)
+        .multiple(true)
+        .args(["title", "no_title", "priority", "budget", "no_budget", "deadline", "no_deadline", "labels", "no_labels"])
+))]
+pub struct EditArgs {
+    /// Mission id.
+    pub id: String,
+    /// A short name shown instead of the goal (one line, 1–200 characters).
+    #[arg(long, conflicts_with = "no_title")]
+    pub title: Option<String>,
+    /// Remove the title (the goal names the mission again).
+    #[arg(long)]
+    pub no_title: bool,
+    /// Dispatch priority, -100–100 (higher first); queued tasks take it at once.
+    #[arg(long, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// Spending limit of the whole mission (not below what it already spent).
+    #[arg(long, conflicts_with = "no_budget")]
+    pub budget: Option<f64>,
+    /// Remove the spending limit.
+    #[arg(long)]
+    pub no_budget: bool,
+    /// When it should be done, RFC 3339 (e.g. 2027-01-31T17:00:00Z).
+    #[arg(long, conflicts_with = "no_deadline")]
+    pub deadline: Option<String>,
+    /// Remove the deadline.
+    #[arg(long)]
+    pub no_deadline: bool,
+    /// A label (repeatable, or comma-separated); the labels given replace the mission's.
+    #[arg(long = "label", value_delimiter = ',', value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Remove every label.
+    #[arg(long, conflicts_with = "labels")]
+    pub no_labels: bool,
+    /// Change only if the mission is still at this version (as `mission show --json` reads it).
+    #[arg(long)]
+    pub version: Option<i64>,
+}
+
+/// The `PATCH /v1/missions/{id}` body of `mission edit`.
+fn edit_body(e: &EditArgs) -> Value {
+    let mut body = Map::new();
+    let mut set = |name: &str, value: Option<Value>, clear: bool| {
+        if let Some(v) = value {
+            body.insert(name.to_owned(), v);
+        } else if clear {
+            body.insert(name.to_owned(), Value::Null);
+        }
+    };
+    set("title", e.title.clone().map(Value::from), e.no_title);
+    set("priority", e.priority.map(Value::from), false);
+    set("budget", e.budget.map(Value::from), e.no_budget);
+    set(
+        "deadline",
+        e.deadline.clone().map(Value::from),
+        e.no_deadline,
+    );
+    let labels = (!e.labels.is_empty() || e.no_labels).then(|| json!(e.labels));
+    set("labels", labels, false);
+    set("version", e.version.map(Value::from), false);
+    Value::Object(body)
+}
+
 fn parse_assignment(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, a)) if !k.trim().is_empty() && !a.trim().is_empty() => {
@@ -150,12 +232,14 @@ pub(super) async fn run(args: MissionArgs) -> CliResult {
             status,
             limit,
             cursor,
+            archived,
         } => {
             let page = api
                 .missions(&MissionFilter {
                     status,
                     limit: Some(limit),
                     cursor,
+                    archived,
                 })
                 .await?;
             if json {
@@ -179,6 +263,22 @@ pub(super) async fn run(args: MissionArgs) -> CliResult {
                 out(&mission_text(&mission))?;
             }
         }
+        MissionCommand::Edit(e) => {
+            let mission = api.update_mission(&e.id, &edit_body(&e)).await?;
+            if json {
+                out_json(&mission)?;
+            } else {
+                out(&format!(
+                    "mission {} updated; version {}\n",
+                    mission.id, mission.version
+                ))?;
+            }
+        }
+        MissionCommand::Delete { id, archive } => match api.delete_mission(&id, archive).await? {
+            Some(mission) => status_line(json, "archived", &mission)?,
+            None if json => out_json(&json!({ "mission_id": id, "deleted": true }))?,
+            None => out(&format!("mission {id} deleted\n"))?,
+        },
         MissionCommand::Approve { id, assignments } => {
             let pins: BTreeMap<String, String> = assignments.into_iter().collect();
             let mission = api.approve_mission(&id, &pins).await?;
@@ -271,12 +371,14 @@ fn status_line(json: bool, verb: &str, m: &Mission) -> Result<(), CliError> {
 fn mission_table(missions: &[MissionSummary]) -> Table {
     let mut t = Table::new(&["ID", "STATUS", "AUTONOMY", "CREATED", "GOAL"]);
     for m in missions {
+        // The title is the short name people gave it; the goal otherwise.
+        let name = m.title.as_deref().unwrap_or(&m.goal);
         t.row(vec![
             m.id.to_string(),
             m.status.clone(),
             m.autonomy.clone(),
             datetime(m.created_at),
-            truncate(&m.goal, 60),
+            truncate(name, 60),
         ]);
     }
     t
@@ -297,8 +399,10 @@ fn mission_text(m: &Mission) -> String {
     };
     let mut text = fields(&[
         ("mission", m.id.to_string()),
+        ("title", m.title.clone().unwrap_or_default()),
         ("goal", m.goal.clone()),
         ("status", format!("{} ({} mode)", m.status, m.autonomy)),
+        ("labels", m.labels.join(", ")),
         (
             "plan",
             format!(
@@ -309,6 +413,10 @@ fn mission_text(m: &Mission) -> String {
         ),
         ("progress", progress_text(m)),
         ("budget", budget),
+        (
+            "deadline",
+            m.deadline.map(|t| datetime(Some(t))).unwrap_or_default(),
+        ),
         ("critical", m.critical_path.join(" → ")),
         ("created", datetime(m.created_at)),
         (
@@ -320,6 +428,10 @@ fn mission_text(m: &Mission) -> String {
             m.finished_at.map(|t| datetime(Some(t))).unwrap_or_default(),
         ),
         ("failure", m.failure_reason.clone().unwrap_or_default()),
+        (
+            "archived",
+            m.archived_at.map(|t| datetime(Some(t))).unwrap_or_default(),
+        ),
     ]);
     if !m.tasks.is_empty() {
         let mut t = Table::new(&["KEY", "TITLE", "STATUS", "AGENT", "ATTEMPTS", "COST"]);

@@ -27,6 +27,7 @@ mod helpers;
 mod layers;
 mod messaging;
 mod metrics;
+mod mission_edits;
 mod missions;
 mod openapi;
 mod organisation;

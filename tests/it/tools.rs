@@ -17,6 +17,8 @@ const TOOLS: &[&str] = &[
     "list_missions",
     "cancel_mission",
     "send_instructions",
+    "update_mission",
+    "delete_mission",
     "review_results",
     "resolve_task",
     "pause_mission",

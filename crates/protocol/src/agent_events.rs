@@ -59,7 +59,7 @@ pub struct PlanExtended {
     pub needs_approval: bool,
 }
 
-/// One field of an agent before and after a change.
+/// One field of an agent (or a mission) before and after a change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FieldChange {
     /// The value before.

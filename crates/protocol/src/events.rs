@@ -230,6 +230,12 @@ event_kinds! {
     MissionBudgetWarning = "mission.budget_warning", Missions, Mission,
         "Spend crossed 80 % of the budget (once): optional work not started is dropped, cheaper agents preferred.",
         ["limit", "spent", "share", "optional_tasks_dropped", "prefer"];
+    MissionUpdated = "mission.updated", Missions, Mission,
+        "A person changed a mission's title, priority, budget, deadline or labels (PATCH), or archived it (`changes` holds each field's `from` and `to`; `version` is the mission's after the change).",
+        ["version", "changes"];
+    MissionDeleted = "mission.deleted", Missions, Mission,
+        "A finished mission was deleted with everything that hung off it (a workspace event, so it outlives the mission's own log).",
+        ["mission_id", "goal", "title", "status"];
     PlanRequested = "plan.requested", Missions, Plan,
         "No method matched; the LLM planner was asked.",
         ["planner", "reason", "match_outcome", "feedback"];

@@ -1,5 +1,8 @@
 //! Event retention: a scheduled job that prunes events (and webhook
-//! deliveries) older than a configured age.
+//! deliveries) older than a configured age. It never deletes a mission;
+//! `DELETE /v1/missions/{id}` removes a finished one outright, and its
+//! `mission.deleted` event then ages out here like any other
+//! (`docs/operations.md`, "Removing missions").
 //!
 //! Every replica schedules the job; a PostgreSQL advisory lock lets one run
 //! at a time. Deletes go in small batches, each its own transaction, because

@@ -240,6 +240,10 @@ pub struct MissionSummary {
     pub id: Uuid,
     /// Goal.
     pub goal: String,
+    /// Short name, if one was given.
+    pub title: Option<String>,
+    /// Version (what an edit guards on).
+    pub version: i64,
     /// `approve` or `autonomous`.
     pub autonomy: String,
     /// Status.
@@ -248,12 +252,20 @@ pub struct MissionSummary {
     pub priority: i32,
     /// Plan version.
     pub plan_version: i32,
+    /// Labels.
+    pub labels: Vec<String>,
+    /// When it should be done.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub deadline: Option<OffsetDateTime>,
     /// Created.
     #[serde(with = "time::serde::rfc3339::option")]
     pub created_at: Option<OffsetDateTime>,
     /// Finished.
     #[serde(with = "time::serde::rfc3339::option")]
     pub finished_at: Option<OffsetDateTime>,
+    /// Archived (listed only when archived missions are asked for).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub archived_at: Option<OffsetDateTime>,
     /// Fields this client does not name.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -278,6 +290,8 @@ pub struct MissionFilter {
     pub limit: Option<u32>,
     /// Continue after this mission.
     pub cursor: Option<Uuid>,
+    /// Include archived missions.
+    pub archived: bool,
 }
 
 /// A mission with its tasks.
@@ -288,6 +302,10 @@ pub struct Mission {
     pub id: Uuid,
     /// Goal.
     pub goal: String,
+    /// Short name, if one was given.
+    pub title: Option<String>,
+    /// Version (what an edit guards on).
+    pub version: i64,
     /// `approve` or `autonomous`.
     pub autonomy: String,
     /// Status.
@@ -300,6 +318,11 @@ pub struct Mission {
     pub planner: Option<String>,
     /// Budget limit and spend.
     pub budget: Budget,
+    /// When it should be done.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub deadline: Option<OffsetDateTime>,
+    /// Labels.
+    pub labels: Vec<String>,
     /// Why it failed.
     pub failure_reason: Option<String>,
     /// Task counts.
@@ -317,6 +340,9 @@ pub struct Mission {
     /// Finished.
     #[serde(with = "time::serde::rfc3339::option")]
     pub finished_at: Option<OffsetDateTime>,
+    /// Archived.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub archived_at: Option<OffsetDateTime>,
     /// Fields this client does not name.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -730,12 +756,44 @@ impl Client {
         if let Some(c) = filter.cursor {
             query.push(("cursor", c.to_string()));
         }
+        if filter.archived {
+            query.push(("archived", "true".to_owned()));
+        }
         self.get(&["v1", "missions"], &query).await
     }
 
     /// `GET /v1/missions/{id}`.
     pub async fn mission(&self, id: &str) -> Result<Mission, ClientError> {
         self.get(&["v1", "missions", id], &[]).await
+    }
+
+    /// `PATCH /v1/missions/{id}`: `changes` is the JSON object of the fields
+    /// to change (`title`, `priority`, `budget`, `deadline`, `labels`; `null`
+    /// clears one), with `version` to make it conditional.
+    pub async fn update_mission(&self, id: &str, changes: &Value) -> Result<Mission, ClientError> {
+        let url = self.url(&["v1", "missions", id]);
+        self.send(self.request(Method::PATCH, &url).json(changes), &url)
+            .await
+    }
+
+    /// `DELETE /v1/missions/{id}`: deletes a finished mission (`None`), or
+    /// with `archive` archives it (the mission as archived).
+    pub async fn delete_mission(
+        &self,
+        id: &str,
+        archive: bool,
+    ) -> Result<Option<Mission>, ClientError> {
+        let mut url = self.url(&["v1", "missions", id]);
+        if archive {
+            url.query_pairs_mut().append_pair("archive", "true");
+            return self
+                .send(self.request(Method::DELETE, &url), &url)
+                .await
+                .map(Some);
+        }
+        self.send_raw(self.request(Method::DELETE, &url), &url)
+            .await
+            .map(|_| None)
     }
 
     /// `POST /v1/missions/{id}/approve`, optionally pinning task keys to agents.

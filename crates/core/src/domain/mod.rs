@@ -7,6 +7,7 @@ pub mod attempt;
 pub mod budget;
 pub mod escalation;
 pub mod mission;
+pub mod mission_edit;
 pub mod task;
 
 pub use attempt::{AttemptStatus, FailureKind, ReportDecision, ReportStatus, decide_report};

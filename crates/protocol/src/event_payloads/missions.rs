@@ -18,6 +18,8 @@ payload_kind! {
     MissionCreated => MissionCreated,
     MissionStatusChanged => MissionStatusChanged,
     MissionBudgetWarning => MissionBudgetWarning,
+    MissionUpdated => MissionUpdated,
+    MissionDeleted => MissionDeleted,
     PlanRequested => PlanRequested,
     PlanLlmCall => PlanLlmCall,
     PlanCreated => PlanCreated,
@@ -94,6 +96,31 @@ pub struct MissionBudgetWarning {
     pub optional_tasks_dropped: usize,
     /// What dispatch prefers from now on.
     pub prefer: String,
+}
+
+/// `mission.updated`: a person changed what is safe to change about a
+/// mission, or archived it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MissionUpdated {
+    /// The mission's version after the change.
+    pub version: i64,
+    /// Each changed field (`title`, `priority`, `budget`, `deadline`,
+    /// `labels`, `archived_at`), with its old and new value.
+    pub changes: std::collections::BTreeMap<String, crate::agent_events::FieldChange>,
+}
+
+/// `mission.deleted`: a finished mission was deleted (a workspace event,
+/// written without the mission's id as `run_id` so the cascade keeps it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MissionDeleted {
+    /// The mission that was.
+    pub mission_id: Uuid,
+    /// Its goal.
+    pub goal: String,
+    /// Its title, if it had one.
+    pub title: Option<String>,
+    /// Its status when deleted (`completed`, `failed` or `cancelled`).
+    pub status: MissionStatus,
 }
 
 /// `plan.requested`.

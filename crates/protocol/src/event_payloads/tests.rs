@@ -49,6 +49,16 @@ fn mission_samples() -> Vec<(EventKind, BTreeSet<String>)> {
             to: MissionStatus::Executing,
             reason: None,
         }),
+        keys(&MissionUpdated {
+            version: 2,
+            changes: std::collections::BTreeMap::new(),
+        }),
+        keys(&MissionDeleted {
+            mission_id: u,
+            goal: s(),
+            title: Some(s()),
+            status: MissionStatus::Completed,
+        }),
         keys(&MissionBudgetWarning {
             limit: None,
             spent: 0.0,

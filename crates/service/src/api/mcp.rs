@@ -146,7 +146,8 @@ fn mcp_tool(tool: &tools::Tool) -> rmcp::model::Tool {
     let schema = tool.parameters.as_object().cloned().unwrap_or_default();
     let annotations = ToolAnnotations::with_title(tool.title)
         .read_only(tool.read_only)
-        .destructive(tool.name == "cancel_mission");
+        // Both end or erase what cannot be brought back.
+        .destructive(matches!(tool.name, "cancel_mission" | "delete_mission"));
     rmcp::model::Tool::new(tool.name, tool.description, schema).with_annotations(annotations)
 }
 

@@ -1,6 +1,10 @@
-//! `/v1/missions`: create, list, show, approve, review, cancel, events.
+//! `/v1/missions`: create, list, show, edit, delete, approve, review, cancel, events.
 
-use axum::{extract::State, http::StatusCode};
+use axum::{
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -17,6 +21,7 @@ use crate::{
     error::{ApiError, ApiResult},
     missions::{
         self, ApproveRequest, CreateMission, MissionSummary, MissionView, ReviewRequest,
+        edit::{self, Removal, UpdateMission},
         human::{CancelTaskRequest, ResolveRequest},
         replan::{self, InstructionsRequest, RejectPlanRequest, SaveRoutineRequest},
         roles::{APPROVERS, WRITERS},
@@ -28,7 +33,7 @@ use crate::{
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
-        .routes(routes!(show))
+        .routes(routes!(show, update, remove))
         .routes(routes!(approve))
         .routes(routes!(reject_plan))
         .routes(routes!(instructions))
@@ -84,9 +89,12 @@ struct ListParams {
     limit: Limit<50, 500>,
     /// The `next_cursor` of the previous page.
     cursor: Option<Uuid>,
+    /// Also list archived missions (default false: they are left out).
+    #[serde(default)]
+    archived: bool,
 }
 
-/// Lists missions, newest first, a page at a time.
+/// Lists missions, newest first, a page at a time; archived missions only with `?archived=true`.
 ///
 /// Roles: any token of the workspace.
 #[utoipa::path(
@@ -113,7 +121,15 @@ async fn list(
         .map(str::parse::<MissionStatus>)
         .transpose()?;
     let limit = p.limit.get()?;
-    let rows = store::list(&state.pool, who.workspace_id, status, p.cursor, limit).await?;
+    let rows = store::list(
+        &state.pool,
+        who.workspace_id,
+        status,
+        p.cursor,
+        limit,
+        p.archived,
+    )
+    .await?;
     let next_cursor = (rows.len() as i64 == limit)
         .then(|| rows.last().map(|r| r.id))
         .flatten();
@@ -148,6 +164,85 @@ async fn show(
     Ok(Json(
         missions::view(&state.pool, who.workspace_id, id).await?,
     ))
+}
+
+/// Changes a mission in place: its title, priority, budget limit, deadline or labels. A `mission.updated` event names each changed field with its old and new value, and the mission's `version` goes up; a request that changes nothing writes nothing. A new priority reaches the mission's queued tasks at once.
+///
+/// Give `version` (as read) to refuse the change if the mission changed since (409 `version_conflict`, with the current version in `details`). A finished mission (completed, failed, cancelled) still takes a new title or labels, but not a new priority, budget or deadline (409 `invalid_state`). A budget below what is already spent is 422 `budget_below_spent`.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    patch,
+    path = "/v1/missions/{id}",
+    tag = "missions",
+    operation_id = "update_mission",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body = UpdateMission,
+    responses(
+        (status = 200, description = "The mission as changed", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission changed since the `version` given (`version_conflict`), or it is finished and the change is to its priority, budget or deadline (`invalid_state`)", body = doc::ErrorBody),
+        (status = 422, description = "The budget is below what the mission already spent (`budget_below_spent`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn update(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<UpdateMission>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(WRITERS)?;
+    Ok(Json(edit::update(&state.pool, &who, id, req).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+struct RemoveParams {
+    /// Archive instead of deleting: the mission stays, with its history, but `GET /v1/missions` leaves it out unless `?archived=true`.
+    #[serde(default)]
+    archive: bool,
+}
+
+/// Removes a finished mission (completed, failed or cancelled; cancel a live one first): deletes it with its plans, tasks, attempts, events, board cards, blackboard, tenders, decisions and handoffs, or with `?archive=true` archives it instead.
+///
+/// A deletion writes a `mission.deleted` workspace event (it outlives the mission's own log); messages, reservations and work packages of the mission stay, no longer naming it, and its plan-library case stays. Archiving writes `mission.updated`; archiving an archived mission changes nothing.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    delete,
+    path = "/v1/missions/{id}",
+    tag = "missions",
+    operation_id = "delete_mission",
+    params(("id" = Uuid, Path, description = "Mission id"), RemoveParams),
+    responses(
+        (status = 200, description = "Archived (with `?archive=true`): the mission", body = MissionView),
+        (status = 204, description = "Deleted"),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission is not finished: cancel it first (`invalid_state`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn remove(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Query(p): Query<RemoveParams>,
+) -> ApiResult<Response> {
+    who.require(WRITERS)?;
+    Ok(
+        match edit::remove(&state.pool, &who, id, p.archive).await? {
+            Removal::Deleted => StatusCode::NO_CONTENT.into_response(),
+            Removal::Archived(view) => Json(*view).into_response(),
+        },
+    )
 }
 
 /// Parses an optional JSON body: empty means the default.
@@ -550,8 +645,7 @@ async fn list_events(
     Path(id): Path<Uuid>,
     Query(p): Query<EventParams>,
     headers: axum::http::HeaderMap,
-) -> ApiResult<axum::response::Response> {
-    use axum::response::IntoResponse;
+) -> ApiResult<Response> {
     if crate::api::stream::wants_stream(&headers) {
         // Resume after Last-Event-ID (the per-mission seq), else ?after=.
         let resume = crate::api::stream::last_event_id(&headers)?;
@@ -638,6 +732,52 @@ impl From<crate::missions::MissionError> for ApiError {
             E::Review(e) => (*e).into(),
             E::Database(e) => e.into(),
             E::Unexpected(e) => ApiError::Unexpected(e),
+        }
+    }
+}
+
+impl From<crate::missions::edit::EditError> for ApiError {
+    fn from(e: crate::missions::edit::EditError) -> Self {
+        use crate::missions::edit::EditError as E;
+        let message = e.to_string();
+        match e {
+            E::Invalid(e) => e.into(),
+            E::NotFound(_) => ApiError::NotFound(message),
+            E::VersionConflict {
+                mission_id,
+                expected,
+                current,
+            } => ApiError::Conflict {
+                code: "version_conflict",
+                message,
+                details: json!({ "mission_id": mission_id, "expected": expected, "current": current }),
+            },
+            E::Finished {
+                mission_id,
+                status,
+                fields,
+            } => ApiError::Conflict {
+                code: "invalid_state",
+                message,
+                details: json!({ "mission_id": mission_id, "status": status.as_str(), "fields": fields }),
+            },
+            E::NotFinished { mission_id, status } => ApiError::Conflict {
+                code: "invalid_state",
+                message,
+                details: json!({ "mission_id": mission_id, "status": status.as_str() }),
+            },
+            E::BudgetBelowSpent {
+                mission_id,
+                limit,
+                spent,
+            } => ApiError::Unprocessable {
+                code: "budget_below_spent",
+                message,
+                details: json!({ "mission_id": mission_id, "budget": limit, "spent": spent }),
+            },
+            E::Concurrent => ApiError::conflict("concurrent_update", message),
+            E::Mission(e) => e.into(),
+            E::Database(e) => e.into(),
         }
     }
 }
@@ -788,6 +928,51 @@ mod error_tests {
                 task: "t".into()
             })
             .await,
+            expect(StatusCode::NOT_FOUND, "not_found")
+        );
+    }
+
+    #[tokio::test]
+    async fn edit_errors_keep_their_status_and_code() {
+        use crate::{domain::MissionStatus, missions::edit::EditError};
+        let id = Uuid::nil();
+        assert_eq!(
+            status_and_code(EditError::VersionConflict {
+                mission_id: id,
+                expected: 1,
+                current: 2
+            })
+            .await,
+            expect(StatusCode::CONFLICT, "version_conflict")
+        );
+        assert_eq!(
+            status_and_code(EditError::Finished {
+                mission_id: id,
+                status: MissionStatus::Completed,
+                fields: vec!["priority"]
+            })
+            .await,
+            expect(StatusCode::CONFLICT, "invalid_state")
+        );
+        assert_eq!(
+            status_and_code(EditError::NotFinished {
+                mission_id: id,
+                status: MissionStatus::Executing
+            })
+            .await,
+            expect(StatusCode::CONFLICT, "invalid_state")
+        );
+        assert_eq!(
+            status_and_code(EditError::BudgetBelowSpent {
+                mission_id: id,
+                limit: 1.0,
+                spent: 2.0
+            })
+            .await,
+            expect(StatusCode::UNPROCESSABLE_ENTITY, "budget_below_spent")
+        );
+        assert_eq!(
+            status_and_code(EditError::NotFound(id)).await,
             expect(StatusCode::NOT_FOUND, "not_found")
         );
     }

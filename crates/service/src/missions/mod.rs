@@ -4,6 +4,7 @@
 
 pub mod commitment;
 pub mod discovered;
+pub mod edit;
 pub mod finish;
 pub mod human;
 pub mod plan_library;
@@ -601,6 +602,10 @@ pub struct MissionView {
     pub id: Uuid,
     /// Goal.
     pub goal: String,
+    /// Short name for people, if one was given (`PATCH`); else the goal names it.
+    pub title: Option<String>,
+    /// Version of the mission row: give it to `PATCH` to refuse the change if the mission changed since.
+    pub version: i64,
     /// `approve` or `autonomous`.
     #[schema(value_type = crate::domain::Autonomy)]
     pub autonomy: String,
@@ -617,6 +622,11 @@ pub struct MissionView {
     pub budget: BudgetView,
     /// Constraints.
     pub constraints: Value,
+    /// When it should be done (informative).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub deadline: Option<OffsetDateTime>,
+    /// Labels (slugs).
+    pub labels: Vec<String>,
     /// Why it failed.
     pub failure_reason: Option<String>,
     /// Task counts by status, plus total and percent done.
@@ -634,6 +644,9 @@ pub struct MissionView {
     /// Finished.
     #[serde(with = "time::serde::rfc3339::option")]
     pub finished_at: Option<OffsetDateTime>,
+    /// When it was archived (`DELETE ?archive=true`): left out of the list unless `?archived=true`.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub archived_at: Option<OffsetDateTime>,
 }
 
 /// Budget limit and spend.
@@ -762,6 +775,8 @@ pub async fn view(
     Ok(MissionView {
         id: run.id,
         goal: run.goal,
+        title: run.title,
+        version: run.version,
         autonomy: run.autonomy,
         status: run.status,
         priority: run.priority,
@@ -772,6 +787,8 @@ pub async fn view(
             spent: run.budget_spent,
         },
         constraints: run.constraints,
+        deadline: run.deadline,
+        labels: run.labels,
         failure_reason: run.failure_reason,
         progress,
         critical_path,
@@ -779,6 +796,7 @@ pub async fn view(
         created_at: run.created_at,
         started_at: run.started_at,
         finished_at: run.finished_at,
+        archived_at: run.archived_at,
     })
 }
 
@@ -789,6 +807,10 @@ pub struct MissionSummary {
     pub id: Uuid,
     /// Goal.
     pub goal: String,
+    /// Short name, if one was given.
+    pub title: Option<String>,
+    /// Version of the mission row (what `PATCH` guards on).
+    pub version: i64,
     /// Autonomy.
     #[schema(value_type = crate::domain::Autonomy)]
     pub autonomy: String,
@@ -799,12 +821,20 @@ pub struct MissionSummary {
     pub priority: i32,
     /// Plan version.
     pub plan_version: i32,
+    /// Labels (slugs).
+    pub labels: Vec<String>,
+    /// When it should be done.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub deadline: Option<OffsetDateTime>,
     /// Created.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     /// Finished.
     #[serde(with = "time::serde::rfc3339::option")]
     pub finished_at: Option<OffsetDateTime>,
+    /// When it was archived (listed only with `?archived=true`).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub archived_at: Option<OffsetDateTime>,
 }
 
 impl From<MissionRow> for MissionSummary {
@@ -812,12 +842,17 @@ impl From<MissionRow> for MissionSummary {
         MissionSummary {
             id: r.id,
             goal: r.goal,
+            title: r.title,
+            version: r.version,
             autonomy: r.autonomy,
             status: r.status,
             priority: r.priority,
             plan_version: r.plan_version,
+            labels: r.labels,
+            deadline: r.deadline,
             created_at: r.created_at,
             finished_at: r.finished_at,
+            archived_at: r.archived_at,
         }
     }
 }

@@ -49,6 +49,14 @@ pub struct MissionRow {
     pub escalation_replans: i32,
     /// The 80 % budget warning fired.
     pub budget_warned: bool,
+    /// Short name for people (`None`: the goal is the name).
+    pub title: Option<String>,
+    /// When it should be done.
+    pub deadline: Option<OffsetDateTime>,
+    /// Slugs to group missions by.
+    pub labels: Vec<String>,
+    /// When it was archived (hidden from the list).
+    pub archived_at: Option<OffsetDateTime>,
 }
 
 impl MissionRow {

@@ -83,7 +83,8 @@ pub async fn lock(
         MissionRow,
         "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
                 budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
-                started_at, finished_at, escalation_replans, budget_warned
+                started_at, finished_at, escalation_replans, budget_warned,
+                title, deadline, labels, archived_at
          FROM orchestration_runs WHERE id = $1 AND workspace_id = $2 FOR UPDATE",
         id,
         workspace_id
@@ -101,7 +102,8 @@ pub async fn lock_for_attempt(
         MissionRow,
         "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
                 budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
-                started_at, finished_at, escalation_replans, budget_warned
+                started_at, finished_at, escalation_replans, budget_warned,
+                title, deadline, labels, archived_at
          FROM orchestration_runs
          WHERE id = (SELECT run_id FROM task_attempts WHERE id = $1)
          FOR UPDATE",
@@ -117,7 +119,8 @@ pub async fn get(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<Op
         MissionRow,
         "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
                 budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
-                started_at, finished_at, escalation_replans, budget_warned
+                started_at, finished_at, escalation_replans, budget_warned,
+                title, deadline, labels, archived_at
          FROM orchestration_runs WHERE id = $1 AND workspace_id = $2",
         id,
         workspace_id
@@ -126,28 +129,33 @@ pub async fn get(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<Op
     .await
 }
 
-/// A page of missions, newest first, optionally by status, after a cursor id.
+/// A page of missions, newest first, optionally by status, after a cursor
+/// id; archived missions only with `archived`.
 pub async fn list(
     pool: &PgPool,
     workspace_id: Uuid,
     status: Option<MissionStatus>,
     before: Option<Uuid>,
     limit: i64,
+    archived: bool,
 ) -> sqlx::Result<Vec<MissionRow>> {
     sqlx::query_as!(
         MissionRow,
         "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
                 budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
-                started_at, finished_at, escalation_replans, budget_warned
+                started_at, finished_at, escalation_replans, budget_warned,
+                title, deadline, labels, archived_at
          FROM orchestration_runs
          WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2)
            AND ($3::uuid IS NULL OR id < $3)
+           AND ($5 OR archived_at IS NULL)
          ORDER BY id DESC
          LIMIT $4",
         workspace_id,
         status.map(|s| s.as_str()),
         before,
-        limit
+        limit,
+        archived
     )
     .fetch_all(pool)
     .await
@@ -518,4 +526,92 @@ pub async fn notify_wake(conn: &mut PgConnection) -> sqlx::Result<()> {
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// A mission's editable fields as they are to be stored.
+pub struct MissionFields<'a> {
+    /// Short name, or none.
+    pub title: Option<&'a str>,
+    /// Dispatch priority.
+    pub priority: i32,
+    /// Spending limit, or none.
+    pub budget_limit: Option<f64>,
+    /// Deadline, or none.
+    pub deadline: Option<OffsetDateTime>,
+    /// Labels.
+    pub labels: &'a [String],
+}
+
+/// Writes the edited fields of a locked mission (version-guarded) and gives
+/// its queued tasks the new priority, since the ready queue orders by the
+/// priority copied into each row. Returns the new version, `None` when the
+/// mission changed since it was read.
+pub async fn update_fields(
+    conn: &mut PgConnection,
+    run: &MissionRow,
+    to: &MissionFields<'_>,
+) -> sqlx::Result<Option<i64>> {
+    let version = sqlx::query_scalar!(
+        "UPDATE orchestration_runs
+         SET title = $3, priority = $4, budget_limit = $5, deadline = $6, labels = $7,
+             version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2
+         RETURNING version",
+        run.id,
+        run.version,
+        to.title,
+        to.priority,
+        to.budget_limit,
+        to.deadline,
+        to.labels
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if version.is_some() && to.priority != run.priority {
+        sqlx::query!(
+            "UPDATE task_queue SET priority = $2 WHERE run_id = $1",
+            run.id,
+            to.priority
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(version)
+}
+
+/// Archives a locked mission (version-guarded): it stays, with its history,
+/// but the list leaves it out. Returns the new version and when, `None`
+/// when the mission changed since it was read.
+pub async fn archive(
+    conn: &mut PgConnection,
+    run: &MissionRow,
+) -> sqlx::Result<Option<(i64, OffsetDateTime)>> {
+    let row = sqlx::query!(
+        r#"UPDATE orchestration_runs
+           SET archived_at = now(), version = version + 1, updated_at = now()
+           WHERE id = $1 AND version = $2
+           RETURNING version, archived_at AS "archived_at!""#,
+        run.id,
+        run.version
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.version, r.archived_at)))
+}
+
+/// Deletes a mission and, through the foreign keys' cascades, its plans,
+/// tasks, edges, attempts, events, board cards, blackboard, tenders,
+/// decisions, handoffs and tool approvals. Messages, reservations, work
+/// packages and agent requests stay with their mission cleared; plan-library
+/// cases have no foreign key and stay (a lesson outlives its mission).
+/// Returns whether a row went.
+pub async fn delete(conn: &mut PgConnection, workspace_id: Uuid, id: Uuid) -> sqlx::Result<bool> {
+    let done = sqlx::query!(
+        "DELETE FROM orchestration_runs WHERE id = $1 AND workspace_id = $2",
+        id,
+        workspace_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }

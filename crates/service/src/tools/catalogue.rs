@@ -74,6 +74,7 @@ pub(super) fn build() -> Vec<Tool> {
         starting_tools(),
         following_tools(),
         steering_tools(),
+        editing_tools(),
         settling_tools(),
         pausing_tools(),
         deciding_tools(),
@@ -235,6 +236,57 @@ fn steering_tools() -> Vec<Tool> {
             read_only: false,
             group: Group::Mission,
             kind: Kind::SendInstructions,
+        },
+    ]
+}
+
+/// Tools that change a mission's details, and remove a finished one.
+fn editing_tools() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "update_mission",
+            title: "Edit a mission",
+            description: "Change a mission's title (a short name shown instead of the goal), priority, \
+                budget limit, deadline or labels; give only what changes. A finished mission \
+                (completed, failed, cancelled) takes only a new title or labels. A budget below what \
+                the mission already spent is refused. Pass the version mission_status returned to \
+                refuse the change if someone changed the mission since. To remove the title, budget \
+                limit or deadline, name it in clear.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("to edit"),
+                    "version": { "type": "integer", "description": "The mission's version as you read it (optional): a stale one is refused with version_conflict." },
+                    "title": { "type": "string", "minLength": 1, "description": "Short name, one line of at most 200 characters." },
+                    "priority": { "type": "integer", "minimum": -100, "maximum": 100, "description": "Dispatch priority, -100 to 100, higher first; queued tasks take it at once." },
+                    "budget": { "type": "number", "minimum": 0, "description": "New spending limit for the whole mission, not below what it already spent." },
+                    "deadline": { "type": "string", "format": "date-time", "description": "When it should be done, RFC 3339 (e.g. 2027-01-31T17:00:00Z), in the future." },
+                    "labels": { "type": "array", "items": { "type": "string" }, "description": "Labels replacing the current ones: up to 20 slugs such as \"q4\" or \"customer-x\"; [] removes them all." },
+                    "clear": { "type": "array", "items": { "type": "string", "enum": ["title", "budget", "deadline"] }, "description": "Fields to remove: title, budget (no limit) or deadline." }
+                }),
+                &["mission_id"],
+            ),
+            roles: WRITERS,
+            read_only: false,
+            group: Group::Mission,
+            kind: Kind::UpdateMission,
+        },
+        Tool {
+            name: "delete_mission",
+            title: "Delete a finished mission",
+            description: "Delete a finished mission (completed, failed or cancelled; cancel_mission a \
+                live one first) with its tasks, attempts and events, or with archive true keep it but \
+                hide it from list_missions. Deleting cannot be undone; confirm with the user first.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("to delete"),
+                    "archive": { "type": "boolean", "description": "Archive instead of deleting: the mission and its history stay, out of the list (default false)." }
+                }),
+                &["mission_id"],
+            ),
+            roles: WRITERS,
+            read_only: false,
+            group: Group::Mission,
+            kind: Kind::DeleteMission,
         },
     ]
 }

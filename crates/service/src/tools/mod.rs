@@ -28,6 +28,7 @@ use crate::{
     error::ApiError,
     missions::{
         self, ApproveRequest, CreateMission, MissionView, PlanningConfig, ReviewRequest,
+        edit::{self, Removal, UpdateMission},
         human::{self, ResolveRequest},
         plan_library::{MAX_SEARCH_LIMIT, OutcomeFilter, search_cases},
         replan::{self, InstructionsRequest, RejectPlanRequest},
@@ -80,6 +81,8 @@ enum Kind {
     MissionStatus,
     ListMissions,
     CancelMission,
+    UpdateMission,
+    DeleteMission,
     SendInstructions,
     ReviewResults,
     ResolveTask,
@@ -263,6 +266,27 @@ impl Tool {
                 let view = missions::cancel(cx.pool, cx.http, who, id).await?;
                 Ok(mission_result(&view, false))
             }
+            Kind::UpdateMission => {
+                let id = mission_id(&mut args)?;
+                let req = update_request(args)?;
+                let view = edit::update(cx.pool, who, id, req).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::DeleteMission => {
+                let id = mission_id(&mut args)?;
+                let archive = args
+                    .get("archive")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                Ok(match edit::remove(cx.pool, who, id, archive).await? {
+                    Removal::Deleted => json!({
+                        "mission_id": id,
+                        "deleted": true,
+                        "next_step": "The mission and its tasks, attempts and events are gone; a mission.deleted event in the workspace log records it.",
+                    }),
+                    Removal::Archived(view) => mission_result(&view, false),
+                })
+            }
             Kind::SendInstructions => {
                 let id = mission_id(&mut args)?;
                 let req: InstructionsRequest = request(args)?;
@@ -359,6 +383,33 @@ fn mission_id(args: &mut Map<String, Value>) -> Result<Uuid, ApiError> {
         .ok_or_else(|| ApiError::invalid("mission_id", "mission_id must be a mission's id"))
 }
 
+/// The `update_mission` arguments as the `PATCH` body they mirror. A model
+/// cannot send `null` (the registry drops it as "not given"), so `clear`
+/// names the fields to remove instead.
+fn update_request(mut args: Map<String, Value>) -> Result<UpdateMission, ApiError> {
+    let clear = match args.remove("clear") {
+        Some(Value::Array(names)) => names,
+        _ => Vec::new(),
+    };
+    for name in &clear {
+        let name = name.as_str().unwrap_or_default();
+        if !matches!(name, "title" | "budget" | "deadline") {
+            return Err(ApiError::invalid(
+                "clear",
+                format!("clear names title, budget or deadline, not '{name}'"),
+            ));
+        }
+        if args.contains_key(name) {
+            return Err(ApiError::invalid(
+                name,
+                format!("'{name}' is both given and cleared; do one or the other"),
+            ));
+        }
+        args.insert(name.to_owned(), Value::Null);
+    }
+    request(args)
+}
+
 /// Turns the remaining arguments into the REST request body they mirror, so
 /// a tool and its REST route accept the same things.
 fn request<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, ApiError> {
@@ -389,7 +440,8 @@ async fn list_missions(
         .get("cursor")
         .and_then(Value::as_str)
         .and_then(|s| s.parse::<Uuid>().ok());
-    let rows = store::list(cx.pool, who.workspace_id, status, cursor, limit).await?;
+    // Archived missions stay out, as in `GET /v1/missions`.
+    let rows = store::list(cx.pool, who.workspace_id, status, cursor, limit, false).await?;
     let next_cursor = (rows.len() as i64 == limit)
         .then(|| rows.last().map(|r| r.id))
         .flatten();
@@ -399,6 +451,8 @@ async fn list_missions(
             json!({
                 "mission_id": r.id,
                 "goal": r.goal,
+                "title": r.title,
+                "labels": r.labels,
                 "status": r.status,
                 "autonomy": r.autonomy,
                 "plan_version": r.plan_version,
@@ -504,12 +558,17 @@ pub fn mission_result(v: &MissionView, include_outputs: bool) -> Value {
     json!({
         "mission_id": v.id,
         "goal": v.goal,
+        "title": v.title,
+        "version": v.version,
         "status": v.status,
         "autonomy": v.autonomy,
         "plan_version": v.plan_version,
         "planner": v.planner,
         "progress": v.progress,
         "budget": v.budget,
+        "deadline": v.deadline.map(rfc3339),
+        "labels": v.labels,
+        "archived_at": v.archived_at.map(rfc3339),
         "failure_reason": v.failure_reason,
         "tasks": tasks,
         "created_at": rfc3339(v.created_at),
