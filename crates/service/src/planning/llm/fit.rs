@@ -247,7 +247,8 @@ mod tests {
         convo.rejected(&ramble, "fix 2".into());
         let fitted = convo.fit(Some(4096), Some(4096), false);
         assert_eq!(fitted.shape.rounds, 1);
-        assert!(fitted.shape.echo_bytes <= 4096, "{:?}", fitted.shape);
+        assert!(fitted.shape.echo_bytes <= 8192, "{:?}", fitted.shape);
+        assert_eq!(fitted.shape.methods, MAX_METHODS, "the echo is cut first");
         assert_eq!(fitted.messages.len(), 4);
         let budget = fitted.max_tokens.unwrap();
         assert!(budget >= MIN_PLAN_TOKENS, "{budget}");
