@@ -33,6 +33,7 @@ mod organisation;
 mod peers;
 mod plan_library;
 mod planning;
+mod planning_context;
 mod proof;
 mod real_llm;
 mod replicas;
