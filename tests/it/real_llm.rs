@@ -191,6 +191,55 @@ async fn a_mission_planned_by_a_tiny_real_model_never_gets_stuck() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncapped_planner_fits_a_4096_token_context_or_falls_back() {
+    // The defaults a new user gets: max_tokens 4,096 (the whole context of
+    // the script's server), no context size configured. Before, a repair
+    // round echoing a rambling answer overflowed the context and the
+    // mission failed with llama.cpp's "maximum context length" error.
+    let Some(server) = server() else { return };
+    let _watch = DeathWatch(&server);
+    let mut cfg = config(&server);
+    cfg.max_tokens = LlmConfig::new("http://x/v1", "m").max_tokens;
+    assert_eq!(cfg.max_tokens, Some(4096));
+    cfg.context_tokens = None;
+    let mut settings = test_settings();
+    settings.planning.llm = Some(std::sync::Arc::new(LlmPlanner::new(cfg).unwrap()));
+    settings.planning.max_planning_attempts = 1;
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    let worker = spawn_worker(5).await;
+    app.register_fleet(&worker.url(), 2).await;
+    let m = app
+        .create_mission(json!({"goal": "Zorble the frobnitz quux"}))
+        .await;
+    assert_eq!(m["status"], "planning");
+    let id = m["id"].as_str().unwrap();
+    let end = app
+        .wait_for_status_within(
+            id,
+            &["awaiting_approval", "failed"],
+            Duration::from_secs(900),
+        )
+        .await;
+    assert_eq!(end["status"], "awaiting_approval", "{end}");
+    let planner = end["planner"].as_str().unwrap();
+    assert!(planner == "llm" || planner == "generic", "{end}");
+    let (_, page) = app.get(&format!("/v1/missions/{id}/events")).await;
+    let events = page["events"].as_array().unwrap();
+    for e in events.iter().filter(|e| e["kind"] == "plan.llm_call") {
+        let code = e["payload"]["code"].as_str().unwrap_or_default();
+        assert_ne!(code, "llm_http", "a context error escaped: {e}");
+    }
+    if planner == "generic" {
+        let created = events.iter().find(|e| e["kind"] == "plan.created").unwrap();
+        assert_eq!(
+            created["payload"]["details"]["fallback"]["from"], "llm",
+            "{created}"
+        );
+    }
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_llm_worker_runs_a_mission_on_a_real_llama_cpp_server() {
     use coordinator::worker::llm::{LlmWorker, LlmWorkerConfig};
 

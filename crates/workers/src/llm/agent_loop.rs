@@ -238,16 +238,15 @@ impl ModelWorker {
     /// figure, else the setting, else the provider's report (asked once).
     async fn context_tokens(&self) -> Option<u32> {
         let known = |n: u32| (n > 0).then_some(n);
-        if self.config.context_tokens.is_none() && !self.probed.swap(true, Ordering::Relaxed) {
-            if let Some(n) = self.client.discover_context(&self.config.model).await {
-                tracing::info!(model = %self.config.model, context_tokens = n, "the provider reported its context size");
-                let _ = self.learnt_context.compare_exchange(
-                    0,
-                    n,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-            }
+        if self.config.context_tokens.is_none()
+            && !self.probed.swap(true, Ordering::Relaxed)
+            && let Some(n) = self.client.discover_context(&self.config.model).await
+        {
+            tracing::info!(model = %self.config.model, context_tokens = n, "the provider reported its context size");
+            // A figure an error named meanwhile is not overwritten.
+            let _ =
+                self.learnt_context
+                    .compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed);
         }
         known(self.learnt_context.load(Ordering::Relaxed)).or(self.config.context_tokens)
     }

@@ -231,6 +231,14 @@ impl LlmPlanner {
                 && !fell_back;
             let response_format = format.body("plan", schema);
             let fitted = convo.fit(self.context_tokens(), self.cfg.max_tokens, shrunk);
+            tracing::debug!(
+                prompt_estimate = fitted.prompt_estimate,
+                max_tokens = ?fitted.max_tokens,
+                methods = fitted.shape.methods,
+                rounds = fitted.shape.rounds,
+                echo_bytes = fitted.shape.echo_bytes,
+                "planning request fitted to the context"
+            );
             let body = ChatRequest {
                 model: &self.cfg.model,
                 messages: &fitted.messages,
