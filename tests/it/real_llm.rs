@@ -2,8 +2,9 @@
 //! model (`scripts/llama-server.sh`; CI starts it and sets
 //! COORDINATOR_TEST_LLM_URL). The model's answers are mostly nonsense: what
 //! must hold is the protocol (the request is accepted, json_schema falls back
-//! to llama.cpp's json_object form) and that nonsense ends in repair and then
-//! a plan or a clear planning failure, never a panic or a stuck mission.
+//! to llama.cpp's json_object form), that requests fit the server's 4,096
+//! token context, and that nonsense ends in repair and then a plan or the
+//! generic fallback, never a panic, a context error or a stuck mission.
 
 use std::time::Duration;
 
@@ -179,14 +180,11 @@ async fn a_mission_planned_by_a_tiny_real_model_never_gets_stuck() {
             Duration::from_secs(400),
         )
         .await;
-    if end["status"] == "failed" {
-        let reason = end["failure_reason"].as_str().unwrap();
-        assert!(reason.starts_with("planning failed"), "{reason}");
-        // It must fail on the model's answers, not on the protocol.
-        assert!(reason.contains("no valid plan"), "{reason}");
-    } else {
-        assert_eq!(end["planner"], "llm");
-    }
+    // A model that gives no valid plan leaves the generic method's plan
+    // (its event says why) rather than failing the mission.
+    assert_eq!(end["status"], "awaiting_approval", "{end}");
+    let planner = end["planner"].as_str().unwrap();
+    assert!(planner == "llm" || planner == "generic", "{end}");
     app.stop().await;
 }
 
