@@ -428,9 +428,13 @@ pub struct PlanningArgs {
     /// Times an invalid plan is sent back to the model for repair.
     #[arg(long, env = "COORDINATOR_LLM_MAX_REPAIRS", default_value_t = 2)]
     pub llm_max_repairs: u32,
-    /// Most tokens per model answer.
+    /// Most tokens per model answer (lowered to what the model's context leaves).
     #[arg(long, env = "COORDINATOR_LLM_MAX_TOKENS", default_value_t = 4096)]
     pub llm_max_tokens: u32,
+    /// The model's context size in tokens; without it the server is asked
+    /// (llama.cpp's /props, vLLM's /v1/models) or its first context-length error says.
+    #[arg(long, env = "COORDINATOR_LLM_CONTEXT_TOKENS")]
+    pub llm_context_tokens: Option<u32>,
 }
 
 impl PlanningArgs {
@@ -460,6 +464,11 @@ impl PlanningArgs {
             llm.timeout = Duration::from_secs(self.llm_timeout_secs.max(1));
             llm.max_repairs = self.llm_max_repairs;
             llm.max_tokens = Some(self.llm_max_tokens.max(64));
+            anyhow::ensure!(
+                self.llm_context_tokens.is_none_or(|n| n >= 512),
+                "--llm-context-tokens must be at least 512"
+            );
+            llm.context_tokens = self.llm_context_tokens;
             let planner = crate::planning::llm::LlmPlanner::new(llm)
                 .map_err(|e| anyhow::anyhow!("LLM planner: {e}"))?;
             cfg.llm = Some(std::sync::Arc::new(planner));

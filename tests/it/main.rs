@@ -35,6 +35,7 @@ mod papercuts;
 mod peers;
 mod plan_library;
 mod planning;
+mod planning_context;
 mod proof;
 mod real_llm;
 mod replicas;

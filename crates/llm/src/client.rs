@@ -12,10 +12,18 @@ use std::{
 use tracing::Instrument;
 
 use crate::{
+    context::{context_from_models, context_from_props},
     error::{CallError, REDACTED},
     retry_after,
     wire::{ChatRequest, Completion, parse_completion},
 };
+
+/// Longest wait for a server's report of its context size.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Largest report of a server's context size read (llama.cpp's `/props`
+/// holds its chat template, a few kilobytes).
+const PROBE_MAX_BYTES: usize = 256 * 1024;
 
 /// How a [`ChatClient`] reaches its server and bounds each call.
 #[derive(Clone)]
@@ -100,6 +108,44 @@ impl ChatClient {
             .api_key
             .as_deref()
             .filter(|k| !k.trim().is_empty())
+    }
+
+    /// The context size the server reports for `model`, asked once with a
+    /// short limit: llama.cpp's `GET /props`, then `GET /v1/models` (vLLM's
+    /// `max_model_len`). `None` when neither says (llama-cpp-python, OpenAI)
+    /// or the server cannot be asked; the caller then learns the size from
+    /// a context-length error.
+    pub async fn discover_context(&self, model: &str) -> Option<u32> {
+        let base = self.url.as_str().trim_end_matches("/chat/completions");
+        let root = base.trim_end_matches('/').trim_end_matches("/v1");
+        if let Some(props) = self.get_json(&format!("{root}/props")).await
+            && let Some(n) = context_from_props(&props)
+        {
+            return Some(n);
+        }
+        let models = self.get_json(&format!("{base}/models")).await?;
+        context_from_models(&models, model)
+    }
+
+    /// A small JSON document from the server (its key sent), or `None` on any
+    /// failure: a probe must never fail the call it serves.
+    async fn get_json(&self, url: &str) -> Option<serde_json::Value> {
+        let limit = self.options.timeout.min(PROBE_TIMEOUT);
+        let probe = async {
+            let mut builder = self.http.get(url);
+            if let Some(key) = self.key() {
+                builder = builder.bearer_auth(key);
+            }
+            let mut response = builder.send().await.ok()?;
+            if !response.status().is_success() {
+                return None;
+            }
+            let (bytes, complete) = read_capped(&mut response, PROBE_MAX_BYTES, limit)
+                .await
+                .ok()?;
+            complete.then(|| serde_json::from_slice(&bytes).ok())?
+        };
+        tokio::time::timeout(limit, probe).await.ok()?
     }
 
     /// Sends one request and reads the reply, all within the per-call timeout;

@@ -13,6 +13,10 @@
 //!   ([`ChatMessage::assistant_calls`], [`ChatMessage::tool`]).
 //! - [`CallError`]: why a call failed, classified (retryable or not, the
 //!   server's `Retry-After`, a refused `response_format`).
+//! - [`context`]: fitting a request into the model's context window (the
+//!   size configured, reported by the server via
+//!   [`ChatClient::discover_context`] or named by its error; a prompt's
+//!   estimated tokens; the answer cap that is left).
 //! - [`format`]: `response_format` bodies ([`WireFormat`]) and JSON whose keys
 //!   keep their order, for schemas.
 //!
@@ -21,6 +25,7 @@
 //! mapping of outcomes to reports and its cost.
 
 mod client;
+pub mod context;
 mod error;
 pub mod format;
 pub mod retry_after;

@@ -80,6 +80,21 @@ impl MatchOutcome {
             skipped,
         }
     }
+
+    /// The `k` methods closest to the goal, best first, leaving out those
+    /// that share no word with it: the few a model is shown as examples,
+    /// rather than the whole catalogue.
+    pub fn closest(&self, k: usize) -> Vec<&TemplateScore> {
+        let mut close: Vec<&TemplateScore> = self.scores.iter().filter(|s| s.score > 0.0).collect();
+        // `scores` is sorted already; sorting again keeps this true of any outcome.
+        close.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.template.cmp(&b.template))
+        });
+        close.truncate(k);
+        close
+    }
 }
 
 /// Words too common to say anything about the kind of work wanted.
@@ -307,6 +322,34 @@ fn normalize(mut v: BTreeMap<String, f64>) -> BTreeMap<String, f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_closest_methods_are_the_best_few_that_share_a_word() {
+        let score = |template: &str, score: f64| TemplateScore {
+            template: template.into(),
+            score,
+        };
+        let outcome = MatchOutcome::from_scores(
+            vec![
+                score("b", 0.1),
+                score("a", 0.4),
+                score("c", 0.1),
+                score("z", 0.0),
+            ],
+            vec![],
+            0.5,
+        );
+        let names = |k| -> Vec<&str> {
+            outcome
+                .closest(k)
+                .iter()
+                .map(|s| s.template.as_str())
+                .collect()
+        };
+        assert_eq!(names(2), ["a", "b"]);
+        assert_eq!(names(10), ["a", "b", "c"]);
+        assert!(names(0).is_empty());
+    }
 
     #[test]
     fn stems_common_variants_together() {

@@ -2,9 +2,13 @@
 //!
 //! A replica claims one such mission with a lease (`SKIP LOCKED`), calls the
 //! model outside any transaction, then stores the plan only if it still holds
-//! the lease. Transport failures are retried on a later tick (the lease runs
-//! out) up to a limit; a model that never produces a valid plan fails the
-//! mission with the problems in its reason. No panic, no stuck mission.
+//! the lease. The model is shown the few methods closest to the goal as
+//! examples. Transport failures are retried on a later tick (the lease runs
+//! out) up to a limit, then fail the mission. A model that never produces a
+//! valid plan (or whose context the request cannot fit) does not fail the
+//! mission: it gets the generic method's plan, whose `plan.created` event
+//! says why (`details.fallback`), and an `approve` mission waits for a person
+//! as usual. No panic, no stuck mission.
 
 use std::time::Duration;
 
@@ -17,7 +21,7 @@ use crate::{
     domain::MissionEvent,
     missions::{PlanningConfig, install_plan, plan_ready, planner, replan},
     planning::{
-        AgentCapability, PlanProvenance, PlanSpec, TaskSpec, ValidationContext,
+        AgentCapability, PLANNER_GENERIC, PlanProvenance, PlanSpec, TaskSpec, ValidationContext,
         llm::{LlmError, LlmPlan, PlanRequest},
         validate_plan,
     },
@@ -40,10 +44,12 @@ pub async fn plan_one(
     let Some(llm) = planning.llm.clone() else {
         return Ok(false);
     };
-    // The lease covers every retry and repair of one planning round.
+    // The lease covers every retry and repair of one planning round, each
+    // round's one smaller retry after a context-length error, and the
+    // server's report of its context size.
     let lease =
-        llm.config().timeout * (llm.config().max_retries + 1) * (llm.config().max_repairs + 1)
-            + Duration::from_secs(30);
+        llm.config().timeout * (llm.config().max_retries + 2) * (llm.config().max_repairs + 1)
+            + Duration::from_secs(35);
     let Some(claim) =
         missions::claim_for_planning(pool, &cfg.replica_id, lease.as_secs_f64()).await?
     else {
@@ -79,6 +85,10 @@ pub async fn plan_one(
         )
         .map(|_| ())
     };
+    let library = planner::library(pool, planning, claim.workspace_id)
+        .await
+        .map_err(api_error)?;
+    let methods = planner::method_hints(&library, planning, &claim.goal, &claim.constraints);
     let request = PlanRequest {
         goal: &claim.goal,
         constraints: &claim.constraints,
@@ -87,6 +97,7 @@ pub async fn plan_one(
         skills: &skills,
         min_tasks: planning.rules.min_tasks,
         max_tasks: planning.rules.max_tasks,
+        methods: &methods,
     };
     let started = std::time::Instant::now();
     // A trace per planning round: the model calls (`llm_call`) are its children.
@@ -116,17 +127,42 @@ pub async fn plan_one(
         // Cancelled meanwhile, or another replica took over after our lease ran out.
         return Ok(true);
     }
+    let ctx = ValidationContext {
+        rules: &planning.rules,
+        budget: claim.budget_limit,
+        agents: &agents,
+    };
     let cancelled = match result {
         Ok(planned) => {
-            let ctx = ValidationContext {
-                rules: &planning.rules,
-                budget: claim.budget_limit,
-                agents: &agents,
-            };
             install_llm_plan(&mut tx, planning, &mut run, &kept, &ctx, planned, &actor).await?;
             Vec::new()
         }
-        Err(e) => planning_failed(&mut tx, cfg, planning, &mut run, &claim, e, &actor).await?,
+        Err(e) if e.is_model_failure() => {
+            let fallback = Fallback {
+                kept: &kept,
+                ctx: &ctx,
+                generic: planner::generic_plan(&library, &claim.goal, &claim.constraints)
+                    .map(|(name, d)| (name, d.plan))
+                    .map_err(|e| e.to_string()),
+            };
+            match fall_back(&mut tx, planning, &mut run, &claim, &e, fallback, &actor).await? {
+                None => Vec::new(),
+                Some(why) => {
+                    let e = FailedPlanning {
+                        llm: e,
+                        fallback: Some(why),
+                    };
+                    planning_failed(&mut tx, cfg, planning, &mut run, &claim, e, &actor).await?
+                }
+            }
+        }
+        Err(e) => {
+            let e = FailedPlanning {
+                llm: e,
+                fallback: None,
+            };
+            planning_failed(&mut tx, cfg, planning, &mut run, &claim, e, &actor).await?
+        }
     };
     tx.commit().await?;
     crate::worker::notify_cancelled(&cfg.worker_http, cancelled);
@@ -192,6 +228,92 @@ async fn install_llm_plan(
     Ok(())
 }
 
+/// What the generic fallback needs: the tasks a replan keeps, the
+/// validation context, and the generic method's plan (or why there is none).
+struct Fallback<'a> {
+    kept: &'a [TaskSpec],
+    ctx: &'a ValidationContext<'a>,
+    generic: Result<(String, PlanSpec), String>,
+}
+
+/// The model gave no plan it could: installs the generic method's plan
+/// instead, after the `plan.llm_call` error, with a `plan.created` whose
+/// provenance and `details.fallback` say so and why. Returns why it could
+/// not (the generic plan does not validate here), leaving the mission as it
+/// was for [`planning_failed`].
+async fn fall_back(
+    conn: &mut sqlx::PgConnection,
+    planning: &PlanningConfig,
+    run: &mut missions::MissionRow,
+    claim: &missions::PlanningClaim,
+    e: &LlmError,
+    fallback: Fallback<'_>,
+    actor: &str,
+) -> anyhow::Result<Option<String>> {
+    let (method, plan) = match fallback.generic {
+        Ok(generic) => generic,
+        Err(why) => return Ok(Some(why)),
+    };
+    let validated = match validate_plan(replan::union(fallback.kept, plan), fallback.ctx) {
+        Ok(validated) => validated,
+        Err(problems) => {
+            let listed: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+            return Ok(Some(format!(
+                "the generic method's plan is not valid here either: {}",
+                listed.join("; ")
+            )));
+        }
+    };
+    log_call(&mut *conn, run, actor, error_call(e, claim)).await?;
+    tracing::warn!(mission = %run.id, error = %e, "LLM planning gave no plan; falling back to the generic method");
+    tasks::remove_unstarted(&mut *conn, run.id).await?;
+    let provenance = PlanProvenance {
+        planner: PLANNER_GENERIC,
+        template: Some(method.clone()),
+        match_outcome: None,
+        reason: format!(
+            "no method matched and the LLM planner gave no usable plan ({}: {e}); fell back to the generic research → draft → review method",
+            e.code()
+        ),
+    };
+    let details = json!({
+        "fallback": {"from": PLANNER_LLM, "to": method, "code": e.code(), "reason": e.to_string()},
+    });
+    install_plan(
+        &mut *conn,
+        planning,
+        run,
+        &validated,
+        &provenance,
+        &details,
+        actor,
+    )
+    .await
+    .map_err(api_error)?;
+    plan_ready(&mut *conn, run, actor)
+        .await
+        .map_err(api_error)?;
+    Ok(None)
+}
+
+/// The `plan.llm_call` of a failed planning round.
+fn error_call(e: &LlmError, claim: &missions::PlanningClaim) -> payloads::PlanLlmCall {
+    payloads::PlanLlmCall {
+        outcome: "error".into(),
+        usage: None,
+        code: Some(e.code().to_owned()),
+        error: Some(e.to_string()),
+        attempt: Some(claim.planning_attempts),
+    }
+}
+
+/// Why a planning round failed: the model's error, and why the generic
+/// fallback could not be used when it was tried.
+struct FailedPlanning {
+    llm: LlmError,
+    fallback: Option<String>,
+}
+
 /// Records a failed planning round: gives the lease back for a retry when
 /// the failure may pass, or fails the mission (cancelling what it started);
 /// returns the attempts to tell their workers about.
@@ -201,9 +323,10 @@ async fn planning_failed(
     planning: &PlanningConfig,
     run: &mut missions::MissionRow,
     claim: &missions::PlanningClaim,
-    e: LlmError,
+    failed: FailedPlanning,
     actor: &str,
 ) -> anyhow::Result<Vec<attempts::Cancelled>> {
+    let FailedPlanning { llm: e, fallback } = failed;
     let retryable = matches!(
         e,
         LlmError::Timeout { .. }
@@ -217,19 +340,7 @@ async fn planning_failed(
         LlmError::InvalidPlan { problems, .. } => json!(problems),
         _ => json!([]),
     };
-    log_call(
-        &mut *conn,
-        run,
-        actor,
-        payloads::PlanLlmCall {
-            outcome: "error".into(),
-            usage: None,
-            code: Some(e.code().to_owned()),
-            error: Some(e.to_string()),
-            attempt: Some(claim.planning_attempts),
-        },
-    )
-    .await?;
+    log_call(&mut *conn, run, actor, error_call(&e, claim)).await?;
     if retryable && claim.planning_attempts < planning.max_planning_attempts {
         tracing::warn!(mission = %run.id, error = %e, "LLM planning failed; will retry");
         missions::release_planning_lease(
@@ -239,7 +350,10 @@ async fn planning_failed(
         )
         .await?;
     } else {
-        let reason = format!("planning failed: {e}");
+        let reason = match &fallback {
+            None => format!("planning failed: {e}"),
+            Some(why) => format!("planning failed: {e}; no generic fallback: {why}"),
+        };
         events::append(
             &mut *conn,
             run.workspace_id,

@@ -16,6 +16,7 @@ use crate::{
         PLANNER_TEMPLATE, PlanProblem, PlanProvenance, PlanSpec, TemplateLibrary, TemplateScore,
         ValidatedPlan, ValidationContext,
         cases::{self, CaseChoice},
+        llm::MethodHint,
         validate_plan,
     },
     store::{agents, plan_cases, templates},
@@ -251,15 +252,12 @@ pub async fn plan(
             match_outcome: outcome,
         });
     }
-    let generic = library.generic().name.clone();
-    if input.exclude.contains(&generic) {
+    if input.exclude.contains(&library.generic().name) {
         return Err(PlanningError::NoAlternative {
             tried: input.exclude.to_vec(),
         });
     }
-    let decomposition = library
-        .decompose(&generic, input.goal, input.constraints)
-        .map_err(|e| PlanningError::Unexpected(anyhow::anyhow!("generic method: {e}")))?;
+    let (generic, decomposition) = generic_plan(&library, input.goal, input.constraints)?;
     // The generic method is the last resort: used even in a failed case's
     // shape, but the log says so.
     let generic_structure = cases::structure_signature(&decomposition.plan);
@@ -299,6 +297,67 @@ pub async fn plan(
         },
         details: with_case_details(Value::Null, &choice, &avoided, case_note.as_deref()),
     })
+}
+
+/// The generic method (research → draft → review) decomposed for `goal`:
+/// the last resort when nothing matches, and the fallback when the LLM
+/// planner gives no valid plan. Returns the method's name with it.
+pub fn generic_plan(
+    library: &TemplateLibrary,
+    goal: &str,
+    constraints: &Value,
+) -> Result<(String, Decomposition), PlanningError> {
+    let generic = library.generic().name.clone();
+    let decomposition = library
+        .decompose(&generic, goal, constraints)
+        .map_err(|e| PlanningError::Unexpected(anyhow::anyhow!("generic method: {e}")))?;
+    Ok((generic, decomposition))
+}
+
+/// Most methods shown to the LLM planner as examples: a few close ones keep
+/// the prompt small enough for a model with a 4,096-token context.
+pub const EXAMPLE_METHODS: usize = 3;
+
+/// Longest task title quoted in a method's outline.
+const OUTLINE_TITLE_BYTES: usize = 60;
+
+/// The [`EXAMPLE_METHODS`] methods closest to `goal` (sharing at least one
+/// word with it), each as a one-line outline of its tasks for the model.
+pub fn method_hints(
+    library: &TemplateLibrary,
+    cfg: &PlanningConfig,
+    goal: &str,
+    constraints: &Value,
+) -> Vec<MethodHint> {
+    let outcome = library.match_goal_with(goal, constraints, cfg.match_threshold);
+    outcome
+        .closest(EXAMPLE_METHODS)
+        .into_iter()
+        // A method that cannot be decomposed for this goal is no example.
+        .filter_map(|s| {
+            let plan = library.decompose(&s.template, goal, constraints).ok()?.plan;
+            Some(MethodHint {
+                name: s.template.clone(),
+                outline: outline(&plan),
+            })
+        })
+        .collect()
+}
+
+/// `id (Title; after a, b); …` for each task of `plan`.
+fn outline(plan: &PlanSpec) -> String {
+    plan.tasks
+        .iter()
+        .map(|t| {
+            let title = coordinator_llm::truncate_bytes(&t.title, OUTLINE_TITLE_BYTES);
+            if t.depends_on.is_empty() {
+                format!("{} ({title})", t.id)
+            } else {
+                format!("{} ({title}; after {})", t.id, t.depends_on.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// A chosen method with its decomposition (if any), and the methods skipped.

@@ -16,14 +16,15 @@
 use std::{collections::BTreeSet, sync::atomic::Ordering};
 
 use coordinator_llm::{
-    CallError, ChatMessage, ChatRequest, Completion, ToolCall, ToolChoice, Usage, excerpt,
-    json_kind, truncate_bytes,
+    CallError, ChatMessage, ChatRequest, Completion, ToolCall, ToolChoice, Usage,
+    context::{answer_budget, context_limit_in, estimate_prompt, is_context_error},
+    excerpt, json_kind, truncate_bytes,
 };
 use coordinator_protocol::{DispatchRequest, WorkerReport};
 use serde_json::{Map, Value};
 
 use super::{
-    ModelWorker, TEMPERATURE,
+    MIN_ANSWER_TOKENS, ModelWorker, TEMPERATURE,
     progress::{Progress, Turns},
     prompt, report,
     tools::{self, Called, FINISH},
@@ -233,9 +234,55 @@ impl ModelWorker {
         Some(report::exhausted(&self.config, &progress))
     }
 
+    /// The context size answers are fitted to: the provider's error's
+    /// figure, else the setting, else the provider's report (asked once).
+    async fn context_tokens(&self) -> Option<u32> {
+        let known = |n: u32| (n > 0).then_some(n);
+        if self.config.context_tokens.is_none()
+            && !self.probed.swap(true, Ordering::Relaxed)
+            && let Some(n) = self.client.discover_context(&self.config.model).await
+        {
+            tracing::info!(model = %self.config.model, context_tokens = n, "the provider reported its context size");
+            // A figure an error named meanwhile is not overwritten.
+            let _ =
+                self.learnt_context
+                    .compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        known(self.learnt_context.load(Ordering::Relaxed)).or(self.config.context_tokens)
+    }
+
+    /// The answer cap for a prompt of `estimate` tokens: what the context
+    /// leaves, at most `--llm-max-tokens`, at least [`MIN_ANSWER_TOKENS`].
+    fn answer_cap(&self, context: Option<u32>, estimate: u32) -> u32 {
+        let cap = self.config.max_tokens;
+        context
+            .and_then(|c| answer_budget(c, estimate, Some(cap), MIN_ANSWER_TOKENS))
+            .unwrap_or_else(|| {
+                if context.is_some() {
+                    cap.min(MIN_ANSWER_TOKENS)
+                } else {
+                    cap
+                }
+            })
+    }
+
+    /// Remembers the context size a context-length error names, or three
+    /// quarters of what was `asked` when it names none.
+    fn learn_context_from(&self, err: &CallError, asked: u32) {
+        let named = match err {
+            CallError::Status { body, .. } => context_limit_in(body),
+            _ => None,
+        };
+        let limit = named.unwrap_or((asked / 4).saturating_mul(3).max(MIN_ANSWER_TOKENS));
+        self.learnt_context.store(limit, Ordering::Relaxed);
+        tracing::warn!(model = %self.config.model, context_tokens = limit, error = %err, "the call did not fit the model's context; sending it once more, smaller");
+    }
+
     /// One model call on the conversation so far, within the per-call timeout
-    /// and a model slot. A server that refuses `tools` is asked again without
-    /// them, and never given them again.
+    /// and a model slot, its answer capped at what the context leaves. A
+    /// server that refuses `tools` is asked again without them, and never
+    /// given them again; one that says the call does not fit its context is
+    /// asked once more with the answer cap its limit leaves.
     async fn call_model(
         &self,
         messages: &[ChatMessage],
@@ -248,19 +295,27 @@ impl ModelWorker {
             .await
             .map_err(|_| CallError::Transport("the worker is shutting down".into()))?;
         let mut with_tools = !self.no_tools.load(Ordering::Relaxed);
+        let mut shrunk = false;
         loop {
             self.own().calls += 1;
+            let tools = with_tools.then_some(offered);
+            let estimate = estimate_prompt(messages, tools);
+            let max_tokens = self.answer_cap(self.context_tokens().await, estimate);
             let body = ChatRequest {
                 model: &self.config.model,
                 messages,
                 temperature: TEMPERATURE,
-                max_tokens: Some(self.config.max_tokens),
+                max_tokens: Some(max_tokens),
                 response_format: None,
-                tools: with_tools.then_some(offered),
+                tools,
                 tool_choice: with_tools.then_some(ToolChoice::Auto),
             };
             let outcome = self.client.send(&body).await;
             match &outcome {
+                Err(err) if !shrunk && is_context_error(err) => {
+                    self.learn_context_from(err, estimate.saturating_add(max_tokens));
+                    shrunk = true;
+                }
                 Err(err) if with_tools && err.rejects_tools() => {
                     tracing::info!(model = %self.config.model, error = %err, "the provider refused tools; asking without them from now on");
                     self.no_tools.store(true, Ordering::Relaxed);

@@ -20,6 +20,11 @@
 //!   so it is abandoned and nothing is reported.
 //! - `POST /v1/tasks/{attempt_id}/cancel` stops an attempt: its call is dropped
 //!   and its result, should one arrive, is never reported.
+//! - Each call's `max_tokens` is what the model's context leaves after the
+//!   conversation (estimated; see `coordinator_llm::context`), at most
+//!   `--llm-max-tokens`. The context size is `--llm-context-tokens`, else
+//!   what the provider reports, else what its first context-length error
+//!   names; after such an error the call is sent once more, smaller.
 //! - Provider failures (429, 5xx, timeouts, transport errors, other 4xx) are
 //!   reported as `failed` with failure kind `infrastructure`; an empty answer
 //!   or a used-up turn bound is a `quality` failure. The model is not retried
@@ -35,7 +40,10 @@ use std::{
     fmt,
     net::SocketAddr,
     path::PathBuf,
-    sync::{Arc, Mutex, MutexGuard, atomic::AtomicBool},
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicBool, AtomicU32},
+    },
     time::Duration,
 };
 
@@ -74,6 +82,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Sampling temperature: low, so answers to the same task stay close.
 const TEMPERATURE: f64 = 0.2;
 
+/// Fewest answer tokens asked for when the context is nearly full: room for
+/// a short `finish` call.
+const MIN_ANSWER_TOKENS: u32 = 64;
+
 /// Model turns per attempt unless `--max-turns` says otherwise.
 pub const DEFAULT_MAX_TURNS: u32 = 10;
 
@@ -99,9 +111,14 @@ pub struct LlmWorkerConfig {
     /// Per-call timeout, seconds.
     #[arg(long = "llm-timeout-secs", default_value_t = 120)]
     pub timeout_secs: u64,
-    /// Most tokens per answer.
+    /// Most tokens per answer (lowered to what the context leaves).
     #[arg(long = "llm-max-tokens", default_value_t = 1024)]
     pub max_tokens: u32,
+    /// The model's context size in tokens; without it the provider is
+    /// asked (llama.cpp's `/props`, vLLM's `/v1/models`) or its first
+    /// context-length error says.
+    #[arg(long = "llm-context-tokens", env = "WORKER_LLM_CONTEXT_TOKENS")]
+    pub context_tokens: Option<u32>,
     /// Price per 1,000 prompt tokens, to report cost.
     #[arg(long, default_value_t = 0.0)]
     pub prompt_price_per_1k: f64,
@@ -133,6 +150,7 @@ impl LlmWorkerConfig {
             api_key: None,
             timeout_secs: 120,
             max_tokens: 1024,
+            context_tokens: None,
             prompt_price_per_1k: 0.0,
             completion_price_per_1k: 0.0,
             heartbeat_secs: 5,
@@ -160,6 +178,7 @@ impl fmt::Debug for LlmWorkerConfig {
             .field("api_key", &coordinator_llm::redacted(&self.api_key))
             .field("timeout_secs", &self.timeout_secs)
             .field("max_tokens", &self.max_tokens)
+            .field("context_tokens", &self.context_tokens)
             .field("prompt_price_per_1k", &self.prompt_price_per_1k)
             .field("completion_price_per_1k", &self.completion_price_per_1k)
             .field("heartbeat_secs", &self.heartbeat_secs)
@@ -239,6 +258,10 @@ struct ModelWorker {
     variants: prompt::PromptVariants,
     /// Set once the provider refused `tools`, so later calls go without them.
     no_tools: AtomicBool,
+    /// The context size the provider reported or its error named (0: not known).
+    learnt_context: AtomicU32,
+    /// Whether the provider was already asked for its context size.
+    probed: AtomicBool,
     slots: Semaphore,
     /// The counters only the model side knows (the rest are the harness's).
     own: Mutex<LlmWorkerStats>,
@@ -345,6 +368,8 @@ impl LlmWorker {
             tools_http,
             variants,
             no_tools: AtomicBool::new(false),
+            learnt_context: AtomicU32::new(0),
+            probed: AtomicBool::new(false),
             own: Mutex::new(LlmWorkerStats::default()),
         });
         let server = Server::start(listener, worker.clone(), settings, Router::new()).map_err(
@@ -412,6 +437,11 @@ fn check(config: &LlmWorkerConfig) -> Result<(), LlmWorkerError> {
     if config.max_tokens == 0 {
         return Err(LlmWorkerError::Config(
             "--llm-max-tokens must be at least 1".into(),
+        ));
+    }
+    if config.context_tokens == Some(0) {
+        return Err(LlmWorkerError::Config(
+            "--llm-context-tokens must be at least 1".into(),
         ));
     }
     Ok(())

@@ -84,6 +84,18 @@ async fn report_after(template: ResponseTemplate) -> WorkerReport {
     report_of(&results[0])
 }
 
+/// The chat-completions calls the mock received: its POSTs (the GETs are
+/// the client asking for the context size).
+async fn posts(server: &MockServer) -> Vec<wiremock::Request> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.method == wiremock::http::Method::POST)
+        .collect()
+}
+
 #[tokio::test]
 async fn happy_path_reports_the_answer_with_tokens_and_cost() {
     let provider = MockServer::start().await;
@@ -123,7 +135,7 @@ async fn happy_path_reports_the_answer_with_tokens_and_cost() {
         report.cost
     );
 
-    let calls = provider.received_requests().await.unwrap();
+    let calls = posts(&provider).await;
     assert_eq!(calls.len(), 1);
     let body: Value = serde_json::from_slice(&calls[0].body).unwrap();
     assert_eq!(body["model"], "test-model");
@@ -365,7 +377,7 @@ async fn cancel_overtaking_its_dispatch_still_counts() {
         .unwrap();
     assert_eq!(send(&worker, &req).await, StatusCode::ACCEPTED);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(provider.received_requests().await.unwrap().is_empty());
+    assert!(posts(&provider).await.is_empty());
     assert_eq!(worker.stats().cancelled, 1);
 }
 
@@ -424,7 +436,7 @@ async fn duplicate_dispatch_calls_the_model_once() {
     send(&worker, &req).await;
     send(&worker, &req).await;
     wait_until(&worker, |s| s.reported == 1).await;
-    assert_eq!(provider.received_requests().await.unwrap().len(), 1);
+    assert_eq!(posts(&provider).await.len(), 1);
     assert_eq!(worker.stats().duplicates, 1);
 }
 
@@ -654,7 +666,7 @@ async fn tool_calls_run_in_order_and_finish_ends_the_attempt() {
         report.cost
     );
 
-    let bodies = sent_bodies(&provider.received_requests().await.unwrap());
+    let bodies = sent_bodies(&posts(&provider).await);
     assert_eq!(bodies.len(), 2);
     let offered: Vec<&str> = bodies[0]["tools"]
         .as_array()
@@ -725,7 +737,7 @@ async fn a_model_that_never_finishes_fails_after_exactly_max_turns() {
     );
     assert_eq!(report.tokens, 330);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let bodies = sent_bodies(&provider.received_requests().await.unwrap());
+    let bodies = sent_bodies(&posts(&provider).await);
     assert_eq!(bodies.len(), 3);
     let offered = &bodies[0]["tools"];
     assert_eq!(offered.as_array().map(Vec::len), Some(1), "{offered}");
@@ -750,7 +762,7 @@ async fn a_tool_call_answered_409_stops_the_attempt_without_a_report() {
     wait_until(&worker, |s| s.abandoned == 1).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(requests_to(&coord, "/result").await.is_empty());
-    assert_eq!(provider.received_requests().await.unwrap().len(), 1);
+    assert_eq!(posts(&provider).await.len(), 1);
     let stats = worker.stats();
     assert_eq!(
         (stats.abandoned, stats.cancelled, stats.reported),
@@ -778,7 +790,7 @@ async fn a_provider_refusing_tools_is_asked_again_without_them() {
     // Later attempts go without tools at once.
     send(&worker, &dispatch(&coord)).await;
     wait_for(&coord, "/result", 2).await;
-    assert_eq!(provider.received_requests().await.unwrap().len(), 3);
+    assert_eq!(posts(&provider).await.len(), 3);
     assert_eq!(worker.stats().calls, 3);
 }
 
@@ -839,8 +851,62 @@ async fn prompt_variants_and_max_turns_are_checked_at_start() {
     .await;
     send(&worker, &dispatch(&coord)).await;
     wait_for(&coord, "/result", 1).await;
-    let bodies = sent_bodies(&provider.received_requests().await.unwrap());
+    let bodies = sent_bodies(&posts(&provider).await);
     let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("Be brief."), "{system}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn a_call_too_big_for_the_context_is_sent_once_more_with_the_cap_it_leaves() {
+    // llama-cpp-python's refusal whenever prompt estimate + max_tokens is over 1,000.
+    let provider = provider_answering_with(|req: &wiremock::Request| {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        if body["max_tokens"].as_u64().unwrap_or(u64::MAX) > 600 {
+            ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": "This model's maximum context length is 1000 tokens. However, you requested 1900 tokens (876 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
+                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}))
+        } else {
+            ResponseTemplate::new(200).set_body_json(completion("short answer"))
+        }
+    })
+    .await;
+    let coord = coordinator(200, 200).await;
+    let worker = start(LlmWorkerConfig {
+        max_tokens: 1024,
+        ..config(&provider)
+    })
+    .await;
+    send(&worker, &dispatch(&coord)).await;
+    let report = report_of(&wait_for(&coord, "/result", 1).await[0]);
+    assert_eq!(report.status, ReportStatus::Succeeded, "{report:?}");
+    let bodies = sent_bodies(&posts(&provider).await);
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["max_tokens"], 1024);
+    let second = bodies[1]["max_tokens"].as_u64().unwrap();
+    assert!((64..=600).contains(&second), "{second}");
+    // Learnt: the next attempt fits at once.
+    send(&worker, &dispatch(&coord)).await;
+    wait_for(&coord, "/result", 2).await;
+    assert_eq!(posts(&provider).await.len(), 3);
+}
+
+#[tokio::test]
+async fn a_configured_context_caps_the_answer_from_the_first_call() {
+    let provider =
+        provider_answering(ResponseTemplate::new(200).set_body_json(completion("ok"))).await;
+    let coord = coordinator(200, 200).await;
+    let worker = start(LlmWorkerConfig {
+        max_tokens: 4096,
+        context_tokens: Some(2048),
+        ..config(&provider)
+    })
+    .await;
+    send(&worker, &dispatch(&coord)).await;
+    wait_for(&coord, "/result", 1).await;
+    let all = provider.received_requests().await.unwrap();
+    // Configured: the provider is not asked for its context size.
+    assert!(all.iter().all(|r| r.method == wiremock::http::Method::POST));
+    let sent = sent_bodies(&all)[0]["max_tokens"].as_u64().unwrap();
+    assert!(sent < 2048 && sent > 1000, "{sent}");
 }

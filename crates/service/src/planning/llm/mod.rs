@@ -16,6 +16,9 @@
 //! key redaction, usage) is the shared `coordinator-llm` client; this module
 //! keeps what is the planner's own, one phase per file:
 //! - [`prompts`](self::prompts): the system, user and repair prompts;
+//! - [`fit`](self::fit): the conversation sized to the model's context
+//!   (fewer example methods, older rounds and a shorter echo of the last
+//!   answer when it does not fit, and the answer cap that is left);
 //! - [`schema`](self::schema): the plan's JSON Schema, narrowed to a request;
 //! - [`parse`](self::parse): the answer → [`PlanSpec`], or its problems;
 //! - [`planner`](self::planner): the repair loop and the `json_schema` →
@@ -31,6 +34,7 @@ use serde_json::Value;
 use super::spec::PlanSpec;
 use super::validate::PlanProblem;
 
+mod fit;
 mod parse;
 mod planner;
 mod prompts;
@@ -134,7 +138,12 @@ pub struct LlmConfig {
     /// Sampling temperature; low values make plans more repeatable.
     pub temperature: f64,
     /// Cap on tokens per answer, so a rambling model cannot run to its context limit.
+    /// The cap actually sent is lowered to what the context leaves after the prompt.
     pub max_tokens: Option<u32>,
+    /// The model's context size in tokens, when known; `None`: asked of the
+    /// server (llama.cpp's `/props`, vLLM's `/v1/models`) or learnt from its
+    /// first context-length error.
+    pub context_tokens: Option<u32>,
 }
 
 impl LlmConfig {
@@ -151,6 +160,7 @@ impl LlmConfig {
             response_format: ResponseFormat::Auto,
             temperature: 0.2,
             max_tokens: Some(4096),
+            context_tokens: None,
         }
     }
 }
@@ -169,6 +179,7 @@ impl fmt::Debug for LlmConfig {
             .field("response_format", &self.response_format)
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
+            .field("context_tokens", &self.context_tokens)
             .finish()
     }
 }
@@ -190,6 +201,18 @@ pub struct PlanRequest<'a> {
     pub min_tasks: usize,
     /// Most tasks the plan may have.
     pub max_tasks: usize,
+    /// The coordinator's methods closest to the goal, best first, shown as
+    /// examples; fewer are sent when the context is small.
+    pub methods: &'a [MethodHint],
+}
+
+/// One method shown to the model as an example of a plan's shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodHint {
+    /// The method's name.
+    pub name: String,
+    /// Its tasks on one line: ids, titles and what each comes after.
+    pub outline: String,
 }
 
 /// `PlanRequest::new`'s constraints: JSON `null`.
@@ -206,6 +229,7 @@ impl<'a> PlanRequest<'a> {
             skills: &[],
             min_tasks: 3,
             max_tasks: 20,
+            methods: &[],
         }
     }
 }
@@ -256,6 +280,19 @@ pub enum LlmError {
     /// The server could not be reached or the connection broke.
     #[error("could not reach the LLM server: {0}")]
     Transport(String),
+    /// The request did not fit the model's context even after one smaller retry.
+    #[error(
+        "the request does not fit the model's context{} even with fewer methods and a smaller answer (prompt about {prompt_estimate} tokens): {body_excerpt}",
+        limit.map(|n| format!(" of {n} tokens")).unwrap_or_default()
+    )]
+    ContextExceeded {
+        /// The context size, when known.
+        limit: Option<u32>,
+        /// The estimated prompt tokens of the last request.
+        prompt_estimate: u32,
+        /// Start of the server's error, with the API key removed.
+        body_excerpt: String,
+    },
     /// The server answered 2xx but not with a usable chat completion.
     #[error("unusable response from the LLM server: {0}")]
     BadResponse(String),
@@ -280,9 +317,22 @@ impl LlmError {
             LlmError::Timeout { .. } => "llm_timeout",
             LlmError::Http { .. } => "llm_http",
             LlmError::Transport(_) => "llm_transport",
+            LlmError::ContextExceeded { .. } => "llm_context_exceeded",
             LlmError::BadResponse(_) => "llm_bad_response",
             LlmError::InvalidPlan { .. } => "llm_invalid_plan",
         }
+    }
+
+    /// Whether the model itself cannot give a plan (nonsense, no valid plan,
+    /// a request that does not fit it), so planning falls back to the
+    /// generic method; other errors are the server's and may pass.
+    pub fn is_model_failure(&self) -> bool {
+        matches!(
+            self,
+            LlmError::InvalidPlan { .. }
+                | LlmError::ContextExceeded { .. }
+                | LlmError::BadResponse(_)
+        )
     }
 }
 

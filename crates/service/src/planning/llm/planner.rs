@@ -1,28 +1,29 @@
 //! The planner loop: ask, parse, validate, send the problems back; and the
 //! planner's own call policy on top of the shared client (the one
-//! `json_schema` → `json_object` fallback, and its error codes).
+//! `json_schema` → `json_object` fallback, the one smaller retry after a
+//! context-length error, and its error codes).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use coordinator_llm::{
-    CallError, ChatClient, ChatMessage, ChatRequest, ClientOptions, Completion, OrderedJson,
-    RetryPolicy, Usage, WireFormat, completions_url, error_chain, excerpt, truncate_bytes,
+    CallError, ChatClient, ChatRequest, ClientOptions, Completion, OrderedJson, RetryPolicy, Usage,
+    WireFormat, completions_url,
+    context::{context_limit_in, is_context_error},
+    error_chain, excerpt,
 };
 use tracing::Instrument;
 
+use super::fit::{Conversation, MIN_PLAN_TOKENS};
 use super::parse::{parse_plan, problem};
-use super::prompts::{repair_prompt, system_prompt, user_prompt};
+use super::prompts::repair_prompt;
 use super::schema::request_schema;
 use super::{
     LlmConfig, LlmError, LlmPlan, MAX_RESPONSE_BYTES, MAX_RETRY_DELAY, PlanRequest, ResponseFormat,
     codes, summarize_problems,
 };
 use crate::planning::{spec::PlanSpec, validate::PlanProblem};
-
-/// Longest previous answer echoed back to the model in a repair request.
-const MAX_ECHOED_ANSWER_BYTES: usize = 32 * 1024;
 
 /// Generates plans with an OpenAI-compatible chat-completions API; cheap to clone.
 #[derive(Debug, Clone)]
@@ -31,6 +32,13 @@ pub struct LlmPlanner {
     cfg: Arc<LlmConfig>,
     /// Set once an `Auto` server rejected `json_schema`; shared by all clones.
     json_object_only: Arc<AtomicBool>,
+    /// The context size a context-length error named (0: none yet); shared
+    /// by all clones.
+    named_context: Arc<AtomicU32>,
+    /// The context size the server reported when asked (0: it did not).
+    reported_context: Arc<AtomicU32>,
+    /// Whether the server was already asked for its context size.
+    probed: Arc<AtomicBool>,
 }
 
 /// The answer of one call (with its retries and fallback), and the format that got it.
@@ -72,12 +80,37 @@ impl LlmPlanner {
             client,
             cfg: Arc::new(cfg),
             json_object_only: Arc::new(AtomicBool::new(false)),
+            named_context: Arc::new(AtomicU32::new(0)),
+            reported_context: Arc::new(AtomicU32::new(0)),
+            probed: Arc::new(AtomicBool::new(false)),
         })
     }
 
     /// The configuration this planner was built with.
     pub fn config(&self) -> &LlmConfig {
         &self.cfg
+    }
+
+    /// The context size requests are fitted to: what a server's error named,
+    /// else the configured size, else what the server reported; `None`
+    /// when none is known yet.
+    pub fn context_tokens(&self) -> Option<u32> {
+        let known = |n: u32| (n > 0).then_some(n);
+        // The server's own refusal beats the setting, which beats its report.
+        known(self.named_context.load(Ordering::Relaxed))
+            .or(self.cfg.context_tokens)
+            .or_else(|| known(self.reported_context.load(Ordering::Relaxed)))
+    }
+
+    /// Asks the server for its context size once, when none is configured.
+    async fn learn_context(&self) {
+        if self.cfg.context_tokens.is_some() || self.probed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        if let Some(n) = self.client.discover_context(&self.cfg.model).await {
+            tracing::info!(model = %self.cfg.model, context_tokens = n, "the LLM server reported its context size");
+            self.reported_context.store(n, Ordering::Relaxed);
+        }
     }
 
     /// The `response_format` the next call will start with: `json_schema` or `json_object`.
@@ -97,16 +130,14 @@ impl LlmPlanner {
         validate: &(dyn Fn(&PlanSpec) -> Result<(), Vec<PlanProblem>> + Sync),
     ) -> Result<LlmPlan, LlmError> {
         let started = Instant::now();
+        self.learn_context().await;
         let schema = request_schema(request);
-        let mut messages = vec![
-            ChatMessage::system(system_prompt(request)),
-            ChatMessage::user(user_prompt(request)),
-        ];
+        let mut convo = Conversation::new(request);
         let mut calls = 0u32;
         let mut usage = Usage::default();
         let mut round = 0u32;
         loop {
-            let result = self.call(&messages, &schema, round, &mut calls).await?;
+            let result = self.call(&convo, &schema, round, &mut calls).await?;
             usage.add(result.completion.usage);
             let mut problems = match check(&result.content, validate) {
                 Ok(plan) => {
@@ -161,11 +192,7 @@ impl LlmPlanner {
                 });
             }
             round += 1;
-            messages.push(ChatMessage::assistant(truncate_bytes(
-                &result.content,
-                MAX_ECHOED_ANSWER_BYTES,
-            )));
-            messages.push(ChatMessage::user(repair_prompt(&problems)));
+            convo.rejected(&result.content, repair_prompt(&problems));
         }
     }
 
@@ -181,18 +208,21 @@ impl LlmPlanner {
         }
     }
 
-    /// One chat completion, with retries and at most one `json_schema` →
-    /// `json_object` fallback. The request the server refused for its format
-    /// does not count against the retries; `calls` counts every request sent.
+    /// One chat completion, with retries, at most one `json_schema` →
+    /// `json_object` fallback and at most one smaller request after the
+    /// server said the request does not fit its context. The requests the
+    /// server refused for their format or size do not count against the
+    /// retries; `calls` counts every request sent.
     async fn call(
         &self,
-        messages: &[ChatMessage],
+        convo: &Conversation<'_>,
         schema: &OrderedJson,
         round: u32,
         calls: &mut u32,
     ) -> Result<CallResult, LlmError> {
         let mut format = self.initial_format();
         let mut fell_back = false;
+        let mut shrunk = false;
         // Attempts that count against the retries, before a fallback.
         let mut spent = 0u32;
         loop {
@@ -200,11 +230,20 @@ impl LlmPlanner {
                 && format == WireFormat::JsonSchema
                 && !fell_back;
             let response_format = format.body("plan", schema);
+            let fitted = convo.fit(self.context_tokens(), self.cfg.max_tokens, shrunk);
+            tracing::debug!(
+                prompt_estimate = fitted.prompt_estimate,
+                max_tokens = ?fitted.max_tokens,
+                methods = fitted.shape.methods,
+                rounds = fitted.shape.rounds,
+                echo_bytes = fitted.shape.echo_bytes,
+                "planning request fitted to the context"
+            );
             let body = ChatRequest {
                 model: &self.cfg.model,
-                messages,
+                messages: &fitted.messages,
                 temperature: self.cfg.temperature,
-                max_tokens: self.cfg.max_tokens,
+                max_tokens: fitted.max_tokens,
                 response_format: Some(&response_format),
                 tools: None,
                 tool_choice: None,
@@ -218,7 +257,7 @@ impl LlmPlanner {
             let call = self
                 .client
                 .complete(&body, &policy, |e| {
-                    can_fall_back && e.rejects_response_format()
+                    is_context_error(e) || (can_fall_back && e.rejects_response_format())
                 })
                 .instrument(span)
                 .await;
@@ -227,6 +266,22 @@ impl LlmPlanner {
                 Ok(completion) => return into_result(completion, format),
                 Err(err) => err,
             };
+            if is_context_error(&err) {
+                let asked = fitted
+                    .prompt_estimate
+                    .saturating_add(fitted.max_tokens.unwrap_or(MIN_PLAN_TOKENS));
+                if shrunk {
+                    return Err(LlmError::ContextExceeded {
+                        limit: self.context_tokens(),
+                        prompt_estimate: fitted.prompt_estimate,
+                        body_excerpt: error_excerpt(&err),
+                    });
+                }
+                self.learn_context_from(&err, asked);
+                shrunk = true;
+                spent = spent.saturating_add(call.attempts.saturating_sub(1));
+                continue;
+            }
             if can_fall_back && err.rejects_response_format() {
                 // Remembered for every clone, so later calls skip the doomed request.
                 self.json_object_only.store(true, Ordering::Relaxed);
@@ -244,6 +299,28 @@ impl LlmPlanner {
         }
     }
 
+    /// Remembers the context size a context-length error names; when it
+    /// names none, assumes three quarters of the known size, or of what was
+    /// `asked` (prompt estimate plus answer cap), so the retry is smaller.
+    fn learn_context_from(&self, err: &CallError, asked: u32) {
+        let named = match err {
+            CallError::Status { body, .. } => context_limit_in(body),
+            _ => None,
+        };
+        let limit = named.unwrap_or_else(|| {
+            let base = self.context_tokens().unwrap_or(asked).min(asked);
+            (base / 4).saturating_mul(3).max(MIN_PLAN_TOKENS)
+        });
+        self.named_context.store(limit, Ordering::Relaxed);
+        tracing::warn!(
+            model = %self.cfg.model,
+            context_tokens = limit,
+            named = named.is_some(),
+            error = %err,
+            "the request did not fit the model's context; retrying once smaller"
+        );
+    }
+
     /// Turns the last failed attempt into the error the caller sees.
     fn final_error(&self, err: CallError, attempts: u32) -> LlmError {
         match err {
@@ -258,6 +335,14 @@ impl LlmPlanner {
                 body_excerpt: excerpt(&body),
             },
         }
+    }
+}
+
+/// The start of a failed call's error body (or its message).
+fn error_excerpt(err: &CallError) -> String {
+    match err {
+        CallError::Status { body, .. } => excerpt(body),
+        other => other.to_string(),
     }
 }
 

@@ -61,8 +61,9 @@ Rules:
     )
 }
 
-/// States the goal, constraints, plan under revision and feedback.
-pub(super) fn user_prompt(request: &PlanRequest<'_>) -> String {
+/// States the goal, constraints, plan under revision and feedback, and
+/// shows the first `methods` of the request's closest methods as examples.
+pub(super) fn user_prompt(request: &PlanRequest<'_>, methods: usize) -> String {
     let mut text = format!("Goal:\n{}\n", request.goal.trim());
     let has_constraints = match request.constraints {
         Value::Null => false,
@@ -81,6 +82,16 @@ pub(super) fn user_prompt(request: &PlanRequest<'_>) -> String {
             "\nRevise this plan. Return the complete revised plan: keep the tasks that still \
              fit, with their ids unchanged, and change, remove or add tasks as needed.\n",
         );
+    }
+    let shown = &request.methods[..methods.min(request.methods.len())];
+    if !shown.is_empty() {
+        text.push_str(
+            "\nMethods this coordinator uses for similar goals (adapt one if it fits; \
+             they are examples, not rules):\n",
+        );
+        for m in shown {
+            text.push_str(&format!("- {}: {}\n", m.name, m.outline));
+        }
     }
     if let Some(feedback) = request.feedback.map(str::trim).filter(|f| !f.is_empty()) {
         text.push_str("\nFeedback and instructions:\n");

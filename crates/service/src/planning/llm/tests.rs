@@ -113,7 +113,20 @@ async fn bodies(server: &MockServer) -> Vec<Value> {
         .await
         .unwrap()
         .iter()
+        .filter(|r| r.method == wiremock::http::Method::POST)
         .map(|r| r.body_json::<Value>().unwrap())
+        .collect()
+}
+
+/// The chat-completions calls the mock received: its POSTs (the GETs are
+/// the client asking for the context size).
+async fn posts(server: &MockServer) -> Vec<wiremock::Request> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.method == wiremock::http::Method::POST)
         .collect()
 }
 
@@ -145,7 +158,7 @@ async fn well_formed_reply_validates_first_time() {
     assert_eq!(out.model, "test-model-2024");
     assert_eq!(out.response_format, "json_schema");
 
-    let requests = server.received_requests().await.unwrap();
+    let requests = posts(&server).await;
     assert_eq!(requests.len(), 1);
     assert_eq!(
         requests[0].headers.get("authorization").unwrap(),
@@ -231,7 +244,7 @@ async fn never_valid_gives_invalid_plan_after_all_repairs() {
     }
     assert_eq!(err.code(), "llm_invalid_plan");
     assert!(err.to_string().contains("[cycle]"), "{err}");
-    assert_eq!(server.received_requests().await.unwrap().len(), 4);
+    assert_eq!(posts(&server).await.len(), 4);
     // The conversation grows by one answer and one repair request per round.
     let bodies = bodies(&server).await;
     assert_eq!(bodies[3]["messages"].as_array().unwrap().len(), 8);
@@ -260,7 +273,7 @@ async fn slow_server_is_retried_then_times_out() {
     );
     assert_eq!(err.code(), "llm_timeout");
     assert!(started.elapsed() < Duration::from_secs(3));
-    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+    assert_eq!(posts(&server).await.len(), 3);
 }
 
 #[tokio::test]
@@ -445,7 +458,7 @@ async fn no_auth_header_without_key_and_4xx_is_not_retried() {
         .unwrap_err();
     assert!(matches!(err, LlmError::Http { status: 401, .. }), "{err:?}");
     assert_eq!(err.code(), "llm_http");
-    let requests = server.received_requests().await.unwrap();
+    let requests = posts(&server).await;
     assert_eq!(requests.len(), 1);
     assert!(requests[0].headers.get("authorization").is_none());
     let body: Value = requests[0].body_json().unwrap();
@@ -503,7 +516,7 @@ async fn server_errors_are_retried_then_reported() {
     assert!(
         matches!(err, LlmError::Http { status: 500, ref body_excerpt } if body_excerpt == "boom")
     );
-    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+    assert_eq!(posts(&server).await.len(), 3);
 }
 
 #[tokio::test]
@@ -529,7 +542,7 @@ async fn unusable_responses_are_bad_response() {
             .unwrap_err();
         assert!(matches!(err, LlmError::BadResponse(_)), "{err:?}");
         assert_eq!(err.code(), "llm_bad_response");
-        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+        assert_eq!(posts(&server).await.len(), 1);
     }
 }
 
