@@ -283,3 +283,94 @@ async fn an_unreachable_database_is_named_with_its_cause_and_a_hint() {
         "a refusal is not retried: {stderr}"
     );
 }
+
+/// A plan of three required tasks (0.01 each) and one optional one (0.05).
+fn plan_with_an_optional_task() -> Value {
+    let task = |id: &str, deps: &[&str], cost: f64, optional: bool| {
+        json!({"id": id, "title": format!("Step {id}"), "task_type": "research",
+               "required_skills": ["research"], "depends_on": deps, "optional": optional,
+               "success_criteria": [{"description": "done", "must_pass": true}],
+               "estimated_cost": cost})
+    };
+    json!({"tasks": [
+        task("a", &[], 0.01, false),
+        task("extra", &["a"], 0.05, true),
+        task("b", &["extra"], 0.01, false),
+        task("c", &["b"], 0.01, false),
+    ]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_too_small_says_what_it_needs_or_offers_a_trimmed_plan() {
+    let app = spawn_app().await;
+    let worker = spawn_worker(10).await;
+    app.register_fleet(&worker.url(), 1).await;
+
+    // Every task required: the refusal says the smallest budget that runs it.
+    let (s, body) = app
+        .post(
+            "/v1/missions",
+            json!({"goal": "g", "autonomy": "autonomous", "plan": chain_plan(), "budget": 0.02}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let budget = &body["error"]["details"]["budget"];
+    let near = |v: &Value, want: f64| v.as_f64().is_some_and(|v| (v - want).abs() < 1e-9);
+    assert!(near(&budget["minimum_budget"], 0.03), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("needs a budget of at least 0.03")),
+        "{body}"
+    );
+
+    // Autonomous with an optional task: refused, naming it and the minimum.
+    let (s, body) = app
+        .post(
+            "/v1/missions",
+            json!({"goal": "g", "autonomy": "autonomous", "plan": plan_with_an_optional_task(),
+                   "budget": 0.04}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(
+        body["error"]["details"]["budget"]["optional_tasks"],
+        json!(["extra"]),
+        "{body}"
+    );
+    assert!(
+        near(&body["error"]["details"]["budget"]["minimum_budget"], 0.03),
+        "{body}"
+    );
+    let (_, list) = app.get("/v1/missions").await;
+    assert_eq!(list["missions"].as_array().map(Vec::len), Some(0), "{list}");
+
+    // Approve mode: the plan without its optional task waits for approval.
+    let m = app
+        .create_mission(json!({"goal": "g", "autonomy": "approve",
+                               "plan": plan_with_an_optional_task(), "budget": 0.04}))
+        .await;
+    let id = m["id"].as_str().expect("id");
+    let m = app.wait_for_status(id, &["awaiting_approval"]).await;
+    let keys: Vec<&str> = m["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter_map(|t| t["key"].as_str())
+        .collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(!keys.contains(&"extra"), "{keys:?}");
+    let (_, page) = app.get(&format!("/v1/missions/{id}/events")).await;
+    let created = page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["kind"] == "plan.created")
+        .cloned()
+        .expect("plan.created");
+    let reason = created["payload"]["provenance"]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("dropped optional task extra"), "{created}");
+    app.stop().await;
+}

@@ -21,6 +21,7 @@
 //! [`match_only`] (so the caller can try an LLM planner before the generic method),
 //! [`instantiate_generic`], and the constraint-free [`plan_from_templates`].
 
+pub mod budget_fit;
 pub mod cases;
 pub mod discovered;
 pub mod htn;

@@ -787,11 +787,21 @@ impl From<crate::missions::planner::PlanningError> for ApiError {
         use crate::missions::planner::PlanningError as E;
         let message = e.to_string();
         match e {
-            E::Invalid { planner, problems } => ApiError::Unprocessable {
-                code: "plan_invalid",
-                message,
-                details: json!({ "planner": planner, "problems": problems }),
-            },
+            E::Invalid {
+                planner,
+                problems,
+                budget_advice,
+            } => {
+                let mut details = json!({ "planner": planner, "problems": problems });
+                if let Some(advice) = budget_advice {
+                    details["budget"] = advice;
+                }
+                ApiError::Unprocessable {
+                    code: "plan_invalid",
+                    message,
+                    details,
+                }
+            }
             E::Decomposition { info, .. } => ApiError::Unprocessable {
                 code: "plan_decomposition_failed",
                 message,
@@ -901,7 +911,8 @@ mod error_tests {
         assert_eq!(
             status_and_code(PlanningError::Invalid {
                 planner: "explicit".into(),
-                problems: vec![]
+                problems: vec![],
+                budget_advice: None,
             })
             .await,
             expect(StatusCode::UNPROCESSABLE_ENTITY, "plan_invalid")

@@ -21,6 +21,10 @@ use crate::{
     },
     store::{agents, plan_cases, templates},
 };
+use coordinator_core::{
+    numbers::human,
+    planning::{budget_fit::fit_to_budget, validate::codes},
+};
 
 /// Why no plan could be made for a mission.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +36,9 @@ pub enum PlanningError {
         planner: String,
         /// Every problem found.
         problems: Vec<PlanProblem>,
+        /// For a plan over its budget: the budget, the plan's cost, the
+        /// smallest budget it needs (without its optional tasks) and those tasks.
+        budget_advice: Option<Value>,
     },
     /// A matched method could not be decomposed for this goal.
     #[error("method '{template}' could not be decomposed: {reason}")]
@@ -167,7 +174,128 @@ pub fn invalid_plan(planner: &str, problems: &[PlanProblem]) -> PlanningError {
     PlanningError::Invalid {
         planner: planner.to_owned(),
         problems: problems.to_vec(),
+        budget_advice: None,
     }
+}
+
+/// Validates `plan` under `budget`. A plan whose only problem is its cost
+/// is, in `approve` autonomy, trimmed of optional tasks (most expensive
+/// first) until it fits, and offered for approval with a note saying what
+/// was dropped; otherwise the refusal says the smallest budget the plan
+/// needs without its optional tasks.
+pub fn validate_for_budget(
+    cfg: &PlanningConfig,
+    agents: &[AgentCapability],
+    budget: Option<f64>,
+    plan: PlanSpec,
+    planner: &str,
+    approve: bool,
+) -> Result<(ValidatedPlan, Option<String>), PlanningError> {
+    let original = plan.clone();
+    let err = match validate(cfg, agents, budget, plan, planner) {
+        Ok(v) => return Ok((v, None)),
+        Err(e) => e,
+    };
+    let (Some(limit), PlanningError::Invalid { problems, .. }) = (budget, &err) else {
+        return Err(err);
+    };
+    if !problems.iter().all(|p| p.code == codes::OVER_BUDGET) {
+        return Err(err);
+    }
+    let fit = fit_to_budget(&original, limit);
+    let mut trimmed_problems = None;
+    if approve && let Some((trimmed, dropped)) = &fit.trimmed {
+        let v = match validate(cfg, agents, budget, trimmed.clone(), planner) {
+            Ok(v) => v,
+            Err(e) => {
+                trimmed_problems = Some(e.to_string());
+                return Err(over_budget(
+                    planner,
+                    problems,
+                    &original,
+                    &fit,
+                    limit,
+                    trimmed_problems,
+                ));
+            }
+        };
+        let note = format!(
+            "the plan costs {} and the budget is {}: dropped optional task{} {} (the rest costs {}) for approval; raise the budget to run all of it",
+            human(fit.plan_cost),
+            human(limit),
+            if dropped.len() == 1 { "" } else { "s" },
+            dropped.join(", "),
+            human(fit_cost(trimmed)),
+        );
+        return Ok((v, Some(note)));
+    }
+    Err(over_budget(
+        planner,
+        problems,
+        &original,
+        &fit,
+        limit,
+        trimmed_problems,
+    ))
+}
+
+/// The refusal of a plan over its budget, with the smallest budget it needs.
+fn over_budget(
+    planner: &str,
+    problems: &[PlanProblem],
+    original: &PlanSpec,
+    fit: &coordinator_core::planning::budget_fit::BudgetFit,
+    limit: f64,
+    trimmed_problems: Option<String>,
+) -> PlanningError {
+    let optional: Vec<&str> = original
+        .tasks
+        .iter()
+        .filter(|t| t.optional)
+        .map(|t| t.id.as_str())
+        .collect();
+    let advice = match (optional.is_empty(), &fit.trimmed, trimmed_problems) {
+        (true, _, _) => format!(
+            "every task is required, so the plan needs a budget of at least {}",
+            human(fit.minimum_budget)
+        ),
+        (false, None, _) => format!(
+            "even without its optional tasks ({}) it needs a budget of at least {}",
+            optional.join(", "),
+            human(fit.minimum_budget)
+        ),
+        (false, Some(_), Some(why)) => format!(
+            "without its optional tasks ({}) it would need {}, but that plan is not valid on its own: {why}",
+            optional.join(", "),
+            human(fit.minimum_budget)
+        ),
+        (false, Some(_), None) => format!(
+            "without its optional tasks ({}) it needs at least {}; in approve mode that plan is offered for approval instead",
+            optional.join(", "),
+            human(fit.minimum_budget)
+        ),
+    };
+    let problems = problems
+        .iter()
+        .map(|p| PlanProblem {
+            message: format!("{}; {advice}", p.message),
+            ..p.clone()
+        })
+        .collect();
+    PlanningError::Invalid {
+        planner: planner.to_owned(),
+        problems,
+        budget_advice: Some(json!({
+            "budget": limit,
+            "plan_cost": fit.plan_cost,
+            "minimum_budget": fit.minimum_budget,
+            "optional_tasks": optional,
+        })),
+    }
+}
+
+fn fit_cost(plan: &PlanSpec) -> f64 {
+    plan.tasks.iter().map(|t| t.estimated_cost.max(0.0)).sum()
 }
 
 /// Plans synchronously when it can (explicit, template, generic); says so
@@ -178,11 +306,17 @@ pub async fn plan(
     input: PlanInput<'_>,
 ) -> Result<Planned, PlanningError> {
     let agents = capabilities(pool, cfg, input.workspace_id).await?;
+    let approve = input.autonomy == "approve";
     if let Some(explicit) = input.explicit {
-        let plan = validate(cfg, &agents, input.budget, explicit, "explicit")?;
+        let (plan, note) =
+            validate_for_budget(cfg, &agents, input.budget, explicit, "explicit", approve)?;
+        let mut provenance = PlanProvenance::explicit();
+        if let Some(note) = note {
+            provenance.reason = format!("{}; {note}", provenance.reason);
+        }
         return Ok(Planned::Ready {
             plan,
-            provenance: PlanProvenance::explicit(),
+            provenance,
             details: Value::Null,
         });
     }
@@ -212,12 +346,13 @@ pub async fn plan(
     let (chosen, avoided) = choose_method(&library, cfg, &input, &outcome, &choice)?;
     let case_reason = case_reason(&choice, &avoided, case_note.as_deref());
     if let Some((best, decomposition)) = chosen {
-        let plan = validate(
+        let (plan, budget_note) = validate_for_budget(
             cfg,
             &agents,
             input.budget,
             decomposition.plan,
             PLANNER_TEMPLATE,
+            approve,
         )?;
         let runner_up = outcome
             .scores
@@ -237,7 +372,7 @@ pub async fn plan(
                 } else {
                     format!("; not reusing {}", input.exclude.join(", "))
                 }
-            ),
+            ) + &budget_note.map(|n| format!("; {n}")).unwrap_or_default(),
             match_outcome: Some(outcome),
         };
         let details = json!({ "score": best.score, "runner_up": runner_up, "decomposition": decomposition.trace });
@@ -272,12 +407,13 @@ pub async fn plan(
             )
         })
         .unwrap_or_default();
-    let plan = validate(
+    let (plan, budget_note) = validate_for_budget(
         cfg,
         &agents,
         input.budget,
         decomposition.plan,
         PLANNER_GENERIC,
+        approve,
     )?;
     let reason = match outcome.scores.first() {
         Some(top) if top.score > 0.0 => format!(
@@ -286,7 +422,8 @@ pub async fn plan(
         ),
         _ => "no method shares words with the goal and no LLM planner is configured; used the generic research → draft → review method".into(),
     };
-    let reason = format!("{reason}{case_reason}{generic_note}");
+    let budget_note = budget_note.map(|n| format!("; {n}")).unwrap_or_default();
+    let reason = format!("{reason}{case_reason}{generic_note}{budget_note}");
     Ok(Planned::Ready {
         plan,
         provenance: PlanProvenance {
