@@ -188,6 +188,14 @@ async fn a_mission_planned_by_a_tiny_real_model_never_gets_stuck() {
     app.stop().await;
 }
 
+// Slow by design (a tiny model generating its whole 4,096-token context,
+// several times: about 10 minutes on two cores), and while it runs the one
+// llama.cpp server serves nothing else, so the other real-model tests time
+// out behind it. Run it on its own:
+// `COORDINATOR_REQUIRE_PEERS=1 cargo test --test it -- --ignored real_llm::an_uncapped`.
+// The scripted 4,096-token server in `planning_context.rs` covers the same
+// fitting on every run.
+#[ignore = "slow: ~10 min of a tiny model filling its context; run with --ignored"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uncapped_planner_fits_a_4096_token_context_or_falls_back() {
     // The defaults a new user gets: max_tokens 4,096 (the whole context of
