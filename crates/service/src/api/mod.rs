@@ -17,6 +17,7 @@ pub mod handoffs;
 pub mod mcp;
 pub mod messages;
 pub mod metrics;
+mod mission_errors;
 pub mod missions;
 pub mod openapi;
 pub mod organisation;
