@@ -282,14 +282,14 @@ impl Failure {
 
 /// `text` with the URL's password (if any) masked.
 fn redact_error(text: &str, url: &str) -> String {
-    match reqwest_free_password(url) {
+    match url_password(url) {
         Some(pw) if !pw.is_empty() => text.replace(pw, "****"),
         _ => text.to_owned(),
     }
 }
 
 /// The password of a `postgres://user:password@host/…` URL, if it has one.
-fn reqwest_free_password(url: &str) -> Option<&str> {
+fn url_password(url: &str) -> Option<&str> {
     let rest = url.split_once("://")?.1;
     let userinfo = rest.split_once('@')?.0;
     userinfo.split_once(':').map(|(_, pw)| pw)
@@ -352,6 +352,6 @@ mod tests {
             ),
             "bad url postgres://alice:****@x"
         );
-        assert_eq!(reqwest_free_password("postgres://alice@x/db"), None);
+        assert_eq!(url_password("postgres://alice@x/db"), None);
     }
 }

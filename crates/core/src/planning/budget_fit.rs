@@ -17,7 +17,8 @@ pub struct BudgetFit {
     pub trimmed: Option<(PlanSpec, Vec<String>)>,
 }
 
-fn cost(plan: &PlanSpec) -> f64 {
+/// What a plan is estimated to cost (negative estimates count as zero).
+pub fn cost(plan: &PlanSpec) -> f64 {
     plan.tasks.iter().map(|t| t.estimated_cost.max(0.0)).sum()
 }
 

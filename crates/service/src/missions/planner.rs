@@ -23,7 +23,10 @@ use crate::{
 };
 use coordinator_core::{
     numbers::human,
-    planning::{budget_fit::fit_to_budget, validate::codes},
+    planning::{
+        budget_fit::{self, fit_to_budget},
+        validate::codes,
+    },
 };
 
 /// Why no plan could be made for a mission.
@@ -203,20 +206,12 @@ pub fn validate_for_budget(
         return Err(err);
     }
     let fit = fit_to_budget(&original, limit);
-    let mut trimmed_problems = None;
     if approve && let Some((trimmed, dropped)) = &fit.trimmed {
         let v = match validate(cfg, agents, budget, trimmed.clone(), planner) {
             Ok(v) => v,
             Err(e) => {
-                trimmed_problems = Some(e.to_string());
-                return Err(over_budget(
-                    planner,
-                    problems,
-                    &original,
-                    &fit,
-                    limit,
-                    trimmed_problems,
-                ));
+                let why = Some(e.to_string());
+                return Err(over_budget(planner, problems, &original, &fit, limit, why));
             }
         };
         let note = format!(
@@ -225,18 +220,11 @@ pub fn validate_for_budget(
             human(limit),
             if dropped.len() == 1 { "" } else { "s" },
             dropped.join(", "),
-            human(fit_cost(trimmed)),
+            human(budget_fit::cost(trimmed)),
         );
         return Ok((v, Some(note)));
     }
-    Err(over_budget(
-        planner,
-        problems,
-        &original,
-        &fit,
-        limit,
-        trimmed_problems,
-    ))
+    Err(over_budget(planner, problems, &original, &fit, limit, None))
 }
 
 /// The refusal of a plan over its budget, with the smallest budget it needs.
@@ -292,10 +280,6 @@ fn over_budget(
             "optional_tasks": optional,
         })),
     }
-}
-
-fn fit_cost(plan: &PlanSpec) -> f64 {
-    plan.tasks.iter().map(|t| t.estimated_cost.max(0.0)).sum()
 }
 
 /// Plans synchronously when it can (explicit, template, generic); says so
