@@ -200,7 +200,18 @@ async fn a_crowded_mission_fits_the_board_at_every_width_in_headless_chromium() 
     }
 
     let page = &s["pages"]["1400"];
-    assert_eq!(page["errors"], json!([]), "{page}");
+    // A service without the attention list answers its one request with 404
+    // (the page then reads what waits off the mission); nothing else may fail.
+    let (attention, _) = app.get("/v1/attention").await;
+    let errors: Vec<&Value> = page["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            !(attention == StatusCode::NOT_FOUND && e.as_str().unwrap_or("").contains("404"))
+        })
+        .collect();
+    assert!(errors.is_empty(), "{page}");
     // The heading is clamped, and opens on request.
     assert_eq!(page["headingClamped"], true, "{page}");
     assert!(s["expanded"].as_f64().unwrap_or(0.0) > 160.0, "{s}");

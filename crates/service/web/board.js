@@ -23,7 +23,8 @@ const TIMELINE_MAX = 300;
 /// Events arrive in bursts; one board refresh per burst is enough.
 const REFRESH_DELAY_MS = 100;
 /// Event kinds after which what waits for a person may have changed.
-const APPROVAL_KINDS = /^(tool\.approval_|decision\.|team_decision\.)/;
+const APPROVAL_KINDS =
+  /^(tool\.approval_|decision\.|team_decision\.|task\.(awaiting_|resolved|budget_refused|handed_off)|mission\.)/;
 
 const $ = (id) => document.getElementById(id);
 
@@ -37,6 +38,11 @@ const state = {
   missionStream: null,
   workspaceStream: null,
   streamStates: new Map(),
+  /// The task graph's viewBox (zoom and pan) and the whole graph's.
+  dagView: null,
+  dagFull: null,
+  /// The service has no `GET /v1/attention`: what waits is read off the mission.
+  noAttention: false,
 };
 
 // ---------------------------------------------------------------- API
@@ -296,7 +302,7 @@ function followWorkspace() {
   state.workspaceStream = ctl;
   // Mission-level events change the list; approval events, of any
   // mission, the workspace's count of what waits for a person.
-  follow('/v1/events?kind=mission.*,tool.approval_*,decision.*', {
+  follow('/v1/events?kind=mission.*,tool.approval_*,decision.*,task.awaiting_human,task.resolved', {
     signal: ctl.signal,
     onEvent: (e) => {
       if (e.event.startsWith('mission.')) refreshMissions();
@@ -320,6 +326,7 @@ async function selectMission(id) {
   $('timeline').replaceChildren();
   $('board').replaceChildren();
   $('dag').replaceChildren();
+  state.dagView = null;
   $('approvals-list').replaceChildren();
   $('approvals-count').textContent = '0';
   const url = new URL(location.href);
@@ -377,16 +384,24 @@ async function loadMission() {
   renderBoard(board);
   renderDag(mission);
   if (statusChanged) refreshMissions();
+  if (state.noAttention) refreshApprovals();
 }
 
 function renderMission(m) {
-  $('mission-goal').textContent = m.goal;
+  const goal = $('mission-goal');
+  if (goal.textContent !== m.goal) {
+    goal.textContent = m.goal;
+    goal.title = m.goal.length > 300 ? '' : m.goal;
+    showGoal(false);
+  }
   const status = $('mission-status');
   status.textContent = m.status.replaceAll('_', ' ');
   status.className = `badge st-${m.status}`;
   status.dataset.status = m.status;
-  $('mission-progress').textContent =
-    `${m.progress.finished} of ${m.progress.total} tasks finished (${m.progress.percent} %)`;
+  renderProgress(outcomes(m.progress));
+  const detail = $('status-detail');
+  detail.textContent = m.status_detail ?? '';
+  detail.hidden = !m.status_detail;
   const limit = m.budget.limit == null ? 'no limit' : `limit ${money(m.budget.limit)}`;
   $('mission-budget').textContent = `spent ${money(m.budget.spent)}, ${limit}`;
   const failure = $('mission-failure');
@@ -411,6 +426,68 @@ function renderMission(m) {
 
 const money = (n) => `$${Number(n).toFixed(2)}`;
 
+/// Clamps the goal to three lines, or shows all of it; the toggle appears
+/// only when there is more to show.
+function showGoal(expanded) {
+  const goal = $('mission-goal');
+  const toggle = $('goal-toggle');
+  goal.classList.toggle('expanded', expanded);
+  goal.classList.toggle('clamp', !expanded);
+  toggle.textContent = expanded ? 'Show less' : 'Show more';
+  toggle.setAttribute('aria-expanded', String(expanded));
+  toggle.hidden = !expanded && goal.scrollHeight <= goal.clientHeight + 1;
+}
+
+/// Outcome counts of a mission's progress: the service's own when it sends
+/// them, else derived from the counts by status (an older service).
+function outcomes(p) {
+  if (typeof p.done === 'number') return p;
+  const n = (...keys) => keys.reduce((sum, k) => sum + (p.by_status?.[k] ?? 0), 0);
+  const done = n('succeeded');
+  return {
+    total: p.total,
+    done,
+    failed: n('failed'),
+    cancelled: n('cancelled'),
+    skipped: n('skipped'),
+    waiting: n('awaiting_human', 'awaiting_approval'),
+    remaining: n('pending', 'queued', 'running', 'retry_wait'),
+    percent: p.total ? Math.floor((done * 100) / p.total) : 0,
+  };
+}
+
+/// What the tasks came to, in words and as a bar: only what succeeded counts as done.
+const OUTCOMES = [
+  ['done', null],
+  ['failed', (n) => `${n} failed`],
+  ['cancelled', (n) => `${n} cancelled`],
+  ['skipped', (n) => `${n} skipped`],
+  ['waiting', (n) => `${n} waiting for a person`],
+  ['remaining', (n) => `${n} to go`],
+];
+
+function renderProgress(p) {
+  const words = [`${p.done} of ${p.total} done`];
+  const bar = $('progress-bar');
+  const parts = [];
+  for (const [part, say] of OUTCOMES) {
+    const n = p[part] ?? 0;
+    if (say && n > 0) words.push(say(n));
+    if (n > 0) {
+      const seg = document.createElement('span');
+      seg.dataset.part = part;
+      // CSSOM, not a style attribute: the page's CSP allows only its own stylesheet.
+      seg.style.flexGrow = String(n);
+      seg.title = part === 'done' ? `${n} done` : OUTCOMES.find(([k]) => k === part)[1](n);
+      parts.push(seg);
+    }
+  }
+  $('mission-progress').textContent = words.join(' · ');
+  bar.replaceChildren(...parts);
+  bar.setAttribute('aria-label', `${words.join(', ')}; ${p.percent} % succeeded`);
+  bar.title = `${p.percent} % succeeded`;
+}
+
 // -------------------------------------------------------------- board
 
 function renderBoard(board) {
@@ -419,7 +496,7 @@ function renderBoard(board) {
   root.replaceChildren(...COLUMNS.map(([name, label]) => {
     const col = byName.get(name) ?? { name, count: 0, cards: [] };
     const section = document.createElement('section');
-    section.className = 'column';
+    section.className = col.cards.length ? 'column' : 'column empty';
     section.dataset.testid = `column-${name}`;
     section.dataset.column = name;
     const h = document.createElement('h4');
@@ -453,21 +530,58 @@ function renderBoard(board) {
   }));
 }
 
+/// Statuses a column does not tell by itself: shown as a badge on the card.
+const CARD_BADGES = new Set(['failed', 'cancelled', 'skipped', 'retry_wait', 'awaiting_approval']);
+
 function renderCard(c) {
+  // The card carries the board's facts; the task, its outcome.
+  const task = state.mission?.tasks.find((t) => t.id === c.task_id) ?? null;
   const li = document.createElement('li');
-  li.className = `card col-${c.column}`;
+  li.className = `card col-${c.column}${task ? ` st-${task.status}` : ''}`;
   li.dataset.testid = 'card';
   li.dataset.cardId = c.id;
   li.dataset.taskKey = c.task_key ?? '';
   li.dataset.column = c.column;
+  if (task) li.dataset.status = task.status;
   const title = document.createElement('strong');
   title.textContent = c.title;
-  const meta = document.createElement('span');
+  li.append(title);
+  if (task && CARD_BADGES.has(task.status)) {
+    const b = badge(task.status);
+    b.dataset.testid = 'card-status';
+    li.append(b);
+  }
+  if (c.task_key) {
+    const key = document.createElement('span');
+    key.className = 'key';
+    key.textContent = c.task_key;
+    li.append(key);
+  }
+  const meta = document.createElement('p');
   meta.className = 'meta';
-  const bits = [c.task_key, c.assignee, c.attempt ? `attempt ${c.attempt}` : null,
-    c.cost ? money(c.cost) : null].filter(Boolean);
-  meta.textContent = bits.join(' · ');
-  li.append(title, meta);
+  const attempts = task ? task.attempts : c.attempt;
+  const count = document.createElement('span');
+  count.dataset.testid = 'card-attempts';
+  count.textContent = attempts ? `${attempts} attempt${attempts === 1 ? '' : 's'}` : 'not started';
+  meta.append(count);
+  for (const bit of [c.assignee, c.cost ? money(c.cost) : null]) {
+    if (!bit) continue;
+    const span = document.createElement('span');
+    span.textContent = bit;
+    meta.append(span);
+  }
+  li.append(meta);
+  if (task?.last_error && task.status !== 'succeeded') {
+    // Clamped to three lines; a click shows all of it, as does the tooltip.
+    const err = document.createElement('p');
+    err.className = 'err';
+    err.dataset.testid = 'card-error';
+    err.textContent = task.last_error;
+    err.title = task.last_error;
+    err.tabIndex = 0;
+    err.addEventListener('click', () => err.classList.toggle('open'));
+    li.append(err);
+  }
   if (c.column === 'needs_human') {
     li.draggable = true;
     li.addEventListener('dragstart', (e) => {
@@ -516,24 +630,69 @@ async function moveCard(card, to, note) {
 
 const refreshApprovals = coalesce(loadApprovals, REFRESH_DELAY_MS);
 
-/// What waits for a person: the workspace's pending tool approvals and
-/// governance decisions (counted in the header), and for the selected
-/// mission those of its own plus its open team decisions.
+/// Attention kinds the panel shows in full from their own lists (with every fact).
+const DETAILED = new Set(['tool_approval', 'decision']);
+
+/// Everything that waits for a person in the workspace (`GET /v1/attention`),
+/// or null from a service without that list.
+async function loadAttention() {
+  if (state.noAttention) return null;
+  try {
+    return (await api('GET', '/v1/attention')).items;
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 405)) {
+      state.noAttention = true;
+      return null;
+    }
+    throw e;
+  }
+}
+
+/// What waits for a person in mission `m`, read off the mission itself: for
+/// a service without `GET /v1/attention`.
+function attentionOf(m) {
+  if (!m) return [];
+  const base = { mission_id: m.id, mission_title: m.title ?? m.goal };
+  const items = [];
+  if (m.status === 'awaiting_approval') {
+    items.push({ ...base, kind: 'plan_approval', summary: 'The plan waits for approval.',
+      actions: ['approve', 'reject'], command: `coordinator mission approve ${m.id}` });
+  }
+  if (m.status === 'awaiting_review') {
+    items.push({ ...base, kind: 'results_review', summary: 'The results wait for a review.',
+      actions: ['accept', 'reject'], command: `coordinator mission review ${m.id}` });
+  }
+  for (const t of m.tasks) {
+    if (t.status !== 'awaiting_human') continue;
+    items.push({ ...base, kind: 'human_task', task_id: t.id, task_key: t.key,
+      summary: `Task '${t.key}' waits for a person${t.last_error ? ` (last error: ${t.last_error})` : ''}.`,
+      actions: ['complete', 'retry', 'skip', 'fail'] });
+  }
+  return items;
+}
+
+/// What waits for a person: counted for the workspace in the header, and
+/// listed for the selected mission (with its open team decisions, which
+/// only the agents settle). Tool approvals and decisions come from their
+/// own lists, with every fact; the rest from the attention list.
 async function loadApprovals() {
   const id = state.missionId;
-  const [tools, decisions, team] = await Promise.all([
+  const [tools, decisions, team, attention] = await Promise.all([
     api('GET', '/v1/tool-approvals?status=pending&limit=500'),
     api('GET', '/v1/decisions?status=pending&limit=500'),
     id ? api('GET', `/v1/missions/${id}/team-decisions`) : null,
+    loadAttention(),
   ]);
-  const total = tools.tool_approvals.length + decisions.decisions.length;
+  const total = attention ? attention.length : tools.tool_approvals.length + decisions.decisions.length;
   const pending = $('approvals-pending');
-  pending.textContent = `${total} pending approval${total === 1 ? '' : 's'} in the workspace`;
+  pending.textContent = `${total} thing${total === 1 ? '' : 's'} waiting for a person in the workspace`;
   pending.dataset.count = String(total);
   pending.hidden = total === 0;
   // A newer selection wins over this answer.
   if (!id || state.missionId !== id) return;
+  const waiting = attention ? attention.filter((a) => a.mission_id === id) : attentionOf(state.mission);
   const items = [
+    ...waiting.filter((a) => !DETAILED.has(a.kind)).map((a) => ['attention', a]),
     ...tools.tool_approvals.filter((a) => a.mission_id === id).map((a) => ['tool', a]),
     ...decisions.decisions.filter((d) => d.mission_id === id).map((d) => ['decision', d]),
     ...team.team_decisions.filter((t) => t.status === 'open').map((t) => ['team', t]),
@@ -541,13 +700,15 @@ async function loadApprovals() {
   const list = $('approvals-list');
   const shown = new Map([...list.children].map((li) => [li.dataset.key, li]));
   const nodes = items.map(([kind, item]) => {
-    const key = `${kind}:${item.id}`;
+    const key = kind === 'attention'
+      ? `${item.kind}:${item.id ?? item.task_id ?? item.mission_id}` : `${kind}:${item.id}`;
     const sig = JSON.stringify(item);
     const old = shown.get(key);
     // An unchanged item keeps its element, and with it a rationale being typed.
     if (old && old.dataset.sig === sig) return old;
-    const li = kind === 'tool' ? renderToolApproval(item)
-      : kind === 'decision' ? renderDecision(item) : renderTeamDecision(item);
+    const li = kind === 'attention' ? renderAttention(item)
+      : kind === 'tool' ? renderToolApproval(item)
+        : kind === 'decision' ? renderDecision(item) : renderTeamDecision(item);
     li.dataset.key = key;
     li.dataset.sig = sig;
     const typed = old?.querySelector('textarea')?.value;
@@ -612,7 +773,7 @@ function decideForm(id, choices, send, hint) {
   form.append(label, note);
   for (const [text, outcome, testid, cls] of choices) {
     const b = button(text, testid);
-    b.className = cls;
+    if (cls) b.className = cls;
     b.addEventListener('click', () => act(b, async () => {
       await send(outcome, note.value.trim());
       refreshApprovals();
@@ -625,6 +786,110 @@ function decideForm(id, choices, send, hint) {
 }
 
 const taskKey = (taskId) => (taskId ? state.taskKeys.get(taskId) ?? taskId : null);
+
+/// "for 5 min": how long something has waited.
+function age(iso) {
+  if (!iso) return '';
+  const s = Math.max(0, (Date.now() - new Date(iso).getTime()) / 1000);
+  const text = s < 90 ? `${Math.round(s)} s` : s < 5400 ? `${Math.round(s / 60)} min`
+    : s < 172800 ? `${Math.round(s / 3600)} h` : `${Math.round(s / 86400)} days`;
+  return timeOf(iso, ` (for ${text})`);
+}
+
+const ATTENTION_TITLES = {
+  plan_approval: () => 'Plan approval',
+  results_review: () => 'Results review',
+  human_task: (a) => `Needs a person: ${a.task_key ?? taskKey(a.task_id)}`,
+  budget: () => 'Budget',
+};
+
+/// One thing that waits for a person (a plan, results, a task, the budget),
+/// with the buttons that settle it here and the command that does the same.
+function renderAttention(a) {
+  const title = (ATTENTION_TITLES[a.kind] ?? (() => a.kind.replaceAll('_', ' ')))(a);
+  const command = a.command ? document.createElement('code') : null;
+  if (command) command.textContent = a.command;
+  const li = approvalItem(a.kind, a.id ?? a.task_id ?? a.mission_id, title, [
+    ['Task', a.task_key ?? taskKey(a.task_id)],
+    ['What', a.summary],
+    ['Waiting', age(a.since)],
+    ['Command', command],
+  ]);
+  if (a.task_key || a.task_id) li.dataset.taskKey = a.task_key ?? taskKey(a.task_id);
+  const mission = `/v1/missions/${a.mission_id}`;
+  const after = async () => {
+    refreshMission();
+    refreshMissions();
+  };
+  if (a.kind === 'plan_approval') {
+    li.append(decideForm(`plan-${a.mission_id}`, [
+      ['Approve', 'approve', 'attention-approve', 'primary'],
+      ['Reject', 'reject', 'attention-reject', 'danger'],
+    ], async (verb, feedback) => {
+      if (verb === 'approve') await api('POST', `${mission}/approve`, {});
+      else await api('POST', `${mission}/reject-plan`, { feedback });
+      await after();
+    }, 'Feedback (required to reject: what should the new plan do differently?)'));
+  } else if (a.kind === 'results_review') {
+    li.append(decideForm(`review-${a.mission_id}`, [
+      ['Accept', 'accept', 'attention-accept', 'primary'],
+      ['Send back', 'reject', 'attention-reject', 'danger'],
+    ], async (decision, feedback) => {
+      await api('POST', `${mission}/review`, decision === 'accept' ? { decision } : { decision, feedback });
+      await after();
+    }, 'Feedback (required to send back: what is wrong?)'));
+  } else if (a.kind === 'human_task') {
+    const task = encodeURIComponent(a.task_key ?? a.task_id);
+    li.append(decideForm(`human-${a.task_id ?? a.task_key}`, [
+      ['Complete', 'complete', 'attention-complete', 'primary'],
+      ['Retry', 'retry', 'attention-retry', ''],
+      ['Skip', 'skip', 'attention-skip', ''],
+      ['Fail', 'fail', 'attention-fail', 'danger'],
+    ], async (action, note) => {
+      const body = { action };
+      if (note && action === 'complete') body.output = note;
+      else if (note) body.feedback = note;
+      await api('POST', `${mission}/tasks/${task}/resolve`, body);
+      await after();
+    }, 'The result (complete) or guidance and reason (retry, skip, fail)'));
+  } else if (a.kind === 'budget') {
+    li.append(budgetForm(a));
+  }
+  return li;
+}
+
+/// Raises the mission's budget limit (`PATCH`, with the mission's version).
+function budgetForm(a) {
+  const form = document.createElement('form');
+  form.className = 'decide';
+  const fieldId = `budget-${a.mission_id}`;
+  const label = document.createElement('label');
+  label.htmlFor = fieldId;
+  label.textContent = 'New budget limit';
+  const input = document.createElement('input');
+  input.id = fieldId;
+  input.type = 'number';
+  input.min = '0';
+  input.step = 'any';
+  input.required = true;
+  input.dataset.testid = 'attention-budget';
+  const m = state.mission;
+  if (m?.id === a.mission_id && m.budget.limit != null) input.value = String(m.budget.limit * 2);
+  const b = button('Raise budget', 'attention-raise-budget');
+  b.className = 'primary';
+  b.addEventListener('click', () => act(b, async () => {
+    const budget = Number(input.value);
+    if (!input.value || !Number.isFinite(budget)) throw new Error('Enter the new budget limit.');
+    const body = { budget };
+    if (state.mission?.id === a.mission_id) body.version = state.mission.version;
+    await api('PATCH', `/v1/missions/${a.mission_id}`, body);
+    refreshApprovals();
+    refreshMission();
+  }));
+  form.addEventListener('submit', (e) => e.preventDefault());
+  form.append(label, input, b);
+  return form;
+}
 
 function renderToolApproval(a) {
   const li = approvalItem('tool', a.id, `Tool call: ${a.tool}`, [
@@ -736,10 +1001,18 @@ function renderDag(m) {
   const height = PAD * 2 + tallest * (NODE_H + GAP_Y) - GAP_Y;
   const critical = new Set(m.critical_path ?? []);
 
+  // Scaled to fit the pane by default; zoom and pan move the viewBox. A
+  // graph of the same size keeps the view the person chose.
+  const full = { x: 0, y: 0, w: width, h: height };
+  if (!state.dagView || state.dagFull?.w !== width || state.dagFull?.h !== height) state.dagView = { ...full };
+  state.dagFull = full;
+  const v = state.dagView;
   const root = svg('svg', {
-    viewBox: `0 0 ${width} ${height}`, width, height, role: 'img',
+    viewBox: `${v.x} ${v.y} ${v.w} ${v.h}`, preserveAspectRatio: 'xMidYMid meet', role: 'img',
     'aria-labelledby': 'dag-title', 'data-testid': 'dag',
   });
+  // The pane's height follows the graph's shape (CSS caps it).
+  root.style.aspectRatio = `${width} / ${height}`;
   const title = svg('title', { id: 'dag-title' });
   title.textContent = `Task graph: ${tasks.length} tasks in ${layers.length} layers`;
   const defs = svg('defs');
@@ -781,11 +1054,109 @@ function renderDag(m) {
     const key = svg('text', { x: 8, y: 17, class: 'key' });
     key.textContent = `${t.key} · ${t.status.replaceAll('_', ' ')}`;
     const name = svg('text', { x: 8, y: 34 });
-    name.textContent = t.title.length > 24 ? `${t.title.slice(0, 23)}…` : t.title;
+    name.textContent = t.title;
     g.append(tip, rect, key, name);
     root.append(g);
   }
   $('dag').replaceChildren(root);
+  // Measured once in the document: each label cut to its box, the whole in the tooltip.
+  for (const text of root.querySelectorAll('.node text')) fitLabel(text, NODE_W - 16);
+}
+
+/// Shortens an SVG label with an ellipsis until it is at most `max` wide
+/// (user units). Without a layout (a hidden pane) it guesses from the length.
+function fitLabel(text, max) {
+  const full = text.textContent;
+  const width = () => text.getComputedTextLength();
+  if (width() === 0) {
+    const chars = Math.floor(max / 7);
+    if (full.length > chars) text.textContent = `${full.slice(0, chars - 1)}…`;
+    return;
+  }
+  if (width() <= max) return;
+  let lo = 0;
+  let hi = full.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    text.textContent = `${full.slice(0, mid)}…`;
+    if (width() <= max) lo = mid;
+    else hi = mid - 1;
+  }
+  text.textContent = `${full.slice(0, lo)}…`;
+}
+
+/// Zooms the graph by `factor` around the point (cx, cy) in graph units
+/// (the view's centre by default), never out past the whole graph.
+function zoomDag(factor, cx, cy) {
+  const full = state.dagFull;
+  const v = state.dagView;
+  if (!full || !v) return;
+  const w = Math.min(full.w, Math.max(full.w / 12, v.w / factor));
+  const scale = w / v.w;
+  const px = cx ?? v.x + v.w / 2;
+  const py = cy ?? v.y + v.h / 2;
+  const h = v.h * scale;
+  setDagView({ x: px - (px - v.x) * scale, y: py - (py - v.y) * scale, w, h });
+}
+
+/// Sets the view, kept over the graph (no panning off into the void).
+function setDagView(v) {
+  const full = state.dagFull;
+  const x = Math.min(Math.max(v.x, full.x), full.x + full.w - v.w);
+  const y = Math.min(Math.max(v.y, full.y), full.y + full.h - v.h);
+  state.dagView = { x, y, w: v.w, h: v.h };
+  $('dag').querySelector('svg')?.setAttribute('viewBox', `${x} ${y} ${v.w} ${v.h}`);
+}
+
+/// A point of the page in the graph's units.
+function dagPoint(svgEl, clientX, clientY) {
+  const pt = svgEl.createSVGPoint();
+  pt.x = clientX;
+  pt.y = clientY;
+  return pt.matrixTransform(svgEl.getScreenCTM().inverse());
+}
+
+/// Buttons, Ctrl + wheel and drag. On the pane, once: the graph inside is
+/// redrawn on every change.
+function wireDag() {
+  const pane = $('dag');
+  $('dag-zoom-in').addEventListener('click', () => zoomDag(1.5));
+  $('dag-zoom-out').addEventListener('click', () => zoomDag(1 / 1.5));
+  $('dag-fit').addEventListener('click', () => state.dagFull && setDagView({ ...state.dagFull }));
+  pane.addEventListener('wheel', (e) => {
+    const el = pane.querySelector('svg');
+    // Plain wheel scrolls the page, as everywhere else.
+    if (!el || !(e.ctrlKey || e.metaKey)) return;
+    e.preventDefault();
+    const p = dagPoint(el, e.clientX, e.clientY);
+    zoomDag(e.deltaY < 0 ? 1.25 : 1 / 1.25, p.x, p.y);
+  }, { passive: false });
+  let grab = null;
+  pane.addEventListener('pointerdown', (e) => {
+    const el = pane.querySelector('svg');
+    if (!el || e.button !== 0) return;
+    grab = { el, start: dagPoint(el, e.clientX, e.clientY) };
+    pane.setPointerCapture(e.pointerId);
+    pane.classList.add('dragging');
+  });
+  pane.addEventListener('pointermove', (e) => {
+    if (!grab) return;
+    const el = pane.querySelector('svg');
+    if (el !== grab.el) {
+      grab = null;
+      return;
+    }
+    // Keep the grabbed point under the pointer.
+    const now = dagPoint(el, e.clientX, e.clientY);
+    const v = state.dagView;
+    setDagView({ ...v, x: v.x + grab.start.x - now.x, y: v.y + grab.start.y - now.y });
+  });
+  const release = () => {
+    grab = null;
+    pane.classList.remove('dragging');
+  };
+  pane.addEventListener('pointerup', release);
+  pane.addEventListener('pointercancel', release);
 }
 
 // ----------------------------------------------------------- timeline
@@ -890,6 +1261,8 @@ function wireActions() {
     needToken('');
   });
   $('error').addEventListener('click', () => showError(''));
+  $('goal-toggle').addEventListener('click', () => showGoal(!$('mission-goal').classList.contains('expanded')));
+  wireDag();
 }
 
 // -------------------------------------------------------------- start
