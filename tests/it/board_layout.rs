@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::{helpers::*, peers};
+use crate::{board_page::page_errors, helpers::*, peers};
 
 /// A research task of the plan.
 fn task(key: &str, title: &str, deps: &[&str]) -> Value {
@@ -150,8 +150,10 @@ async fn a_crowded_mission_fits_the_board_at_every_width_in_headless_chromium() 
     app.register_fleet(&worker.url, 4).await;
     let id = crowded_mission(&app, &worker).await;
     // A second, ordinary mission, so the list has more than one entry.
-    app.create_mission(json!({"goal": "A short goal", "autonomy": "approve", "plan": chain_plan()}))
-        .await;
+    app.create_mission(
+        json!({"goal": "A short goal", "autonomy": "approve", "plan": chain_plan()}),
+    )
+    .await;
 
     let dir = peers::artifacts().join("board-layout");
     std::fs::create_dir_all(&dir).expect("create test-artifacts/board-layout");
@@ -200,18 +202,11 @@ async fn a_crowded_mission_fits_the_board_at_every_width_in_headless_chromium() 
     }
 
     let page = &s["pages"]["1400"];
-    // A service without the attention list answers its one request with 404
-    // (the page then reads what waits off the mission); nothing else may fail.
-    let (attention, _) = app.get("/v1/attention").await;
-    let errors: Vec<&Value> = page["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| {
-            !(attention == StatusCode::NOT_FOUND && e.as_str().unwrap_or("").contains("404"))
-        })
-        .collect();
-    assert!(errors.is_empty(), "{page}");
+    assert_eq!(
+        page_errors(&app, &page["errors"]).await,
+        json!([]),
+        "{page}"
+    );
     // The heading is clamped, and opens on request.
     assert_eq!(page["headingClamped"], true, "{page}");
     assert!(s["expanded"].as_f64().unwrap_or(0.0) > 160.0, "{s}");
