@@ -31,6 +31,7 @@ mod metrics;
 mod mission_edits;
 mod missions;
 mod openapi;
+mod operator_day;
 mod organisation;
 mod papercuts;
 mod peers;
