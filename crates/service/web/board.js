@@ -41,8 +41,6 @@ const state = {
   /// The task graph's viewBox (zoom and pan) and the whole graph's.
   dagView: null,
   dagFull: null,
-  /// The service has no `GET /v1/attention`: what waits is read off the mission.
-  noAttention: false,
 };
 
 // ---------------------------------------------------------------- API
@@ -384,7 +382,6 @@ async function loadMission() {
   renderBoard(board);
   renderDag(mission);
   if (statusChanged) refreshMissions();
-  if (state.noAttention) refreshApprovals();
 }
 
 function renderMission(m) {
@@ -398,15 +395,17 @@ function renderMission(m) {
   status.textContent = m.status.replaceAll('_', ' ');
   status.className = `badge st-${m.status}`;
   status.dataset.status = m.status;
-  renderProgress(outcomes(m.progress));
+  const words = renderProgress(m.progress);
+  // While the mission runs, the service's sentence is the progress line again.
   const detail = $('status-detail');
   detail.textContent = m.status_detail ?? '';
-  detail.hidden = !m.status_detail;
+  detail.hidden = !m.status_detail || m.status_detail === words;
   const limit = m.budget.limit == null ? 'no limit' : `limit ${money(m.budget.limit)}`;
   $('mission-budget').textContent = `spent ${money(m.budget.spent)}, ${limit}`;
+  // A failed mission's sentence already names the failed task and its error.
   const failure = $('mission-failure');
   failure.textContent = m.failure_reason ?? '';
-  failure.hidden = !m.failure_reason;
+  failure.hidden = !m.failure_reason || Boolean(m.status_detail?.includes(m.failure_reason));
   $('plan-actions').hidden = m.status !== 'awaiting_approval';
   $('review-actions').hidden = m.status !== 'awaiting_review';
   $('run-actions').hidden = TERMINAL.has(m.status);
@@ -438,24 +437,6 @@ function showGoal(expanded) {
   toggle.hidden = !expanded && goal.scrollHeight <= goal.clientHeight + 1;
 }
 
-/// Outcome counts of a mission's progress: the service's own when it sends
-/// them, else derived from the counts by status (an older service).
-function outcomes(p) {
-  if (typeof p.done === 'number') return p;
-  const n = (...keys) => keys.reduce((sum, k) => sum + (p.by_status?.[k] ?? 0), 0);
-  const done = n('succeeded');
-  return {
-    total: p.total,
-    done,
-    failed: n('failed'),
-    cancelled: n('cancelled'),
-    skipped: n('skipped'),
-    waiting: n('awaiting_human', 'awaiting_approval'),
-    remaining: n('pending', 'queued', 'running', 'retry_wait'),
-    percent: p.total ? Math.floor((done * 100) / p.total) : 0,
-  };
-}
-
 /// What the tasks came to, in words and as a bar: only what succeeded counts as done.
 const OUTCOMES = [
   ['done', null],
@@ -463,9 +444,10 @@ const OUTCOMES = [
   ['cancelled', (n) => `${n} cancelled`],
   ['skipped', (n) => `${n} skipped`],
   ['waiting', (n) => `${n} waiting for a person`],
-  ['remaining', (n) => `${n} to go`],
+  ['remaining', (n) => `${n} to do`],
 ];
 
+/// Shows the progress; returns its line (the service's own wording, `Progress::line`).
 function renderProgress(p) {
   const words = [`${p.done} of ${p.total} done`];
   const bar = $('progress-bar');
@@ -486,6 +468,7 @@ function renderProgress(p) {
   bar.replaceChildren(...parts);
   bar.setAttribute('aria-label', `${words.join(', ')}; ${p.percent} % succeeded`);
   bar.title = `${p.percent} % succeeded`;
+  return words.join(' · ');
 }
 
 // -------------------------------------------------------------- board
@@ -633,44 +616,6 @@ const refreshApprovals = coalesce(loadApprovals, REFRESH_DELAY_MS);
 /// Attention kinds the panel shows in full from their own lists (with every fact).
 const DETAILED = new Set(['tool_approval', 'decision']);
 
-/// Everything that waits for a person in the workspace (`GET /v1/attention`),
-/// or null from a service without that list.
-async function loadAttention() {
-  if (state.noAttention) return null;
-  try {
-    return (await api('GET', '/v1/attention')).items;
-  } catch (e) {
-    if (e instanceof ApiError && (e.status === 404 || e.status === 405)) {
-      state.noAttention = true;
-      return null;
-    }
-    throw e;
-  }
-}
-
-/// What waits for a person in mission `m`, read off the mission itself: for
-/// a service without `GET /v1/attention`.
-function attentionOf(m) {
-  if (!m) return [];
-  const base = { mission_id: m.id, mission_title: m.title ?? m.goal };
-  const items = [];
-  if (m.status === 'awaiting_approval') {
-    items.push({ ...base, kind: 'plan_approval', summary: 'The plan waits for approval.',
-      actions: ['approve', 'reject'], command: `coordinator mission approve ${m.id}` });
-  }
-  if (m.status === 'awaiting_review') {
-    items.push({ ...base, kind: 'results_review', summary: 'The results wait for a review.',
-      actions: ['accept', 'reject'], command: `coordinator mission review ${m.id}` });
-  }
-  for (const t of m.tasks) {
-    if (t.status !== 'awaiting_human') continue;
-    items.push({ ...base, kind: 'human_task', task_id: t.id, task_key: t.key,
-      summary: `Task '${t.key}' waits for a person${t.last_error ? ` (last error: ${t.last_error})` : ''}.`,
-      actions: ['complete', 'retry', 'skip', 'fail'] });
-  }
-  return items;
-}
-
 /// What waits for a person: counted for the workspace in the header, and
 /// listed for the selected mission (with its open team decisions, which
 /// only the agents settle). Tool approvals and decisions come from their
@@ -681,16 +626,16 @@ async function loadApprovals() {
     api('GET', '/v1/tool-approvals?status=pending&limit=500'),
     api('GET', '/v1/decisions?status=pending&limit=500'),
     id ? api('GET', `/v1/missions/${id}/team-decisions`) : null,
-    loadAttention(),
+    api('GET', '/v1/attention'),
   ]);
-  const total = attention ? attention.length : tools.tool_approvals.length + decisions.decisions.length;
+  const total = attention.items.length;
   const pending = $('approvals-pending');
   pending.textContent = `${total} thing${total === 1 ? '' : 's'} waiting for a person in the workspace`;
   pending.dataset.count = String(total);
   pending.hidden = total === 0;
   // A newer selection wins over this answer.
   if (!id || state.missionId !== id) return;
-  const waiting = attention ? attention.filter((a) => a.mission_id === id) : attentionOf(state.mission);
+  const waiting = attention.items.filter((a) => a.mission_id === id);
   const items = [
     ...waiting.filter((a) => !DETAILED.has(a.kind)).map((a) => ['attention', a]),
     ...tools.tool_approvals.filter((a) => a.mission_id === id).map((a) => ['tool', a]),
