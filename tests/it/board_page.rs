@@ -43,14 +43,25 @@ async fn the_page_and_its_assets_are_served_without_a_token_and_unknown_paths_st
     assert!(header(&headers, "content-security-policy").contains("script-src 'self'"));
     assert!(body.contains("/assets/board.js") && body.contains("/assets/board.css"));
 
-    for (path, content_type, needle) in [
+    // The entry module, the modules it imports (each preloaded by the page)
+    // and the stylesheet.
+    let js = "text/javascript; charset=utf-8";
+    let mut assets = vec![
+        ("/assets/board.js".to_owned(), js, "import "),
+        ("/assets/stream.js".to_owned(), js, "text/event-stream"),
         (
-            "/assets/board.js",
-            "text/javascript; charset=utf-8",
-            "text/event-stream",
+            "/assets/board.css".to_owned(),
+            "text/css; charset=utf-8",
+            ".board",
         ),
-        ("/assets/board.css", "text/css; charset=utf-8", ".board"),
-    ] {
+    ];
+    for preload in body.split("rel=\"modulepreload\" href=\"").skip(1) {
+        let path = preload.split('"').next().unwrap_or_default().to_owned();
+        assets.push((path, js, "export "));
+    }
+    assert!(assets.len() >= 8, "the page preloads its modules: {body}");
+    for (path, content_type, needle) in assets {
+        let path = path.as_str();
         let (status, headers, body) = fetch(&app, path, None).await;
         assert_eq!(status, 200, "{path}");
         assert_eq!(header(&headers, "content-type"), content_type, "{path}");
