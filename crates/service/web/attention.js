@@ -129,11 +129,14 @@ function renderAttention(a) {
   return li;
 }
 
-/// Raises the mission's budget limit (`PATCH`, with the mission's version).
+/// Raises the mission's budget limit (`PATCH`, with the mission's version),
+/// which takes back the tasks the old limit refused; or skips or fails the
+/// refused task instead. The field starts at the least that fits, as the
+/// service's command says.
 function budgetForm(a) {
   const form = document.createElement('form');
   form.className = 'decide';
-  const fieldId = `budget-${a.mission_id}`;
+  const fieldId = `budget-${a.task_id ?? a.mission_id}`;
   const label = document.createElement('label');
   label.htmlFor = fieldId;
   label.textContent = 'New budget limit';
@@ -145,10 +148,12 @@ function budgetForm(a) {
   input.required = true;
   input.dataset.testid = 'attention-budget';
   const m = state.mission;
-  if (m?.id === a.mission_id && m.budget.limit != null) input.value = String(m.budget.limit * 2);
-  const b = button('Raise budget', 'attention-raise-budget');
-  b.className = 'primary';
-  b.addEventListener('click', () => act(b, async () => {
+  const fits = /--budget (\d+(?:\.\d+)?)$/.exec(a.command ?? '')?.[1];
+  if (fits) input.value = fits;
+  else if (m?.id === a.mission_id && m.budget.limit != null) input.value = String(m.budget.limit * 2);
+  const raise = button('Raise budget', 'attention-raise-budget');
+  raise.className = 'primary';
+  raise.addEventListener('click', () => act(raise, async () => {
     const budget = Number(input.value);
     if (!input.value || !Number.isFinite(budget)) throw new Error('Enter the new budget limit.');
     const body = { budget };
@@ -157,7 +162,20 @@ function budgetForm(a) {
     hooks.refreshApprovals();
     hooks.refreshMission();
   }));
+  form.append(label, input, raise);
+  const task = a.task_key ?? a.task_id;
+  for (const [verb, text, cls] of [['skip', 'Skip task', ''], ['fail', 'Fail task', 'danger']]) {
+    if (!task || !a.actions?.includes(verb)) continue;
+    const b = button(text, `attention-${verb}`);
+    if (cls) b.className = cls;
+    b.addEventListener('click', () => act(b, async () => {
+      await api('POST', `/v1/missions/${a.mission_id}/tasks/${encodeURIComponent(task)}/resolve`,
+        { action: verb, feedback: 'not worth a bigger budget' });
+      hooks.refreshApprovals();
+      hooks.refreshMission();
+    }));
+    form.append(b);
+  }
   form.addEventListener('submit', (e) => e.preventDefault());
-  form.append(label, input, b);
   return form;
 }

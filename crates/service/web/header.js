@@ -33,6 +33,11 @@ export function renderMission(m) {
   $('plan-actions').hidden = m.status !== 'awaiting_approval';
   $('review-actions').hidden = m.status !== 'awaiting_review';
   $('run-actions').hidden = TERMINAL.has(m.status);
+  renderContinue(m);
+  // A failed mission waits for no one, but it need not end there.
+  $('approvals-empty').textContent = m.status === 'failed'
+    ? 'Nothing in this mission waits for a person. It failed: continue it above, or leave it.'
+    : 'Nothing in this mission waits for a person.';
   // The reviewer may name the tasks to redo.
   const boxes = $('reject-result-tasks');
   const checked = new Set([...boxes.querySelectorAll('input:checked')].map((i) => i.value));
@@ -44,6 +49,45 @@ export function renderMission(m) {
     input.checked = checked.has(t.key);
     label.append(input, ` ${t.key}: ${t.title}`);
     return label;
+  }));
+}
+
+/// A failed mission may go on: Retry or Skip for each failed task, then
+/// `POST /v1/missions/{id}/continue` (see wireHeader). Redrawn only when the
+/// failed tasks change, so the choices made stay.
+function renderContinue(m) {
+  const failed = m.status === 'failed' ? m.tasks.filter((t) => t.status === 'failed') : [];
+  $('continue-actions').hidden = failed.length === 0;
+  const list = $('continue-tasks');
+  const sig = JSON.stringify(failed.map((t) => [t.id, t.attempts, t.last_error]));
+  if (list.dataset.sig === sig) return;
+  list.dataset.sig = sig;
+  list.replaceChildren(...failed.map((t) => {
+    const li = document.createElement('li');
+    li.dataset.testid = 'continue-task';
+    li.dataset.taskKey = t.key;
+    const name = document.createElement('strong');
+    name.textContent = `${t.key}: ${t.title}`;
+    li.append(name);
+    for (const [value, text] of [['retry', 'Retry'], ['skip', 'Skip']]) {
+      const label = document.createElement('label');
+      const input = document.createElement('input');
+      input.type = 'radio';
+      input.name = `continue-${t.id}`;
+      input.value = value;
+      input.checked = value === 'retry';
+      input.dataset.testid = `continue-${value}`;
+      label.append(input, ` ${text}`);
+      li.append(label);
+    }
+    if (t.last_error) {
+      const err = document.createElement('p');
+      err.className = 'err';
+      err.textContent = `${t.attempts} attempt${t.attempts === 1 ? '' : 's'}, last error: ${t.last_error}`;
+      err.title = t.last_error;
+      li.append(err);
+    }
+    return li;
   }));
 }
 
@@ -131,6 +175,22 @@ export function wireHeader() {
     const feedback = $('reject-result-feedback').value.trim();
     const tasks = [...$('reject-result-tasks').querySelectorAll('input:checked')].map((i) => i.value);
     act(e.submitter, missionAction('review', () => ({ decision: 'reject', feedback, tasks })));
+  });
+  $('continue-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const retry = [];
+    const skip = [];
+    for (const li of $('continue-tasks').children) {
+      const choice = li.querySelector('input:checked')?.value;
+      (choice === 'skip' ? skip : retry).push(li.dataset.taskKey);
+    }
+    const feedback = $('continue-feedback').value.trim() || undefined;
+    // The version as shown: a mission that changed meanwhile is refused, not overwritten.
+    const version = state.mission?.version;
+    act(e.submitter, async () => {
+      await missionAction('continue', () => ({ retry, skip, feedback, version }))();
+      $('continue-feedback').value = '';
+    });
   });
   $('goal-toggle').addEventListener('click', () => showGoal(!$('mission-goal').classList.contains('expanded')));
 }
