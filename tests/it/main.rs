@@ -11,6 +11,7 @@ mod api_input;
 mod attempts;
 mod bdi;
 mod board;
+mod board_actions;
 mod board_layout;
 mod board_page;
 mod chaos;
