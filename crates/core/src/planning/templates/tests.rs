@@ -814,3 +814,40 @@ fn calibration_supports_default_threshold() {
     assert!(highest_negative < DEFAULT_MATCH_THRESHOLD);
     assert!(DEFAULT_MATCH_THRESHOLD < lowest_positive);
 }
+
+/// The goal set of `cargo bench --bench method_choice`: goals as operators
+/// write them, with the method a person would pick.
+const METHOD_GOALS: &str = include_str!("../../../../../benches/data/method_goals.json");
+
+/// Share of [`METHOD_GOALS`] the matcher gets right, and the misses.
+fn method_choice_accuracy(library: &TemplateLibrary) -> (f64, Vec<String>) {
+    let set: Value = serde_json::from_str(METHOD_GOALS).unwrap();
+    let goals = set["goals"].as_array().unwrap();
+    let mut misses = Vec::new();
+    for g in goals {
+        let goal = g["goal"].as_str().unwrap();
+        let want = g["method"].as_str().unwrap();
+        let outcome = library.match_goal(goal, DEFAULT_MATCH_THRESHOLD);
+        let got = outcome
+            .best
+            .as_ref()
+            .map_or(GENERIC_TEMPLATE, |b| b.template.as_str());
+        if got != want {
+            misses.push(format!("{got} (wanted {want}): {goal} {:?}", outcome.closest(3)));
+        }
+    }
+    let right = goals.len() - misses.len();
+    (right as f64 / goals.len() as f64, misses)
+}
+
+#[test]
+fn method_choice_stays_above_its_measured_accuracy() {
+    let (accuracy, misses) = method_choice_accuracy(&TemplateLibrary::builtin());
+    for m in &misses {
+        eprintln!("{m}");
+    }
+    eprintln!("accuracy {accuracy:.3}");
+    // Measured by `cargo bench --bench method_choice` (docs/planning.md);
+    // a change to the matcher or the methods must not lose ground.
+    assert!(accuracy >= 41.0 / 54.0, "accuracy fell to {accuracy:.3}");
+}
