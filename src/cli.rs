@@ -61,10 +61,18 @@ pub enum Command {
     Chaos(crate::chaos::ChaosArgs),
     /// Check a database's invariants (exit 1 if any is violated).
     Audit(AuditArgs),
-    /// Missions on a running service: create, list, show, edit, delete, approve, cancel, review, watch.
+    /// Missions on a running service: create, list, show, watch, edit, approve,
+    /// review, pause, resume, continue, instruct, cancel, delete and more.
     Mission(MissionArgs),
-    /// Agents on a running service: register, list, show, heartbeat.
+    /// Agents on a running service: register, list, show, update, retire,
+    /// heartbeat, and their messages, reservations and status.
     Agent(AgentArgs),
+    /// The operator's inbox and settling of tasks, tool approvals and decisions.
+    #[command(flatten)]
+    Operator(cli_client::OperatorCommand),
+    /// Workspace plumbing: webhooks, org spec, tenders, workforce, board, handoffs, BDI.
+    #[command(flatten)]
+    Workspace(cli_client::WorkspaceCommand),
     /// Manage API tokens.
     Token {
         /// Token command.
@@ -616,7 +624,9 @@ pub async fn main() -> ExitCode {
         // Refused and retried worker callbacks are the point of a chaos run.
         Command::Chaos(_) => "warn,coordinator_workers=error",
         // Client commands print their own output; a failure is one error line.
-        Command::Mission(_) | Command::Agent(_) => "warn",
+        Command::Mission(_) | Command::Agent(_) | Command::Operator(_) | Command::Workspace(_) => {
+            "warn"
+        }
         _ => "info",
     };
     let _ = LOG_FORMAT.set(cli.log_format);
@@ -754,6 +764,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Audit(args) => audit(args).await,
         Command::Mission(args) => Ok(cli_client::mission(args).await),
         Command::Agent(args) => Ok(cli_client::agent(args).await),
+        Command::Operator(command) => Ok(cli_client::operator(command).await),
+        Command::Workspace(command) => Ok(cli_client::workspace(command).await),
         Command::Token { command } => token(command).await,
         // Printed by `main` before logging starts: it needs the parsed sources.
         Command::Config { .. } => Ok(ExitCode::SUCCESS),

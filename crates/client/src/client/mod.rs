@@ -6,6 +6,7 @@
 //! Response types keep the fields they do not name (`extra`), so printing
 //! one as JSON shows everything the service sent.
 
+mod operator;
 pub mod sse;
 
 use std::{collections::BTreeMap, time::Duration};
@@ -16,6 +17,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+pub use self::operator::{Attention, AttentionItem, ContinueMission, ResolveTask};
 use self::sse::{EventStream, ReconnectPolicy};
 
 /// Default base URL of the service.
@@ -325,6 +327,10 @@ pub struct Mission {
     pub labels: Vec<String>,
     /// Why it failed.
     pub failure_reason: Option<String>,
+    /// How it ended (or stands), in one sentence for people.
+    pub status_detail: Option<String>,
+    /// What in it waits for a person, with the command that settles each.
+    pub attention: Vec<AttentionItem>,
     /// Task counts.
     pub progress: Progress,
     /// Task keys on the critical path.
@@ -378,7 +384,19 @@ pub struct Progress {
     pub total: usize,
     /// Terminal tasks.
     pub finished: usize,
-    /// Percent terminal.
+    /// Tasks that succeeded.
+    pub done: usize,
+    /// Tasks that failed.
+    pub failed: usize,
+    /// Tasks that were cancelled.
+    pub cancelled: usize,
+    /// Tasks that were skipped.
+    pub skipped: usize,
+    /// Tasks that wait for a person.
+    pub waiting: usize,
+    /// Tasks still to run (pending, queued, running, retry_wait).
+    pub remaining: usize,
+    /// Percent that succeeded.
     pub percent: u32,
     /// Count per status.
     pub by_status: BTreeMap<String, usize>,
