@@ -410,7 +410,7 @@ fn mission_table(missions: &[MissionSummary]) -> Table {
 /// The progress by outcome: "4 of 11 done · 2 failed · 5 cancelled"; the
 /// percentage is of what succeeded, so a failed mission never shows 100 %.
 fn progress_text(m: &Mission) -> String {
-    let p = &m.progress;
+    let p = m.progress.outcomes();
     let mut text = format!(
         "{} {} of {} done ({}%)",
         gauge(p.done, p.total, 20),

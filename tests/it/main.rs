@@ -14,6 +14,8 @@ mod board;
 mod board_page;
 mod chaos;
 mod cli;
+mod cli_coverage;
+mod cli_operator;
 mod config;
 mod connections;
 mod contract_net;
