@@ -889,6 +889,7 @@ async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
         !name.trim().is_empty() && name.chars().count() <= 128,
         "--name must be 1 to 128 characters"
     );
+    let used = token_database(&db)?;
     let db = Database::open(&db).await?;
     let mut conn = db.pool.acquire().await?;
     let ws = auth::workspace_by_name(&mut conn, &workspace).await?;
@@ -908,8 +909,28 @@ async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
     drop(conn);
     db.close().await?;
     println!("{secret}");
-    eprintln!("created a token with role {role} in workspace '{workspace}' (shown only once)");
+    eprintln!(
+        "created a token with role {role} in workspace '{workspace}' of {used} (shown only once)"
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The database a token command writes into, in words; never a new one: a
+/// token in a database no service reads is refused with 401 (use `--url`).
+fn token_database(db: &DatabaseArgs) -> anyhow::Result<String> {
+    if let Some(url) = &db.database_url {
+        // No password in the output: keep what follows the credentials.
+        let shown = url.rsplit_once('@').map_or(url.as_str(), |(_, host)| host);
+        return Ok(format!("the database at {shown}"));
+    }
+    anyhow::ensure!(
+        crate::local_postgres::LocalPostgres::exists(&db.data_dir),
+        "no database in {}: token commands never create one. Ask the running service \
+         (--url URL --token ADMIN_TOKEN), or name its database (--database-url URL, \
+         DATABASE_URL, or --data-dir DIR of the private one `serve` started)",
+        db.data_dir.display()
+    );
+    Ok(format!("the private database in {}", db.data_dir.display()))
 }
 
 /// Completes on SIGINT or SIGTERM.

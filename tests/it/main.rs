@@ -32,6 +32,7 @@ mod metrics;
 mod mission_edits;
 mod missions;
 mod openapi;
+mod operator_traps;
 mod organisation;
 mod papercuts;
 mod peers;

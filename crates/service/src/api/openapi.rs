@@ -228,7 +228,43 @@ impl Modify for OptionalBodies {
 pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
     OptionalBodies.modify(doc);
     MalformedInput.modify(doc);
+    JsonBodies.modify(doc);
     RateLimited.modify(doc);
+    // The service's own base URL, so the docs page's examples call it.
+    doc.servers = Some(vec![utoipa::openapi::Server::new("/")]);
+}
+
+/// Every operation that takes a body answers 415 (`unsupported_media_type`)
+/// to one sent without a JSON `Content-Type` (the extractors in `extract`).
+struct JsonBodies;
+
+impl Modify for JsonBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{Ref, content::Content, response::ResponseBuilder};
+        let response = ResponseBuilder::new()
+            .description(
+                "The body was sent without `Content-Type: application/json` (`unsupported_media_type`).",
+            )
+            .content(
+                "application/json",
+                Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+            )
+            .build();
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components
+            .responses
+            .insert("UnsupportedMediaType".to_owned(), RefOr::T(response));
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations_mut(item) {
+                if operation.request_body.is_some() {
+                    operation.responses.responses.insert(
+                        "415".to_owned(),
+                        RefOr::Ref(Ref::from_response_name("UnsupportedMediaType")),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Routes serving `doc` (the whole, finished document) and the docs page.

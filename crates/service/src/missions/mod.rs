@@ -158,10 +158,9 @@ pub async fn create(
         )
         .into());
     }
-    if let Some(b) = req.budget
-        && (!b.is_finite() || b < 0.0)
-    {
-        return Err(Invalid::new("budget", "budget must be a non-negative number").into());
+    if let Some(b) = req.budget {
+        coordinator_core::numbers::check_money("budget", b)
+            .map_err(|m| Invalid::new("budget", m))?;
     }
     let priority = req.priority.unwrap_or(0);
     if !(-100..=100).contains(&priority) {
