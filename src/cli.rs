@@ -65,7 +65,8 @@ pub enum Command {
     /// review, pause, resume, continue, instruct, cancel, delete and more.
     Mission(MissionArgs),
     /// Agents on a running service: register, list, show, update, retire,
-    /// heartbeat, and their messages, reservations and status.
+    /// heartbeat; messages (send, inbox, read, ack, thread); reservations
+    /// (reserve, release, reservations); status.
     Agent(AgentArgs),
     /// The operator's inbox and settling of tasks, tool approvals and decisions.
     #[command(flatten)]

@@ -20,6 +20,7 @@ mod config;
 mod connections;
 mod contract_net;
 mod deploy;
+mod docs_run;
 mod egress;
 mod failures;
 mod fuzz_regressions;
