@@ -339,6 +339,11 @@ pub struct EngineArgs {
     /// Concurrency cap of each contractor.
     #[arg(long, env = "COORDINATOR_CONTRACTOR_CONCURRENCY", default_value_t = 4)]
     pub contractor_concurrency: i32,
+    /// Dispatches in a row that may fail to reach an agent's endpoint
+    /// (refused, timed out) before the agent is marked `unreachable` and gets
+    /// no work until it heartbeats or an operator sets its status.
+    #[arg(long, env = "COORDINATOR_UNREACHABLE_AFTER", default_value_t = 3)]
+    pub unreachable_after: i32,
     /// Seconds a tool-approval request waits for a person before it times out
     /// to its policy's default outcome (tasks may set their own).
     #[arg(long, env = "COORDINATOR_TOOL_APPROVAL_TIMEOUT_SECS", default_value_t = crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS)]
@@ -395,6 +400,11 @@ impl EngineArgs {
         }
         cfg.contractor_threshold = self.contractor_threshold;
         cfg.contractor_concurrency = self.contractor_concurrency;
+        anyhow::ensure!(
+            (1..=1000).contains(&self.unreachable_after),
+            "--unreachable-after must be between 1 and 1000"
+        );
+        cfg.unreachable_after = self.unreachable_after;
         anyhow::ensure!(
             (1..=7 * 24 * 3600).contains(&self.tool_approval_timeout_secs),
             "--tool-approval-timeout-secs must be between 1 and 604800"

@@ -33,6 +33,7 @@ mod metrics;
 mod mission_edits;
 mod missions;
 mod openapi;
+mod operator_day;
 mod operator_traps;
 mod organisation;
 mod papercuts;

@@ -24,6 +24,9 @@ pub enum AgentStatus {
     Done,
     /// Gone quiet, or taken out of rotation; its next heartbeat brings it back.
     Offline,
+    /// Its endpoint could not be reached for several dispatches in a row;
+    /// its next heartbeat (or an operator) brings it back.
+    Unreachable,
     /// Retired by an operator: kept for history, never given work again.
     Retired,
 }
@@ -34,13 +37,17 @@ text_enum!(AgentStatus as "AgentState", {
     Blocked => "blocked",
     Done => "done",
     Offline => "offline",
+    Unreachable => "unreachable",
     Retired => "retired",
 });
 
 impl AgentStatus {
     /// Whether the scorer, the ladder and plan validation may count on it.
     pub fn takes_work(self) -> bool {
-        !matches!(self, AgentStatus::Offline | AgentStatus::Retired)
+        !matches!(
+            self,
+            AgentStatus::Offline | AgentStatus::Unreachable | AgentStatus::Retired
+        )
     }
 
     /// Whether an agent may report this status in a heartbeat (`offline` is
@@ -156,6 +163,8 @@ pub enum PinRefusal {
     Retired,
     /// The agent is offline.
     Offline,
+    /// The agent's endpoint cannot be reached.
+    Unreachable,
     /// The organisation spec prohibits the agent's role from the task.
     Prohibited,
     /// The agent lacks the skills or tools the task needs.
@@ -166,6 +175,7 @@ text_enum!(PinRefusal {
     UnknownAgent => "unknown_agent",
     Retired => "retired",
     Offline => "offline",
+    Unreachable => "unreachable",
     Prohibited => "prohibited",
     Incapable => "incapable",
 });
@@ -193,6 +203,7 @@ pub fn pin_refusal(target: Option<PinTarget>) -> Option<PinRefusal> {
         _ if t.prohibited => Some(PinRefusal::Prohibited),
         _ if !t.capable => Some(PinRefusal::Incapable),
         AgentStatus::Offline => Some(PinRefusal::Offline),
+        AgentStatus::Unreachable => Some(PinRefusal::Unreachable),
         _ => None,
     }
 }
@@ -202,11 +213,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_offline_and_retired_agents_take_no_work() {
+    fn only_offline_unreachable_and_retired_agents_take_no_work() {
         for s in AgentStatus::ALL {
             assert_eq!(
                 s.takes_work(),
-                !matches!(s, AgentStatus::Offline | AgentStatus::Retired),
+                !matches!(
+                    s,
+                    AgentStatus::Offline | AgentStatus::Unreachable | AgentStatus::Retired
+                ),
                 "{s}"
             );
         }

@@ -79,6 +79,18 @@ pub struct AgentUpdated {
     pub changes: BTreeMap<String, FieldChange>,
 }
 
+/// `agent.unreachable`: dispatches to an agent's endpoint failed to arrive
+/// several times in a row (a workspace event).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentUnreachable {
+    /// The agent.
+    pub agent_id: String,
+    /// Dispatches in a row that did not reach it.
+    pub failures: i32,
+    /// The last one's error.
+    pub error: String,
+}
+
 /// `agent.retired`: an operator retired an agent (a workspace event).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgentRetired {
@@ -113,6 +125,10 @@ pub struct TaskPinUnavailable {
 
 impl EventPayload for AgentUpdated {
     const KIND: EventKind = EventKind::AgentUpdated;
+}
+
+impl EventPayload for AgentUnreachable {
+    const KIND: EventKind = EventKind::AgentUnreachable;
 }
 
 impl EventPayload for AgentRetired {
@@ -357,6 +373,11 @@ pub(crate) mod tests {
                 agent_id: "a".into(),
                 version: 2,
                 changes: BTreeMap::new(),
+            }),
+            keys(&AgentUnreachable {
+                agent_id: "a".into(),
+                failures: 3,
+                error: "e".into(),
             }),
             keys(&AgentRetired {
                 agent_id: "a".into(),

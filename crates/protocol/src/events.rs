@@ -304,6 +304,9 @@ event_kinds! {
     TaskReopened = "task.reopened", Tasks, Task,
         "A reviewer's rejection reopened a succeeded task (named, or downstream of one).",
         ["key", "named", "feedback", "status"];
+    TaskRestored = "task.restored", Tasks, Task,
+        "A person continued a failed mission: a task its failure cancelled waits on its dependencies again.",
+        ["key", "reason", "status"];
     TaskFailed = "task.failed", Tasks, Task,
         "A task failed for good: the escalation ladder is exhausted, or a person chose `fail`.",
         ["key", "attempts", "failure_kind", "error", "escalation", "status"];
@@ -482,6 +485,9 @@ event_kinds! {
     AgentUpdated = "agent.updated", Agents, Agent,
         "An agent's description or status was changed by PATCH (a workspace event; `changes` holds each field's `from` and `to`).",
         ["agent_id", "version", "changes"];
+    AgentUnreachable = "agent.unreachable", Agents, Agent,
+        "An agent's endpoint could not be reached for several dispatches in a row: it is `unreachable` and gets no work until a heartbeat (a workspace event).",
+        ["agent_id", "failures", "error"];
     AgentRetired = "agent.retired", Agents, Agent,
         "An agent was retired: kept for history, given no new work; its live attempts finish (a workspace event).",
         ["agent_id", "version", "previous_status", "live_attempts"];

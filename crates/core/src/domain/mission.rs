@@ -76,6 +76,9 @@ pub enum MissionEvent {
     Pause,
     /// A person resumed it.
     Resume,
+    /// A person continues a failed mission: its failed tasks are retried or
+    /// skipped and the tasks its failure cancelled come back.
+    Continue,
 }
 
 impl MissionEvent {
@@ -91,12 +94,14 @@ impl MissionEvent {
             MissionEvent::Cancel => "cancel",
             MissionEvent::Pause => "pause",
             MissionEvent::Resume => "resume",
+            MissionEvent::Continue => "continue",
         }
     }
 }
 
 impl MissionStatus {
-    /// True once the mission can never change again.
+    /// True once the mission has ended: nothing moves it on its own (only a
+    /// person can continue a failed one).
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -120,6 +125,9 @@ impl MissionStatus {
             (S::AwaitingReview, E::RejectResults) => S::Executing,
             (S::Executing, E::Pause) => S::Paused,
             (S::Paused, E::Resume) => S::Executing,
+            // The one way out of a terminal mission status: a person takes
+            // over where the escalation ladder gave up.
+            (S::Failed, E::Continue) => S::Executing,
             (S::Planning | S::Executing | S::Paused, E::Fail) => S::Failed,
             (s, E::Cancel) if !s.is_terminal() => S::Cancelled,
             _ => {
@@ -188,6 +196,18 @@ mod tests {
                 assert_eq!(err.from, terminal.as_str());
             }
         }
+    }
+
+    #[test]
+    fn only_a_failed_mission_can_be_continued() {
+        for s in MissionStatus::ALL {
+            let r = s.next(MissionEvent::Continue);
+            assert_eq!(r.is_ok(), *s == MissionStatus::Failed, "{s}");
+        }
+        assert_eq!(
+            MissionStatus::Failed.next(MissionEvent::Continue).unwrap(),
+            MissionStatus::Executing
+        );
     }
 
     #[test]

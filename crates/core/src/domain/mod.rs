@@ -8,11 +8,13 @@ pub mod budget;
 pub mod escalation;
 pub mod mission;
 pub mod mission_edit;
+pub mod outcome;
 pub mod task;
 
 pub use attempt::{AttemptStatus, FailureKind, ReportDecision, ReportStatus, decide_report};
 pub use escalation::{Escalation, LadderState, Rung, escalate};
 pub use mission::{Autonomy, MissionEvent, MissionStatus};
+pub use outcome::{FailedTask, Progress};
 pub use task::{BoardColumn, TaskEvent, TaskStatus};
 
 /// A transition that the lifecycle does not allow; it reads "cannot

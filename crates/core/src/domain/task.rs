@@ -76,6 +76,9 @@ pub enum TaskEvent {
     /// Its agent handed it to another agent: the live attempt ends (not a
     /// failure) and the task is ready again, for the receiving agent.
     HandOff,
+    /// A person continued its failed mission: a task the failure cancelled
+    /// waits on its dependencies again.
+    Restore,
 }
 
 impl TaskEvent {
@@ -95,6 +98,7 @@ impl TaskEvent {
             TaskEvent::Reopen => "reopen",
             TaskEvent::AwaitApproval => "await_approval",
             TaskEvent::HandOff => "hand_off",
+            TaskEvent::Restore => "restore",
         }
     }
 }
@@ -176,6 +180,11 @@ impl TaskStatus {
             // The governance gate, just before a claim.
             (S::Queued | S::RetryWait, E::AwaitApproval) => S::AwaitingApproval,
             (S::AwaitingHuman | S::AwaitingApproval, E::Requeue) => S::Queued,
+            // A person continuing a failed mission retries or skips its
+            // failed tasks, and brings back what the failure cancelled.
+            (S::Failed, E::Requeue) => S::Queued,
+            (S::Failed, E::Skip) => S::Skipped,
+            (S::Cancelled, E::Restore) => S::Pending,
             // An agent hands its task to another agent from inside its attempt.
             (S::Running, E::HandOff) => S::Queued,
             (S::AwaitingHuman, E::CompleteByHuman) => S::Succeeded,
@@ -200,7 +209,7 @@ impl TaskStatus {
 mod tests {
     use super::*;
 
-    const EVENTS: [TaskEvent; 14] = [
+    const EVENTS: [TaskEvent; 15] = [
         TaskEvent::DependenciesMet,
         TaskEvent::Claimed,
         TaskEvent::Succeeded,
@@ -215,6 +224,7 @@ mod tests {
         TaskEvent::Reopen,
         TaskEvent::AwaitApproval,
         TaskEvent::HandOff,
+        TaskEvent::Restore,
     ];
 
     #[test]
@@ -239,9 +249,16 @@ mod tests {
 
     #[test]
     fn terminal_tasks_are_immutable() {
+        // The ways out a person takes: reject results, continue a failed mission.
+        let by_a_person = [
+            (TaskStatus::Succeeded, TaskEvent::Reopen),
+            (TaskStatus::Failed, TaskEvent::Requeue),
+            (TaskStatus::Failed, TaskEvent::Skip),
+            (TaskStatus::Cancelled, TaskEvent::Restore),
+        ];
         for s in TaskStatus::ALL.iter().filter(|s| s.is_terminal()) {
             for e in EVENTS {
-                if (*s, e) == (TaskStatus::Succeeded, TaskEvent::Reopen) {
+                if by_a_person.contains(&(*s, e)) {
                     continue;
                 }
                 assert!(s.next(e).is_err(), "{s} accepted {e:?}");
@@ -326,7 +343,7 @@ mod tests {
 
     /// The lifecycle as documented in the module header and `docs/architecture.md`,
     /// written out pair by pair (independently of `next`'s patterns).
-    const TABLE: [(TaskStatus, TaskEvent, TaskStatus); 29] = {
+    const TABLE: [(TaskStatus, TaskEvent, TaskStatus); 32] = {
         use TaskEvent as E;
         use TaskStatus as S;
         [
@@ -359,6 +376,9 @@ mod tests {
             (S::RetryWait, E::Cancel, S::Cancelled),
             (S::AwaitingHuman, E::Cancel, S::Cancelled),
             (S::AwaitingApproval, E::Cancel, S::Cancelled),
+            (S::Failed, E::Requeue, S::Queued),
+            (S::Failed, E::Skip, S::Skipped),
+            (S::Cancelled, E::Restore, S::Pending),
         ]
     };
 

@@ -41,6 +41,7 @@ payload_kind! {
     TaskSkipped => TaskSkipped,
     TaskBudgetRefused => TaskBudgetRefused,
     TaskReopened => TaskReopened,
+    TaskRestored => TaskRestored,
     TaskFailed => TaskFailed,
     TaskCancelled => TaskCancelled,
     AttemptProgressCheck => AttemptProgressCheck,
@@ -460,6 +461,15 @@ pub struct TaskReopened {
     pub named: bool,
     /// The reviewer's feedback.
     pub feedback: String,
+}
+
+/// `task.restored`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskRestored {
+    /// The task's key.
+    pub key: String,
+    /// Why it came back.
+    pub reason: String,
 }
 
 /// `task.failed`.

@@ -261,6 +261,10 @@ fn mission_samples() -> Vec<(EventKind, BTreeSet<String>)> {
             named: true,
             feedback: s(),
         }),
+        keys(&TaskRestored {
+            key: s(),
+            reason: s(),
+        }),
         keys(&TaskFailed {
             key: s(),
             attempts: 1,

@@ -123,6 +123,15 @@ impl From<crate::missions::human::HumanActionError> for ApiError {
                 details: json!({ "problems": problems }),
             },
             E::TaskChanged | E::ReopenRaced => ApiError::conflict("conflict", message),
+            E::VersionConflict {
+                mission_id,
+                expected,
+                current,
+            } => ApiError::Conflict {
+                code: "version_conflict",
+                message,
+                details: json!({ "mission_id": mission_id, "expected": expected, "current": current }),
+            },
             E::IllegalTransition(e) => e.into(),
             E::Mission(e) => e.into(),
             E::Database(e) => e.into(),

@@ -21,6 +21,7 @@ use crate::{
     error::{ApiError, ApiResult},
     missions::{
         self, ApproveRequest, CreateMission, MissionSummary, MissionView, ReviewRequest,
+        continuation::{self, ContinueRequest},
         edit::{self, Removal, UpdateMission},
         human::{CancelTaskRequest, ResolveRequest},
         replan::{self, InstructionsRequest, RejectPlanRequest, SaveRoutineRequest},
@@ -43,6 +44,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(cancel))
         .routes(routes!(pause))
         .routes(routes!(resume))
+        .routes(routes!(continue_failed))
         .routes(routes!(list_events))
         .routes(routes!(resolve_task))
         .routes(routes!(cancel_task))
@@ -602,6 +604,41 @@ async fn resume(
     who.require(WRITERS)?;
     Ok(Json(
         missions::resume(&state.pool, &state.http, &who, id).await?,
+    ))
+}
+
+/// Continues a failed mission: every failed task is retried (a fresh set of
+/// attempts, with optional feedback) or skipped, the tasks the failure
+/// cancelled come back, and the mission executes again; what succeeded stays.
+///
+/// Roles: admin, operator.
+#[utoipa::path(
+    post,
+    path = "/v1/missions/{id}/continue",
+    tag = "missions",
+    operation_id = "continue_mission",
+    params(("id" = Uuid, Path, description = "Mission id")),
+    request_body = ContinueRequest,
+    responses(
+        (status = 200, description = "Executing again", body = MissionView),
+        (status = 400, response = doc::BadRequest),
+        (status = 401, response = doc::Unauthorized),
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound),
+        (status = 409, description = "The mission did not fail (`invalid_state`), or changed since `version` (`version_conflict`)", body = doc::ErrorBody),
+        (status = 422, description = "A named task is unknown or did not fail, or a failed task is not named (`invalid_tasks`)", body = doc::ErrorBody)
+    ),
+    security(("api_token" = []))
+)]
+async fn continue_failed(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<Uuid>,
+    Json(req): Json<ContinueRequest>,
+) -> ApiResult<Json<MissionView>> {
+    who.require(WRITERS)?;
+    Ok(Json(
+        continuation::continue_failed(&state.pool, &who, id, req).await?,
     ))
 }
 

@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod attempts;
+pub mod attention;
 pub mod bdi;
 pub mod blackboard;
 pub mod board;
@@ -130,6 +131,7 @@ fn slices() -> OpenApiRouter<AppState> {
         .routes(routes!(readyz))
         .merge(agents::router())
         .merge(missions::router())
+        .merge(attention::router())
         .merge(blackboard::router())
         .merge(attempts::router())
         .merge(events::router())

@@ -106,15 +106,15 @@ pub async fn send(pool: &PgPool, cfg: &EngineConfig, http: &crate::egress::Clien
         )),
         Err(crate::egress::SendError::Refused) => Some((
             transport_failure(format!("dispatch to {url} {}", crate::egress::REFUSED)),
-            Origin::DispatchFailed,
+            Origin::Unreachable,
         )),
         Err(e) => Some((
             transport_failure(format!("dispatch to {url} failed: {e}")),
-            Origin::DispatchFailed,
+            Origin::Unreachable,
         )),
     };
     if let Some((report, origin)) = outcome {
-        if matches!(origin, Origin::DispatchFailed) {
+        if matches!(origin, Origin::DispatchFailed | Origin::Unreachable) {
             tracing::warn!(%attempt_id, error = report.error.as_deref().unwrap_or(""), "dispatch failed");
         }
         match reports::apply_report(pool, cfg, attempt_id, &report, origin).await {

@@ -69,6 +69,9 @@ pub struct EngineConfig {
     pub contractor_threshold: f64,
     /// Concurrency cap of each contractor.
     pub contractor_concurrency: i32,
+    /// Dispatches in a row that may fail to reach an agent's endpoint before
+    /// the agent is `unreachable` (skipped by scoring until it heartbeats).
+    pub unreachable_after: i32,
     /// How long a tool-approval request waits for a person when the task's
     /// policy sets no timeout of its own.
     pub tool_approval_timeout: Duration,
@@ -102,6 +105,7 @@ impl EngineConfig {
             contractor_url: None,
             contractor_threshold: 0.0,
             contractor_concurrency: 4,
+            unreachable_after: 3,
             tool_approval_timeout: Duration::from_secs(
                 crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS,
             ),

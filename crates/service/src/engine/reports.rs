@@ -27,13 +27,15 @@ use crate::{
     },
     missions::finish::{FinishError, finish_mission_if_done},
     store::{
-        attempts, events,
+        attempts,
+        events::{self, WorkspaceEvent},
         missions::{self, MissionRow},
         tasks::{self, Change},
     },
     verification,
     worker::protocol::WorkerReport,
 };
+use coordinator_protocol::agent_events::AgentUnreachable;
 
 /// Where a report comes from.
 #[derive(Debug, Clone, Copy)]
@@ -45,8 +47,12 @@ pub enum Origin<'a> {
     },
     /// The worker answered the dispatch request with the result at once.
     Inline,
-    /// The dispatch request itself failed.
+    /// The worker answered the dispatch request with something that is
+    /// neither an acceptance nor a result.
     DispatchFailed,
+    /// The dispatch request never reached the worker (connection refused,
+    /// no answer in time, an address the egress policy refuses).
+    Unreachable,
     /// Reconcile found the attempt's lease expired.
     LeaseExpired,
     /// Reconcile found the attempt's agent offline (it stopped heartbeating).
@@ -66,6 +72,7 @@ impl Origin<'_> {
             Origin::Worker { .. } => "callback",
             Origin::Inline => "inline",
             Origin::DispatchFailed => "dispatch_failed",
+            Origin::Unreachable => "unreachable",
             Origin::LeaseExpired => "lease_expired",
             Origin::AgentOffline => "agent_offline",
             Origin::Busy { .. } => "busy",
@@ -117,6 +124,7 @@ pub async fn apply_report(
     let actor = match origin {
         Origin::Worker { .. } | Origin::Inline => format!("agent:{}", attempt.agent_id),
         Origin::DispatchFailed
+        | Origin::Unreachable
         | Origin::LeaseExpired
         | Origin::AgentOffline
         | Origin::Busy { .. } => {
@@ -139,7 +147,7 @@ pub async fn apply_report(
         verifying,
         cost,
     };
-    let failure_kind = settle_attempt(&mut tx, &run, &ended, &next).await?;
+    let failure_kind = settle_attempt(&mut tx, cfg, &run, &ended, &next).await?;
     let spent_before = run.budget_spent;
     run.budget_spent += cost;
     let next = consult_on_redesign(&mut tx, cfg, &run, next, &actor).await?;
@@ -243,6 +251,7 @@ async fn lock_and_decide(
 /// Returns the failure kind recorded, for the metrics.
 async fn settle_attempt(
     tx: &mut PgConnection,
+    cfg: &EngineConfig,
     run: &MissionRow,
     e: &Ended<'_>,
     next: &Next,
@@ -285,11 +294,39 @@ async fn settle_attempt(
             run_id: run.id,
             task_type: &e.task.task_type,
             outcome,
+            reach: match e.origin {
+                Origin::Worker { .. } | Origin::Inline | Origin::Busy { .. } => {
+                    attempts::Reach::Answered
+                }
+                Origin::Unreachable => attempts::Reach::Unreachable,
+                Origin::DispatchFailed | Origin::LeaseExpired | Origin::AgentOffline => {
+                    attempts::Reach::Unknown
+                }
+            },
+            unreachable_after: cfg.unreachable_after,
         },
     )
     .await?;
-    if !settled {
+    if !settled.ended {
         return Err(ReportError::Race("attempt"));
+    }
+    if let Some(failures) = settled.made_unreachable {
+        tracing::warn!(agent_id = %e.attempt.agent_id, failures, "agent unreachable: no work until it heartbeats");
+        events::record(
+            &mut *tx,
+            e.attempt.workspace_id,
+            WorkspaceEvent::new(
+                None,
+                None,
+                &format!("engine:{}", cfg.replica_id),
+                &AgentUnreachable {
+                    agent_id: e.attempt.agent_id.clone(),
+                    failures,
+                    error: e.report.error.clone().unwrap_or_default(),
+                },
+            ),
+        )
+        .await?;
     }
     Ok(failure_kind)
 }
@@ -511,9 +548,10 @@ fn judge(
         redesign: false,
     };
     let default_kind = match origin {
-        Origin::LeaseExpired | Origin::AgentOffline | Origin::DispatchFailed => {
-            FailureKind::Infrastructure
-        }
+        Origin::LeaseExpired
+        | Origin::AgentOffline
+        | Origin::DispatchFailed
+        | Origin::Unreachable => FailureKind::Infrastructure,
         _ => report.failure_kind.unwrap_or(FailureKind::Quality),
     };
     match report.status {

@@ -13,16 +13,19 @@ use sqlx::PgPool;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{MissionError, MissionView, view};
+use serde_json::json;
+
+use super::{MissionError, MissionView, human, view};
 use crate::{
     auth::Principal,
     domain::{
-        MissionStatus,
+        MissionStatus, budget,
         mission_edit::{self, Edit, EditField, EditRefusal, Editable},
     },
     store::{
         events::{self, NewEvent, WorkspaceEvent, payloads},
         missions::{self, MissionFields, MissionRow},
+        tasks,
     },
 };
 use coordinator_core::invalid::Invalid;
@@ -240,8 +243,46 @@ pub async fn update(
         NewEvent::new(id, None, None, &actor, &updated),
     )
     .await?;
+    if to.budget_limit != from.budget_limit {
+        let mut run = run;
+        run.budget_limit = to.budget_limit;
+        readmit_refused(&mut tx, &mut run, &actor).await?;
+    }
     tx.commit().await?;
     Ok(view(pool, who.workspace_id, id).await?)
+}
+
+/// A raised budget takes back the tasks the old one refused (those waiting
+/// for a person after `task.budget_refused`) whose estimate now fits what
+/// is left: they go back to the queue, and admission checks them again.
+async fn readmit_refused(
+    tx: &mut sqlx::PgConnection,
+    run: &mut MissionRow,
+    actor: &str,
+) -> Result<(), EditError> {
+    let refused = tasks::budget_refused(&mut *tx, run.id).await?;
+    for t in refused {
+        if !budget::admit(
+            run.budget_limit,
+            budget::Spend {
+                spent: run.budget_spent,
+                in_flight: 0.0,
+            },
+            t.estimated_cost,
+        ) {
+            continue;
+        }
+        let s = human::Settlement {
+            action: human::HumanAction::Retry,
+            output: None,
+            feedback: None,
+            via: Some(json!({ "budget_raised": run.budget_limit })),
+        };
+        human::settle(&mut *tx, run, &t, s, actor)
+            .await
+            .map_err(|e| EditError::Mission(MissionError::Unexpected(anyhow::anyhow!("{e}"))))?;
+    }
+    Ok(())
 }
 
 /// What removing a mission did.

@@ -5,13 +5,17 @@
 use sqlx::PgConnection;
 
 use crate::{
-    domain::{MissionEvent, MissionStatus},
+    domain::{MissionEvent, MissionStatus, outcome},
     store::{
         agents, attempts,
         missions::{self, MissionRow},
         tasks,
     },
 };
+
+/// The reason on the events of the tasks a mission's failure cancels; a
+/// person continuing the mission brings back exactly these.
+pub const MISSION_FAILED_REASON: &str = "mission failed";
 
 /// Why a mission could not be finished.
 #[derive(Debug, thiserror::Error)]
@@ -41,23 +45,27 @@ pub async fn finish_mission_if_done(
     if failed > 0 {
         // Every rung of the escalation ladder was tried: the mission fails
         // and what is left is cancelled.
-        tasks::cancel_all_open(conn, run.workspace_id, run.id, actor, "mission failed").await?;
+        tasks::cancel_all_open(conn, run.workspace_id, run.id, actor, MISSION_FAILED_REASON)
+            .await?;
         let live = attempts::cancel_live(conn, run.id, None).await?;
         for a in &live {
             agents::release_slot(conn, run.workspace_id, &a.agent_id).await?;
         }
-        let reason = format!("{failed} task(s) failed after every allowed attempt");
+        let reason = outcome::failure_reason(&tasks::failed_required(conn, run.id).await?);
         missions::transition(conn, run, MissionEvent::Fail, actor, Some(&reason))
             .await
             .map_err(|_| FinishError::Race)?;
         return Ok(live);
     } else if open == 0 {
+        // A mission that ends with tasks cancelled or skipped says so on
+        // its event (and in its status detail), not only "completed".
+        let undone = tasks::progress(conn, run.id).await?.left_undone();
         missions::transition(
             conn,
             run,
             MissionEvent::AllTasksDone(run.autonomy()),
             actor,
-            None,
+            undone.as_deref(),
         )
         .await
         .map_err(|_| FinishError::Race)?;

@@ -50,6 +50,18 @@ pub enum HumanActionError {
     /// The task changed between reading and writing it.
     #[error("the task changed meanwhile; reload and try again")]
     TaskChanged,
+    /// The mission is no longer at the version the caller read.
+    #[error(
+        "mission {mission_id} is at version {current}, not {expected}: read it again and redo the action"
+    )]
+    VersionConflict {
+        /// The mission.
+        mission_id: Uuid,
+        /// The version the caller read.
+        expected: i64,
+        /// The version it is at.
+        current: i64,
+    },
     /// A task to reopen changed between reading and writing it.
     #[error("a task changed meanwhile; reload and try again")]
     ReopenRaced,
@@ -96,7 +108,7 @@ pub struct ResolveRequest {
     pub feedback: Option<String>,
 }
 
-fn check_feedback(feedback: Option<&str>) -> Result<(), HumanActionError> {
+pub(super) fn check_feedback(feedback: Option<&str>) -> Result<(), HumanActionError> {
     if feedback.is_some_and(|f| f.chars().count() > MAX_FEEDBACK_CHARS) {
         return Err(Invalid::new(
             "feedback",
@@ -156,6 +168,35 @@ pub async fn resolve(
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
     let t = task_of(&mut tx, &run, task).await?;
+    if t.status() == TaskStatus::Failed {
+        // Retrying or skipping a failed task continues its failed mission
+        // (when it is the only failed one; `continue` takes several).
+        let (retry, skip) = match req.action {
+            HumanAction::Retry => (vec![t.task_key.clone()], Vec::new()),
+            HumanAction::Skip => (Vec::new(), vec![t.task_key.clone()]),
+            HumanAction::Complete | HumanAction::Fail => {
+                return Err(HumanActionError::WrongState(format!(
+                    "task '{}' failed; it can be retried or skipped, not {}",
+                    t.task_key,
+                    if req.action == HumanAction::Fail {
+                        "failed again"
+                    } else {
+                        "completed by hand"
+                    }
+                )));
+            }
+        };
+        let continuation = super::continuation::ContinueRequest {
+            retry,
+            skip,
+            feedback: req.feedback,
+            version: None,
+        };
+        super::continuation::continue_locked(&mut tx, &mut run, &continuation, &actor).await?;
+        missions::notify_wake(&mut tx).await?;
+        tx.commit().await?;
+        return Ok(view(pool, who.workspace_id, id).await?);
+    }
     let cancelled = settle(
         &mut tx,
         &mut run,

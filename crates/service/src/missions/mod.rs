@@ -2,7 +2,9 @@
 //! review, replan, and the mission view. HTTP handlers call these and only
 //! translate.
 
+pub mod attention;
 pub mod commitment;
+pub mod continuation;
 pub mod discovered;
 pub mod edit;
 pub mod finish;
@@ -33,7 +35,9 @@ use crate::{
         tasks,
     },
 };
+use attention::AttentionItem;
 use coordinator_core::agents::PinRefusal;
+use coordinator_core::domain::{Progress, outcome};
 use coordinator_core::invalid::Invalid;
 use planner::{PlanInput, Planned, PlanningError};
 
@@ -469,6 +473,9 @@ async fn check_assignments(
             PinRefusal::UnknownAgent => format!("no agent '{agent_id}'"),
             PinRefusal::Retired => format!("agent '{agent_id}' is retired"),
             PinRefusal::Offline => format!("agent '{agent_id}' is offline"),
+            PinRefusal::Unreachable => format!(
+                "agent '{agent_id}' is unreachable (its endpoint refused or timed out repeatedly)"
+            ),
             PinRefusal::Prohibited => format!(
                 "the organisation spec prohibits agent '{agent_id}' (role '{role}') from task '{key}'"
             ),
@@ -628,8 +635,12 @@ pub struct MissionView {
     pub labels: Vec<String>,
     /// Why it failed.
     pub failure_reason: Option<String>,
-    /// Task counts by status, plus total and percent done.
+    /// Task counts by outcome; `percent` is the share that succeeded.
     pub progress: Progress,
+    /// One sentence on where it stands: what it came to, or what is left.
+    pub status_detail: Option<String>,
+    /// What in this mission waits for a person, oldest first.
+    pub attention: Vec<AttentionItem>,
     /// Task keys on the critical path.
     pub critical_path: Vec<String>,
     /// Tasks in plan order.
@@ -655,19 +666,6 @@ pub struct BudgetView {
     pub limit: Option<f64>,
     /// Spent so far.
     pub spent: f64,
-}
-
-/// Task counts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Progress {
-    /// All tasks.
-    pub total: usize,
-    /// Terminal tasks.
-    pub finished: usize,
-    /// Percent of tasks terminal.
-    pub percent: u32,
-    /// Count per status (only statuses present).
-    pub by_status: BTreeMap<String, usize>,
 }
 
 /// A task as the API shows it.
@@ -734,19 +732,10 @@ pub async fn view(
     for (task, on) in edges {
         deps.entry(task).or_default().push(on);
     }
-    let mut progress = Progress {
-        total: rows.len(),
-        ..Progress::default()
-    };
-    for t in &rows {
-        *progress.by_status.entry(t.status.clone()).or_default() += 1;
-        if t.status().is_terminal() {
-            progress.finished += 1;
-        }
-    }
-    progress.percent = (progress.finished * 100)
-        .checked_div(progress.total)
-        .unwrap_or(0) as u32;
+    let progress = Progress::tally(rows.iter().map(|t| t.status()));
+    let status_detail =
+        outcome::status_detail(run.status(), &progress, run.failure_reason.as_deref());
+    let attention = attention::for_mission(pool, workspace_id, id).await?;
     let tasks = rows
         .into_iter()
         .map(|t| TaskView {
@@ -790,6 +779,8 @@ pub async fn view(
         labels: run.labels,
         failure_reason: run.failure_reason,
         progress,
+        status_detail,
+        attention,
         critical_path,
         tasks,
         created_at: run.created_at,

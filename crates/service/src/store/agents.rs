@@ -186,7 +186,7 @@ pub async fn lock_candidates(
                    FROM agent_task_stats s
                    WHERE s.workspace_id = a.workspace_id AND s.agent_id = a.agent_id) AS history
            FROM agents a
-           WHERE a.workspace_id = ANY($1) AND a.status NOT IN ('offline', 'retired')
+           WHERE a.workspace_id = ANY($1) AND a.status NOT IN ('offline', 'unreachable', 'retired')
              AND (a.kind = 'roster' OR (a.kind = 'contractor' AND a.mission_id = ANY($2)))
              AND a.running_count < a.max_concurrency
            ORDER BY a.workspace_id, a.agent_id
@@ -244,7 +244,7 @@ pub async fn roster_profiles(
         "SELECT agent_id, role, skills, tools, trust, cost_per_task, max_concurrency, model_tier,
                 kind = 'contractor' AS \"contractor!\"
          FROM agents
-         WHERE workspace_id = $1 AND status NOT IN ('offline', 'retired')
+         WHERE workspace_id = $1 AND status NOT IN ('offline', 'unreachable', 'retired')
            AND (kind = 'roster' OR mission_id = $2)
          ORDER BY agent_id",
         workspace_id,
@@ -352,7 +352,7 @@ pub async fn retire_contractors(
 ) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar!(
         "UPDATE agents SET status = 'offline', version = version + 1, updated_at = now()
-         WHERE workspace_id = $1 AND kind = 'contractor' AND mission_id = $2 AND status NOT IN ('offline', 'retired')
+         WHERE workspace_id = $1 AND kind = 'contractor' AND mission_id = $2 AND status NOT IN ('offline', 'unreachable', 'retired')
          RETURNING agent_id",
         workspace_id,
         mission_id
@@ -381,7 +381,7 @@ pub async fn online(conn: &mut PgConnection, workspace_id: Uuid) -> sqlx::Result
     sqlx::query_as!(
         LadderAgent,
         "SELECT agent_id, role, skills, tools, model_tier FROM agents
-         WHERE workspace_id = $1 AND kind = 'roster' AND status NOT IN ('offline', 'retired')
+         WHERE workspace_id = $1 AND kind = 'roster' AND status NOT IN ('offline', 'unreachable', 'retired')
          ORDER BY agent_id",
         workspace_id
     )
@@ -401,7 +401,7 @@ pub enum Beat {
 }
 
 /// Records an agent's heartbeat, with the status it reports if any; an
-/// offline agent comes back `idle` (or `working`). A retired agent stays
+/// offline or unreachable agent comes back `idle` (or `working`). A retired agent stays
 /// retired and nothing is written.
 pub async fn heartbeat(
     pool: &PgPool,
@@ -410,9 +410,9 @@ pub async fn heartbeat(
     reported: Option<&str>,
 ) -> sqlx::Result<Beat> {
     let r = sqlx::query!(
-        "UPDATE agents SET last_seen_at = now(),
+        "UPDATE agents SET last_seen_at = now(), dispatch_failures = 0,
                 status = COALESCE($3,
-                         CASE WHEN status = 'offline' THEN
+                         CASE WHEN status IN ('offline', 'unreachable') THEN
                               CASE WHEN running_count > 0 THEN 'working' ELSE 'idle' END
                          ELSE status END),
                 version = version + CASE WHEN $3::text IS NULL OR $3 = status THEN 0 ELSE 1 END,
@@ -477,9 +477,12 @@ pub async fn update(
            SET role = $3, display_name = $4, skills = $5, tools = $6, endpoint_url = $7,
                max_concurrency = $8, model = $9, model_tier = $10, trust = $11,
                cost_per_task = $12, heartbeat_timeout_secs = $13,
-               last_seen_at = CASE WHEN status IN ('offline', 'retired') AND $14 NOT IN ('offline', 'retired')
+               last_seen_at = CASE WHEN status IN ('offline', 'unreachable', 'retired') AND $14 NOT IN ('offline', 'unreachable', 'retired')
                                    THEN now() ELSE last_seen_at END,
                retired_at = CASE WHEN $14 = 'retired' THEN retired_at END,
+               -- A new endpoint or a status an operator set starts the count over.
+               dispatch_failures = CASE WHEN endpoint_url IS DISTINCT FROM $7 OR status <> $14
+                                        THEN 0 ELSE dispatch_failures END,
                status = $14,
                profile_version = profile_version + 1, version = version + 1, updated_at = now()
            WHERE workspace_id = $1 AND agent_id = $2
@@ -548,7 +551,7 @@ pub async fn live_attempts(
 pub async fn mark_silent_offline(pool: &PgPool) -> sqlx::Result<Vec<(Uuid, String)>> {
     let rows = sqlx::query!(
         "UPDATE agents SET status = 'offline', version = version + 1, updated_at = now()
-         WHERE heartbeat_timeout_secs IS NOT NULL AND status NOT IN ('offline', 'retired')
+         WHERE heartbeat_timeout_secs IS NOT NULL AND status NOT IN ('offline', 'unreachable', 'retired')
            AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_secs)
          RETURNING workspace_id, agent_id"
     )
@@ -567,7 +570,7 @@ pub async fn capabilities(
 ) -> sqlx::Result<Vec<(Vec<String>, Vec<String>)>> {
     let rows = sqlx::query!(
         "SELECT skills, tools FROM agents
-         WHERE workspace_id = $1 AND kind = 'roster' AND status NOT IN ('offline', 'retired')",
+         WHERE workspace_id = $1 AND kind = 'roster' AND status NOT IN ('offline', 'unreachable', 'retired')",
         workspace_id
     )
     .fetch_all(pool)
@@ -628,7 +631,7 @@ pub async fn lost_pins(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<
          JOIN orchestration_runs r ON r.id = t.run_id AND r.status = 'executing'
          LEFT JOIN agents g ON g.workspace_id = t.workspace_id AND g.agent_id = t.pinned_agent_id
          WHERE q.ready_at <= now() AND t.pinned_agent_id IS NOT NULL
-           AND (g.agent_id IS NULL OR g.status IN ('offline', 'retired'))
+           AND (g.agent_id IS NULL OR g.status IN ('offline', 'unreachable', 'retired'))
          ORDER BY q.ready_at, t.id
          LIMIT $1",
         limit

@@ -56,7 +56,7 @@ pub async fn get_for_report(
                   a.worker_url, a.token_hash, a.status, a.report, a.purpose,
                   EXISTS (
                       SELECT 1 FROM agents g
-                      WHERE g.workspace_id = a.workspace_id AND g.kind = 'roster' AND g.status NOT IN ('offline', 'retired')
+                      WHERE g.workspace_id = a.workspace_id AND g.kind = 'roster' AND g.status NOT IN ('offline', 'unreachable', 'retired')
                         AND EXISTS (SELECT 1 FROM unnest(g.skills) s WHERE lower(s) = lower($2))
                   ) AS "verifier!"
            FROM task_attempts a WHERE a.id = $1"#,
@@ -122,13 +122,42 @@ pub struct Settle<'a> {
     pub task_type: &'a str,
     /// Success or failure for past success (`None`: not counted).
     pub outcome: Option<bool>,
+    /// Whether the agent's endpoint answered (LAST SEEN moves), could not be
+    /// reached (counted towards `unreachable`), or neither is known.
+    pub reach: Reach,
+    /// Dispatches in a row that may fail to arrive before the agent is `unreachable`.
+    pub unreachable_after: i32,
+}
+
+/// What an attempt's end says about its agent's endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The worker answered (a report, an inline result, a busy answer).
+    Answered,
+    /// The dispatch never reached the worker (refused, timed out).
+    Unreachable,
+    /// Nothing is known (a lease expired, the agent went offline).
+    Unknown,
+}
+
+/// What [`settle`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    /// The attempt was live and is ended now (else the caller rolls back).
+    pub ended: bool,
+    /// This end made its agent `unreachable`: the failures in a row it counted.
+    pub made_unreachable: Option<i32>,
 }
 
 /// Ends a live attempt and, in the same statement, releases its agent's
 /// slot, counts the outcome for the agent, adds the cost to the mission's
-/// spend and notifies the dispatchers (delivered at commit). False if the
-/// attempt was not live any more (the caller rolls back).
-pub async fn settle(conn: &mut PgConnection, f: Finish<'_>, s: Settle<'_>) -> sqlx::Result<bool> {
+/// spend and notifies the dispatchers (delivered at commit). The agent's
+/// LAST SEEN and its count of undelivered dispatches move with `reach`.
+pub async fn settle(
+    conn: &mut PgConnection,
+    f: Finish<'_>,
+    s: Settle<'_>,
+) -> sqlx::Result<Settled> {
     debug_assert!(!f.status.is_live());
     let row = sqlx::query!(
         r#"WITH a AS (
@@ -139,11 +168,21 @@ pub async fn settle(conn: &mut PgConnection, f: Finish<'_>, s: Settle<'_>) -> sq
                RETURNING id
            ),
            slot AS (
-               UPDATE agents SET running_count = running_count - 1,
-                      status = CASE WHEN status = 'working' AND running_count = 1 THEN 'idle' ELSE status END,
+               UPDATE agents SET running_count = GREATEST(running_count - 1, 0),
+                      status = CASE
+                          WHEN $13 = 'unreachable' AND dispatch_failures + 1 >= $14
+                               AND status NOT IN ('offline', 'retired') THEN 'unreachable'
+                          WHEN status = 'working' AND running_count = 1 THEN 'idle'
+                          ELSE status END,
+                      dispatch_failures = CASE $13 WHEN 'answered' THEN 0
+                          WHEN 'unreachable' THEN dispatch_failures + 1
+                          ELSE dispatch_failures END,
+                      last_seen_at = CASE WHEN $13 = 'answered' THEN now() ELSE last_seen_at END,
                       version = version + 1, updated_at = now()
-               WHERE workspace_id = $8 AND agent_id = $9 AND running_count > 0
+               WHERE workspace_id = $8 AND agent_id = $9
+                 AND (running_count > 0 OR $13 <> 'unknown')
                  AND EXISTS (SELECT 1 FROM a)
+               RETURNING status, dispatch_failures
            ),
            stats AS (
                INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
@@ -158,7 +197,10 @@ pub async fn settle(conn: &mut PgConnection, f: Finish<'_>, s: Settle<'_>) -> sq
                WHERE id = $12 AND $6 <> 0 AND EXISTS (SELECT 1 FROM a)
            )
            -- Wakes every replica's dispatcher at commit (see missions::notify_wake).
-           SELECT (SELECT count(*) FROM a) AS "n!", pg_notify('coordinator_wake', '')::text AS "woke""#,
+           SELECT (SELECT count(*) FROM a) AS "n!",
+                  (SELECT dispatch_failures FROM slot
+                   WHERE status = 'unreachable' AND $13 = 'unreachable' AND dispatch_failures = $14) AS made_unreachable,
+                  pg_notify('coordinator_wake', '')::text AS "woke""#,
         s.attempt_id,
         f.status.as_str(),
         f.failure_kind.map(|k| k.as_str()),
@@ -170,11 +212,20 @@ pub async fn settle(conn: &mut PgConnection, f: Finish<'_>, s: Settle<'_>) -> sq
         s.agent_id,
         s.task_type,
         s.outcome,
-        s.run_id
+        s.run_id,
+        match s.reach {
+            Reach::Answered => "answered",
+            Reach::Unreachable => "unreachable",
+            Reach::Unknown => "unknown",
+        },
+        s.unreachable_after
     )
     .fetch_one(conn)
     .await?;
-    Ok(row.n == 1)
+    Ok(Settled {
+        ended: row.n == 1,
+        made_unreachable: row.made_unreachable,
+    })
 }
 
 /// Records a heartbeat and extends the task's lease. Two single-row

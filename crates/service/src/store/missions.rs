@@ -161,6 +161,20 @@ pub async fn list(
     .await
 }
 
+/// Clears what a mission's failure left on its row (reason, end time) once
+/// a person continued it. The caller holds the mission lock.
+pub async fn clear_failure(conn: &mut PgConnection, run: &mut MissionRow) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE orchestration_runs SET failure_reason = NULL, finished_at = NULL WHERE id = $1",
+        run.id
+    )
+    .execute(conn)
+    .await?;
+    run.failure_reason = None;
+    run.finished_at = None;
+    Ok(())
+}
+
 /// Why a mission transition did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum TransitionError {

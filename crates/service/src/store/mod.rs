@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod attempts;
+pub mod attention;
 pub mod bdi;
 pub mod blackboard;
 pub mod board;

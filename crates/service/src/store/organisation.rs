@@ -142,7 +142,7 @@ pub async fn live_roles(
 ) -> sqlx::Result<BTreeMap<String, i64>> {
     let rows = sqlx::query!(
         r#"SELECT lower(role) AS "role!", count(*) AS "n!" FROM agents
-           WHERE workspace_id = $1 AND status NOT IN ('offline', 'retired') GROUP BY lower(role)"#,
+           WHERE workspace_id = $1 AND status NOT IN ('offline', 'unreachable', 'retired') GROUP BY lower(role)"#,
         workspace_id
     )
     .fetch_all(conn)
@@ -180,7 +180,7 @@ pub async fn live_agents(
 ) -> sqlx::Result<Vec<(String, String)>> {
     let rows = sqlx::query!(
         "SELECT agent_id, role FROM agents
-         WHERE workspace_id = $1 AND status NOT IN ('offline', 'retired') ORDER BY agent_id",
+         WHERE workspace_id = $1 AND status NOT IN ('offline', 'unreachable', 'retired') ORDER BY agent_id",
         workspace_id
     )
     .fetch_all(conn)

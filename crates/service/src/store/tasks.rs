@@ -582,6 +582,109 @@ pub async fn open_and_failed(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Res
     Ok((r.open, r.failed))
 }
 
+/// The required tasks of a mission that failed for good, in plan order.
+pub async fn failed_required(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+) -> sqlx::Result<Vec<coordinator_core::domain::FailedTask>> {
+    let rows = sqlx::query!(
+        "SELECT task_key, attempt_count, last_error FROM orchestration_tasks
+         WHERE run_id = $1 AND status = 'failed' AND NOT optional
+         ORDER BY task_order, id",
+        run_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| coordinator_core::domain::FailedTask {
+            key: r.task_key,
+            attempts: r.attempt_count,
+            last_error: r.last_error,
+        })
+        .collect())
+}
+
+/// The task counts of a mission by outcome.
+pub async fn progress(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+) -> sqlx::Result<coordinator_core::domain::Progress> {
+    let statuses = sqlx::query_scalar!(
+        "SELECT status FROM orchestration_tasks WHERE run_id = $1",
+        run_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(coordinator_core::domain::Progress::tally(
+        statuses.iter().filter_map(|s| s.parse::<TaskStatus>().ok()),
+    ))
+}
+
+/// Brings back the tasks of a mission whose last event is their
+/// cancellation for `reason` (the mission's failure): each waits on its
+/// dependencies again, with its event. Returns how many.
+pub async fn restore_cancelled(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    run_id: Uuid,
+    reason: &str,
+    actor: &str,
+) -> sqlx::Result<usize> {
+    let ids = sqlx::query_scalar!(
+        r#"SELECT t.id AS "id!" FROM orchestration_tasks t
+           WHERE t.run_id = $1 AND t.workspace_id = $2 AND t.status = 'cancelled'
+             AND (SELECT e.kind = 'task.cancelled' AND e.payload->>'reason' = $3
+                  FROM orchestration_events e
+                  WHERE e.run_id = t.run_id AND e.task_id = t.id
+                  ORDER BY e.seq DESC LIMIT 1)
+           ORDER BY t.task_order, t.id"#,
+        run_id,
+        workspace_id,
+        reason
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let rows = get_many(&mut *conn, &ids).await?;
+    for t in &rows {
+        let to = TaskStatus::Cancelled
+            .next(TaskEvent::Restore)
+            .unwrap_or(TaskStatus::Pending);
+        sqlx::query!(
+            "UPDATE orchestration_tasks
+             SET status = 'pending', finished_at = NULL, lease_owner = NULL,
+                 lease_expires_at = NULL, version = version + 1, updated_at = now()
+             WHERE id = $1 AND status = 'cancelled'",
+            t.id
+        )
+        .execute(&mut *conn)
+        .await?;
+        let payload = payloads::TaskRestored {
+            key: t.task_key.clone(),
+            reason: "its mission was continued after failing".to_owned(),
+        };
+        record(&mut *conn, Change::event(t, to, actor, None, &payload)).await?;
+    }
+    Ok(rows.len())
+}
+
+/// The tasks of a mission that wait for a person because admission
+/// refused them (their last event is `task.budget_refused`), in plan order.
+pub async fn budget_refused(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<Vec<TaskRow>> {
+    let ids = sqlx::query_scalar!(
+        r#"SELECT t.id AS "id!" FROM orchestration_tasks t
+           WHERE t.run_id = $1 AND t.status = 'awaiting_human'
+             AND (SELECT e.kind FROM orchestration_events e
+                  WHERE e.run_id = t.run_id AND e.task_id = t.id
+                  ORDER BY e.seq DESC LIMIT 1) = 'task.budget_refused'
+           ORDER BY t.task_order, t.id"#,
+        run_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    get_many(conn, &ids).await
+}
+
 /// Skips the optional tasks of a mission that have not started (budget
 /// warning), records each, and returns how many.
 pub async fn skip_unstarted_optional(

@@ -368,6 +368,31 @@ fn pausing_tools() -> Vec<Tool> {
             group: Group::Mission,
             kind: Kind::ResumeMission,
         },
+        Tool {
+            name: "continue_mission",
+            title: "Continue a failed mission",
+            description: "Continue a failed mission where it stopped: name every failed task in \
+                retry (a fresh set of attempts, with optional feedback) or skip (do without \
+                it); the tasks the failure cancelled come back and what succeeded stays.",
+            parameters: object(
+                json!({
+                    "mission_id": mission_id_schema("to continue"),
+                    "retry": { "type": "array", "items": { "type": "string" }, "maxItems": 500,
+                               "description": "Keys (or ids) of failed tasks to run again." },
+                    "skip": { "type": "array", "items": { "type": "string" }, "maxItems": 500,
+                              "description": "Keys (or ids) of failed tasks to do without." },
+                    "feedback": { "type": "string", "maxLength": 4000,
+                                  "description": "Guidance for the retried tasks' next attempts." },
+                    "version": { "type": "integer",
+                                 "description": "The mission's version as read: refused if it changed since." },
+                }),
+                &["mission_id"],
+            ),
+            roles: WRITERS,
+            read_only: false,
+            group: Group::Mission,
+            kind: Kind::ContinueMission,
+        },
     ]
 }
 

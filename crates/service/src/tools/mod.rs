@@ -88,6 +88,7 @@ enum Kind {
     ResolveTask,
     PauseMission,
     ResumeMission,
+    ContinueMission,
     ResolveDecision,
     ResolveToolApproval,
     SearchPlanLibrary,
@@ -317,6 +318,13 @@ impl Tool {
             Kind::ResumeMission => {
                 let id = mission_id(&mut args)?;
                 let view = missions::resume(cx.pool, cx.http, who, id).await?;
+                Ok(mission_result(&view, false))
+            }
+            Kind::ContinueMission => {
+                let id = mission_id(&mut args)?;
+                let req: crate::missions::continuation::ContinueRequest = request(args)?;
+                let view =
+                    crate::missions::continuation::continue_failed(cx.pool, who, id, req).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::ResolveDecision => {
@@ -616,8 +624,8 @@ fn next_step(v: &MissionView) -> String {
             waiting.join(", ")
         ),
         Some(MissionStatus::Executing) => format!(
-            "Running: {} of {} tasks finished; call mission_status to follow progress.",
-            v.progress.finished, v.progress.total
+            "Running: {}; call mission_status to follow progress.",
+            v.progress.line()
         ),
         Some(MissionStatus::Paused) => {
             "The mission is paused: nothing new is dispatched; call resume_mission to continue."
@@ -634,7 +642,8 @@ fn next_step(v: &MissionView) -> String {
                 .to_owned()
         }
         Some(MissionStatus::Failed) => format!(
-            "The mission failed: {}. Tell the user; create_mission can start a new attempt.",
+            "The mission failed: {}. Tell the user; continue_mission retries or skips the failed \
+             tasks and goes on from there (what succeeded stays).",
             v.failure_reason.as_deref().unwrap_or("no reason recorded")
         ),
         Some(MissionStatus::Cancelled) => "The mission was cancelled.".to_owned(),
