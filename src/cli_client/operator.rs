@@ -8,9 +8,7 @@ use clap::Subcommand;
 use serde_json::{Map, Value, json};
 
 use super::{
-    CliError, CliResult, ClientArgs,
-    missions::status_line,
-    out, out_json, parse_json_flag, report,
+    CliError, CliResult, ClientArgs, out, out_json, parse_json_flag, report,
     table::{Table, datetime, or_dash, truncate},
 };
 use crate::client::{AttentionItem, ResolveTask};
@@ -23,7 +21,7 @@ pub enum OperatorCommand {
     Inbox(InboxArgs),
     /// Settle one task of a mission: resolve, retry, skip, complete, fail or cancel it.
     Task(TaskArgs),
-    /// Tool calls waiting for a person's yes or no: list, approve, deny.
+    /// Tool calls waiting for a person's yes or no: list, approve, deny, resolve.
     ToolApproval(ToolApprovalArgs),
     /// Blocker decisions agents raise: list, request, resolve (resolving takes a stakeholder token).
     Decision(DecisionArgs),
@@ -164,6 +162,17 @@ pub enum ToolApprovalCommand {
         id: String,
         /// Why (logged).
         #[arg(long, default_value = "approved by an operator")]
+        rationale: String,
+    },
+    /// Settle a tool call with an outcome (`approve` and `deny` are its shortcuts).
+    Resolve {
+        /// Tool-approval id.
+        id: String,
+        /// approved or denied.
+        #[arg(long, value_parser = ["approved", "denied"])]
+        outcome: String,
+        /// Why (logged, and told to the agent).
+        #[arg(long, default_value = "settled by an operator")]
         rationale: String,
     },
     /// Refuse the tool call.
@@ -325,7 +334,7 @@ async fn task(client: &ClientArgs, command: TaskCommand) -> CliResult {
             let m = api
                 .cancel_task(&task.mission, &task.task, reason.as_deref())
                 .await?;
-            status_line(json, &format!("task {} cancelled;", task.task), &m)?;
+            task_line(json, &format!("task {} cancelled", task.task), &m)?;
             return Ok(ExitCode::SUCCESS);
         }
         TaskCommand::Delegate { task, data } => {
@@ -360,8 +369,16 @@ async fn task(client: &ClientArgs, command: TaskCommand) -> CliResult {
         "skip" => "skipped",
         _ => "failed",
     };
-    status_line(json, &format!("task {} {verb};", t.task), &m)?;
+    task_line(json, &format!("task {} {verb}", t.task), &m)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// After a task command: what happened, and where the mission stands (or the mission as JSON).
+fn task_line(json: bool, what: &str, m: &crate::client::Mission) -> Result<(), CliError> {
+    if json {
+        return out_json(m);
+    }
+    out(&format!("{what}; mission {} is {}\n", m.id, m.status))
 }
 
 /// Runs a `tool-approval …` command.
@@ -383,6 +400,18 @@ async fn tool_approval(client: &ClientArgs, command: ToolApprovalCommand) -> Cli
         }
         ToolApprovalCommand::Approve { id, rationale } => (id, "approved", rationale),
         ToolApprovalCommand::Deny { id, rationale } => (id, "denied", rationale),
+        ToolApprovalCommand::Resolve {
+            id,
+            outcome,
+            rationale,
+        } => {
+            let outcome = if outcome == "approved" {
+                "approved"
+            } else {
+                "denied"
+            };
+            (id, outcome, rationale)
+        }
     };
     let body = json!({ "outcome": outcome, "rationale": rationale });
     let answer = api

@@ -58,6 +58,17 @@ async fn an_operator_settles_a_mission_from_the_cli() {
         .find(|i| i["kind"] == "human_task" && i["task_key"] == "a")
         .unwrap_or_else(|| panic!("no human task in {inbox}"));
     assert_eq!(item["mission_id"], id.as_str());
+    // Every command the service suggests is one this CLI takes (first choice of each `a|b`).
+    for item in items {
+        let command = item["command"].as_str().expect("command");
+        let args: Vec<String> = command
+            .split_whitespace()
+            .map(|w| w.split('|').next().unwrap_or(w).to_owned())
+            .collect();
+        if let Err(e) = <coordinator::cli::Cli as clap::Parser>::try_parse_from(&args) {
+            panic!("{command}: {e}");
+        }
+    }
     let table = cli(url, token, &["inbox"]).await.ok().stdout;
     assert!(table.contains("human_task"), "{table}");
     assert!(table.contains("$ coordinator "), "{table}");
@@ -223,5 +234,69 @@ async fn plans_decisions_and_plumbing_from_the_cli() {
     assert!(ran.stdout.starts_with("BDI maintenance ran"), "{ran:#?}");
     let none = cli(url, token, &["tool-approval", "list"]).await.ok();
     assert!(none.stderr.contains("none"), "{none:#?}");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_mission_is_continued_from_the_cli() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 1).await;
+    let http = reqwest::Client::new();
+    let (url, token) = (app.url.as_str(), app.token.as_str());
+    let m = app
+        .create_mission(
+            json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan(),
+                               "constraints": {"human_escalation": false}}),
+        )
+        .await;
+    let id = m["id"].as_str().expect("id").to_owned();
+    let mut next = 1;
+    fail_times(&worker, &http, &mut next, 3, "a").await;
+    app.wait_for_status(&id, &["failed"]).await;
+
+    // `watch` on a failed mission: exit 3, the reason, and how to go on.
+    let watched = cli(url, token, &["mission", "watch", &id]).await;
+    assert_eq!(watched.code, 3, "{watched:#?}");
+    assert!(
+        watched
+            .stderr
+            .contains(&format!("coordinator mission continue {id} --retry")),
+        "{watched:#?}"
+    );
+    let shown = cli(url, token, &["mission", "show", &id]).await.ok().stdout;
+    assert!(shown.contains("0 of 3 done (0%) · 1 failed"), "{shown}");
+    assert!(!shown.contains("100%"), "{shown}");
+
+    // Continue it: the failed task runs again and the mission finishes.
+    let continued = cli(
+        url,
+        token,
+        &[
+            "mission",
+            "continue",
+            &id,
+            "--retry",
+            "a",
+            "--feedback",
+            "try again",
+        ],
+    )
+    .await
+    .ok();
+    assert_eq!(
+        continued.stdout,
+        format!("mission {id} continued; status executing\n")
+    );
+    for key in ["a", "b", "c"] {
+        let d = worker.dispatch(next).await;
+        next += 1;
+        assert_eq!(d.task.key, key);
+        succeed(&http, &d, json!(format!("{key} done")), 0.0).await;
+    }
+    app.wait_for_status(&id, &["completed"]).await;
+    // Neither flag is a usage error.
+    let bad = cli(url, token, &["mission", "continue", &id]).await;
+    assert_eq!(bad.code, 2, "{bad:#?}");
     app.stop().await;
 }
