@@ -924,6 +924,82 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_mission_never_shows_100_percent() {
+        let mut m = mission();
+        m.status = "failed".into();
+        m.progress = serde_json::from_value(json!({
+            "total": 11, "finished": 11, "percent": 36, "done": 4, "failed": 2,
+            "cancelled": 5, "skipped": 0, "waiting": 0, "remaining": 0, "by_status": {}
+        }))
+        .expect("progress");
+        let text = progress_text(&m);
+        assert!(
+            text.ends_with("4 of 11 done (36%) · 2 failed · 5 cancelled"),
+            "{text}"
+        );
+        // From a service that sends only the counts by status, the same.
+        m.progress = serde_json::from_value(json!({
+            "total": 11, "finished": 11, "percent": 100,
+            "by_status": {"succeeded": 4, "failed": 2, "cancelled": 5}
+        }))
+        .expect("progress");
+        assert_eq!(progress_text(&m), text);
+    }
+
+    #[test]
+    fn watch_prints_the_command_for_what_waits() {
+        let mut m = mission();
+        m.tasks[0].status = "awaiting_human".into();
+        let mut f = Follow::new(m.clone());
+        let ev = Event {
+            kind: "task.awaiting_human".into(),
+            task_id: Some(Uuid::from_u128(7)),
+            ..Event::default()
+        };
+        let hints = f.hints(&ev);
+        assert_eq!(hints.len(), 1, "{hints:?}");
+        assert!(
+            hints[0]
+                .contains("coordinator task resolve 00000000-0000-0000-0000-000000000001 scope"),
+            "{hints:?}"
+        );
+        assert!(f.hints(&ev).is_empty(), "shown once");
+        // The service's own attention items win, each shown once.
+        m.attention = vec![
+            serde_json::from_value(json!({
+                "kind": "budget", "task_id": Uuid::from_u128(7),
+                "summary": "the budget refused task scope",
+                "command": "coordinator mission edit 1 --budget 9"
+            }))
+            .expect("item"),
+        ];
+        let mut f = Follow::new(m);
+        let hints = f.hints(&ev);
+        assert_eq!(
+            hints,
+            ["the budget refused task scope: coordinator mission edit 1 --budget 9"]
+        );
+        assert!(f.hints(&ev).is_empty());
+    }
+
+    #[test]
+    fn the_more_hint_keeps_every_filter() {
+        let next = Uuid::from_u128(9);
+        let filter = MissionFilter {
+            status: Some("failed".into()),
+            limit: Some(5),
+            cursor: Some(Uuid::from_u128(3)),
+            archived: true,
+        };
+        assert_eq!(
+            more_hint(&filter, next),
+            format!(
+                "coordinator mission list --status failed --limit 5 --archived --cursor {next}"
+            )
+        );
+    }
+
+    #[test]
     fn create_bodies() {
         let args = |goal: Option<&str>| CreateArgs {
             goal: goal.map(str::to_owned),

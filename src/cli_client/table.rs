@@ -219,6 +219,11 @@ mod tests {
         assert_eq!(truncate("short", 10), "short");
         assert_eq!(truncate("exactly-10", 10), "exactly-10");
         assert_eq!(truncate("a longer sentence", 8), "a longe…");
+        assert_eq!(money(0.015), "0.015");
+        assert_eq!(money(0.060000000000000005), "0.06");
+        assert_eq!(money(5.0), "5.00");
+        assert_eq!(money(1.5), "1.50");
+        assert_eq!(money(0.00001234), "0.000012");
         assert_eq!(bar(1, 4, 8), "[██░░░░░░] 1/4");
         assert_eq!(bar(0, 0, 4), "[░░░░] 0/0");
         assert_eq!(bar(9, 4, 4), "[████] 9/4");
