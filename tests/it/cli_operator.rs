@@ -50,28 +50,7 @@ async fn an_operator_settles_a_mission_from_the_cli() {
     assert!(shown.contains("Needs you:"), "{shown}");
     assert!(shown.contains("coordinator task"), "{shown}");
 
-    // The workspace inbox lists it with the command to run.
-    let inbox = cli(url, token, &["inbox", "--json"]).await.ok().json();
-    let items = inbox["items"].as_array().expect("items");
-    let item = items
-        .iter()
-        .find(|i| i["kind"] == "human_task" && i["task_key"] == "a")
-        .unwrap_or_else(|| panic!("no human task in {inbox}"));
-    assert_eq!(item["mission_id"], id.as_str());
-    // Every command the service suggests is one this CLI takes (first choice of each `a|b`).
-    for item in items {
-        let command = item["command"].as_str().expect("command");
-        let args: Vec<String> = command
-            .split_whitespace()
-            .map(|w| w.split('|').next().unwrap_or(w).to_owned())
-            .collect();
-        if let Err(e) = <coordinator::cli::Cli as clap::Parser>::try_parse_from(&args) {
-            panic!("{command}: {e}");
-        }
-    }
-    let table = cli(url, token, &["inbox"]).await.ok().stdout;
-    assert!(table.contains("human_task"), "{table}");
-    assert!(table.contains("$ coordinator "), "{table}");
+    inbox_lists_task_a(url, token, &id).await;
 
     // Retry it with guidance: the next dispatch carries it.
     let retried = cli(
@@ -164,6 +143,32 @@ async fn an_operator_settles_a_mission_from_the_cli() {
     .await;
     assert_eq!(bad.code, 2, "{bad:#?}");
     app.stop().await;
+}
+
+/// `inbox` lists task a of mission `id` with a command this CLI takes.
+async fn inbox_lists_task_a(url: &str, token: &str, id: &str) {
+    // The workspace inbox lists it with the command to run.
+    let inbox = cli(url, token, &["inbox", "--json"]).await.ok().json();
+    let items = inbox["items"].as_array().expect("items");
+    let item = items
+        .iter()
+        .find(|i| i["kind"] == "human_task" && i["task_key"] == "a")
+        .unwrap_or_else(|| panic!("no human task in {inbox}"));
+    assert_eq!(item["mission_id"], id);
+    // Every command the service suggests is one this CLI takes (first choice of each `a|b`).
+    for item in items {
+        let command = item["command"].as_str().expect("command");
+        let args: Vec<String> = command
+            .split_whitespace()
+            .map(|w| w.split('|').next().unwrap_or(w).to_owned())
+            .collect();
+        if let Err(e) = <coordinator::cli::Cli as clap::Parser>::try_parse_from(&args) {
+            panic!("{command}: {e}");
+        }
+    }
+    let table = cli(url, token, &["inbox"]).await.ok().stdout;
+    assert!(table.contains("human_task"), "{table}");
+    assert!(table.contains("$ coordinator "), "{table}");
 }
 
 #[tokio::test]
