@@ -275,6 +275,25 @@ async fn unknown_event_kinds_are_refused_naming_what_is_allowed() {
             .contains("'nonsense.kind' is not an event kind"),
         "{body}"
     );
+    // A mistyped constraint key is named with the key meant.
+    let (s, body) = app
+        .post(
+            "/v1/missions",
+            json!({"goal": "g", "constraints": {"depht": "deep"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(
+        body["error"]["details"]["field"], "constraints.depht",
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did you mean 'depth'"),
+        "{body}"
+    );
     // Unknown query keys are named, with the ones allowed.
     let (s, body) = app.get("/v1/missions?stauts=executing").await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");

@@ -174,6 +174,19 @@ pub async fn create(
     if !constraints.is_object() {
         return Err(Invalid::new("constraints", "constraints must be a JSON object").into());
     }
+    let known = coordinator_core::planning::constraint_keys::known_keys();
+    if let Some((given, meant)) =
+        coordinator_core::planning::constraint_keys::mistyped(&constraints, known)
+    {
+        return Err(Invalid::new(
+            format!("constraints.{given}"),
+            format!(
+                "unknown constraint '{given}'; did you mean '{meant}'? (the planner reads: {})",
+                known.iter().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .into());
+    }
     if constraints
         .get("human_escalation")
         .is_some_and(|v| !v.is_boolean())
