@@ -43,14 +43,25 @@ async fn the_page_and_its_assets_are_served_without_a_token_and_unknown_paths_st
     assert!(header(&headers, "content-security-policy").contains("script-src 'self'"));
     assert!(body.contains("/assets/board.js") && body.contains("/assets/board.css"));
 
-    for (path, content_type, needle) in [
+    // The entry module, the modules it imports (each preloaded by the page)
+    // and the stylesheet.
+    let js = "text/javascript; charset=utf-8";
+    let mut assets = vec![
+        ("/assets/board.js".to_owned(), js, "import "),
+        ("/assets/stream.js".to_owned(), js, "text/event-stream"),
         (
-            "/assets/board.js",
-            "text/javascript; charset=utf-8",
-            "text/event-stream",
+            "/assets/board.css".to_owned(),
+            "text/css; charset=utf-8",
+            ".board",
         ),
-        ("/assets/board.css", "text/css; charset=utf-8", ".board"),
-    ] {
+    ];
+    for preload in body.split("rel=\"modulepreload\" href=\"").skip(1) {
+        let path = preload.split('"').next().unwrap_or_default().to_owned();
+        assets.push((path, js, "export "));
+    }
+    assert!(assets.len() >= 8, "the page preloads its modules: {body}");
+    for (path, content_type, needle) in assets {
+        let path = path.as_str();
         let (status, headers, body) = fetch(&app, path, None).await;
         assert_eq!(status, 200, "{path}");
         assert_eq!(header(&headers, "content-type"), content_type, "{path}");
@@ -322,5 +333,39 @@ async fn a_person_approves_a_tool_call_in_the_approvals_panel_in_headless_chromi
     assert_eq!(polled["granted"], true, "{polled}");
     let png = std::fs::read(&shot).expect("screenshot saved");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_docs_page_makes_no_outside_calls_in_headless_chromium() {
+    let (Some(js), Some(chromium)) = (peers::js_dir(), peers::chromium()) else {
+        return;
+    };
+    let app = spawn_app().await;
+    let shot = peers::artifacts().join("docs-page.png");
+    let _ = std::fs::remove_file(&shot);
+    let run = tokio::process::Command::new("node")
+        .arg(js.join("docs-page.mjs"))
+        .arg(&app.url)
+        .arg(&shot)
+        .arg(&chromium)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the browser run finished within 2 minutes")
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
+    // The page loaded its script and the document from the service...
+    assert!(s["requests"].as_u64().unwrap_or(0) >= 3, "{s}");
+    // ...and nothing from anywhere else, nor offers a button that would.
+    assert_eq!(s["outside"], json!([]), "{s}");
+    assert_eq!(s["buttons"], json!([]), "{s}");
     app.stop().await;
 }

@@ -11,6 +11,8 @@ mod api_input;
 mod attempts;
 mod bdi;
 mod board;
+mod board_actions;
+mod board_layout;
 mod board_page;
 mod chaos;
 mod cli;

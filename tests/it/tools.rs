@@ -23,6 +23,7 @@ const TOOLS: &[&str] = &[
     "resolve_task",
     "pause_mission",
     "resume_mission",
+    "continue_mission",
     "resolve_tool_approval",
     "search_plan_library",
 ];

@@ -334,7 +334,7 @@ mod tests {
                 .unwrap()
                 .plan
         );
-        assert!(plan.tasks[0].title.contains(goal));
+        assert!(plan.tasks[0].description.contains(goal));
         assert_valid(&plan);
     }
 
@@ -382,7 +382,7 @@ mod tests {
         assert!(provenance.reason.contains("generic"));
         assert_eq!(provenance.match_outcome.as_ref().unwrap().best, None);
         assert_eq!(plan.tasks.len(), 3);
-        assert_eq!(plan.tasks[0].title, "Research: asdf qwerty");
+        assert_eq!(plan.tasks[0].title, "Research");
         assert_eq!((plan.clone(), provenance.planner), {
             let (p, prov) = instantiate_generic(&library, "asdf qwerty");
             (p, prov.planner)

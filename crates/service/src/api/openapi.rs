@@ -436,7 +436,12 @@ async fn scalar_js() -> impl axum::response::IntoResponse {
     )
 }
 
-/// The Scalar page, pointed at the served document.
+/// The Scalar page, pointed at the served document. It makes no call to
+/// anywhere but this service: no web fonts, and the features that talk to
+/// Scalar's own services (the "Ask AI" agent with its API registry, "Generate
+/// MCP", the developer toolbar with "Deploy", telemetry) are turned off; on
+/// 127.0.0.1 Scalar would otherwise turn the agent and MCP on by itself.
+/// `tests/js/docs-page.mjs` fails on any request that leaves the host.
 const DOCS_HTML: &str = r#"<!doctype html>
 <html>
 <head>
@@ -446,7 +451,7 @@ const DOCS_HTML: &str = r#"<!doctype html>
 </head>
 <body>
 <noscript>This page needs JavaScript. The OpenAPI document is at <a href="/openapi.json">/openapi.json</a>.</noscript>
-<script id="api-reference" data-url="/openapi.json" data-configuration='{"withDefaultFonts": false}'></script>
+<script id="api-reference" data-url="/openapi.json" data-configuration='{"withDefaultFonts": false, "agent": {"disabled": true}, "mcp": {"disabled": true}, "showDeveloperTools": "never", "telemetry": false}'></script>
 <script src="/docs/scalar.js"></script>
 </body>
 </html>

@@ -55,10 +55,23 @@ macro_rules! asset {
 
 const INDEX: Asset = asset!("index.html", "text/html; charset=utf-8");
 
-/// Everything under `/assets/`.
+/// Everything under `/assets/`: the stylesheet, the entry module and the
+/// modules it imports (index.html preloads them all, so they arrive in
+/// parallel rather than one import at a time).
 const ASSETS: &[Asset] = &[
-    asset!("board.js", "text/javascript; charset=utf-8"),
     asset!("board.css", "text/css; charset=utf-8"),
+    asset!("board.js", "text/javascript; charset=utf-8"),
+    asset!("state.js", "text/javascript; charset=utf-8"),
+    asset!("dom.js", "text/javascript; charset=utf-8"),
+    asset!("api.js", "text/javascript; charset=utf-8"),
+    asset!("stream.js", "text/javascript; charset=utf-8"),
+    asset!("missions.js", "text/javascript; charset=utf-8"),
+    asset!("header.js", "text/javascript; charset=utf-8"),
+    asset!("cards.js", "text/javascript; charset=utf-8"),
+    asset!("graph.js", "text/javascript; charset=utf-8"),
+    asset!("timeline.js", "text/javascript; charset=utf-8"),
+    asset!("attention.js", "text/javascript; charset=utf-8"),
+    asset!("approvals.js", "text/javascript; charset=utf-8"),
 ];
 
 /// The page loads only its own scripts and styles and talks only to this origin.
@@ -124,6 +137,20 @@ mod tests {
                 "index.html does not load {}",
                 a.name
             );
+        }
+    }
+
+    #[test]
+    fn every_module_a_script_imports_is_served() {
+        for a in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+            for import in a.body.split("from './").skip(1) {
+                let name = import.split('\'').next().unwrap_or_default();
+                assert!(
+                    ASSETS.iter().any(|b| b.name == name),
+                    "{} imports {name}, which is not in ASSETS",
+                    a.name
+                );
+            }
         }
     }
 
