@@ -61,10 +61,19 @@ pub enum Command {
     Chaos(crate::chaos::ChaosArgs),
     /// Check a database's invariants (exit 1 if any is violated).
     Audit(AuditArgs),
-    /// Missions on a running service: create, list, show, edit, delete, approve, cancel, review, watch.
+    /// Missions on a running service: create, list, show, watch, edit, approve,
+    /// review, pause, resume, continue, instruct, cancel, delete and more.
     Mission(MissionArgs),
-    /// Agents on a running service: register, list, show, heartbeat.
+    /// Agents on a running service: register, list, show, update, retire,
+    /// heartbeat; messages (send, inbox, read, ack, thread); reservations
+    /// (reserve, release, reservations); status.
     Agent(AgentArgs),
+    /// The operator's inbox and settling of tasks, tool approvals and decisions.
+    #[command(flatten)]
+    Operator(cli_client::OperatorCommand),
+    /// Workspace plumbing: webhooks, org spec, tenders, workforce, board, handoffs, BDI.
+    #[command(flatten)]
+    Workspace(cli_client::WorkspaceCommand),
     /// Manage API tokens.
     Token {
         /// Token command.
@@ -626,7 +635,9 @@ pub async fn main() -> ExitCode {
         // Refused and retried worker callbacks are the point of a chaos run.
         Command::Chaos(_) => "warn,coordinator_workers=error",
         // Client commands print their own output; a failure is one error line.
-        Command::Mission(_) | Command::Agent(_) => "warn",
+        Command::Mission(_) | Command::Agent(_) | Command::Operator(_) | Command::Workspace(_) => {
+            "warn"
+        }
         _ => "info",
     };
     let _ = LOG_FORMAT.set(cli.log_format);
@@ -764,6 +775,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Audit(args) => audit(args).await,
         Command::Mission(args) => Ok(cli_client::mission(args).await),
         Command::Agent(args) => Ok(cli_client::agent(args).await),
+        Command::Operator(command) => Ok(cli_client::operator(command).await),
+        Command::Workspace(command) => Ok(cli_client::workspace(command).await),
         Command::Token { command } => token(command).await,
         // Printed by `main` before logging starts: it needs the parsed sources.
         Command::Config { .. } => Ok(ExitCode::SUCCESS),
@@ -887,6 +900,7 @@ async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
         !name.trim().is_empty() && name.chars().count() <= 128,
         "--name must be 1 to 128 characters"
     );
+    let used = token_database(&db)?;
     let db = Database::open(&db).await?;
     let mut conn = db.pool.acquire().await?;
     let ws = auth::workspace_by_name(&mut conn, &workspace).await?;
@@ -906,8 +920,28 @@ async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
     drop(conn);
     db.close().await?;
     println!("{secret}");
-    eprintln!("created a token with role {role} in workspace '{workspace}' (shown only once)");
+    eprintln!(
+        "created a token with role {role} in workspace '{workspace}' of {used} (shown only once)"
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The database a token command writes into, in words; never a new one: a
+/// token in a database no service reads is refused with 401 (use `--url`).
+fn token_database(db: &DatabaseArgs) -> anyhow::Result<String> {
+    if let Some(url) = &db.database_url {
+        // No password in the output: keep what follows the credentials.
+        let shown = url.rsplit_once('@').map_or(url.as_str(), |(_, host)| host);
+        return Ok(format!("the database at {shown}"));
+    }
+    anyhow::ensure!(
+        crate::local_postgres::LocalPostgres::exists(&db.data_dir),
+        "no database in {}: token commands never create one. Ask the running service \
+         (--url URL --token ADMIN_TOKEN), or name its database (--database-url URL, \
+         DATABASE_URL, or --data-dir DIR of the private one `serve` started)",
+        db.data_dir.display()
+    );
+    Ok(format!("the private database in {}", db.data_dir.display()))
 }
 
 /// Completes on SIGINT or SIGTERM.

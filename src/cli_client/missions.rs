@@ -1,7 +1,8 @@
-//! `coordinator mission create|list|show|edit|delete|approve|cancel|review|watch`.
+//! `coordinator mission create|list|show|edit|delete|approve|cancel|review|watch`
+//! (the later actions are in [`super::mission_actions`]).
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     path::PathBuf,
     process::ExitCode,
 };
@@ -11,8 +12,11 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    CliError, CliResult, ClientArgs, EXIT_MISSION_FAILED, out, out_json, parse_json_flag,
-    table::{Table, bar, clock, datetime, fields, or_dash, truncate},
+    CliError, CliResult, ClientArgs, EXIT_MISSION_FAILED,
+    mission_actions::{self, ActionCommand},
+    operator::needs_you,
+    out, out_json, parse_json_flag,
+    table::{Table, clock, datetime, fields, gauge, money, or_dash, truncate},
 };
 use crate::client::{
     Client, Event, Mission, MissionFilter, MissionSummary, Review, is_terminal_status,
@@ -107,6 +111,9 @@ pub enum MissionCommand {
         #[arg(long, default_value_t = 0)]
         after: i64,
     },
+    /// The actions on a mission after it was created.
+    #[command(flatten)]
+    Action(ActionCommand),
 }
 
 /// `coordinator mission create`.
@@ -234,14 +241,13 @@ pub(super) async fn run(args: MissionArgs) -> CliResult {
             cursor,
             archived,
         } => {
-            let page = api
-                .missions(&MissionFilter {
-                    status,
-                    limit: Some(limit),
-                    cursor,
-                    archived,
-                })
-                .await?;
+            let filter = MissionFilter {
+                status,
+                limit: Some(limit),
+                cursor,
+                archived,
+            };
+            let page = api.missions(&filter).await?;
             if json {
                 out_json(&page)?;
             } else {
@@ -251,7 +257,7 @@ pub(super) async fn run(args: MissionArgs) -> CliResult {
                     out(&mission_table(&page.missions).render())?;
                 }
                 if let Some(next) = page.next_cursor {
-                    eprintln!("more: coordinator mission list --cursor {next}");
+                    eprintln!("more: {}", more_hint(&filter, next));
                 }
             }
         }
@@ -305,6 +311,7 @@ pub(super) async fn run(args: MissionArgs) -> CliResult {
             status_line(json, verb, &mission)?;
         }
         MissionCommand::Watch { id, after } => return watch(&api, &id, after, json).await,
+        MissionCommand::Action(action) => return mission_actions::run(&api, action, json).await,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -360,12 +367,28 @@ fn create_body(c: CreateArgs) -> Result<Value, CliError> {
     Ok(Value::Object(body))
 }
 
-fn status_line(json: bool, verb: &str, m: &Mission) -> Result<(), CliError> {
+pub(super) fn status_line(json: bool, verb: &str, m: &Mission) -> Result<(), CliError> {
     if json {
         out_json(m)
     } else {
         out(&format!("mission {} {verb}; status {}\n", m.id, m.status))
     }
+}
+
+/// The command that lists the next page: the same filters, the next cursor.
+fn more_hint(filter: &MissionFilter, next: Uuid) -> String {
+    let mut line = "coordinator mission list".to_owned();
+    if let Some(s) = &filter.status {
+        line.push_str(&format!(" --status {s}"));
+    }
+    if let Some(l) = filter.limit {
+        line.push_str(&format!(" --limit {l}"));
+    }
+    if filter.archived {
+        line.push_str(" --archived");
+    }
+    line.push_str(&format!(" --cursor {next}"));
+    line
 }
 
 fn mission_table(missions: &[MissionSummary]) -> Table {
@@ -384,18 +407,35 @@ fn mission_table(missions: &[MissionSummary]) -> Table {
     t
 }
 
+/// The progress by outcome: "4 of 11 done · 2 failed · 5 cancelled"; the
+/// percentage is of what succeeded, so a failed mission never shows 100 %.
 fn progress_text(m: &Mission) -> String {
-    format!(
-        "{} tasks done ({}%)",
-        bar(m.progress.finished, m.progress.total, 20),
-        m.progress.percent
-    )
+    let p = m.progress.outcomes();
+    let mut text = format!(
+        "{} {} of {} done ({}%)",
+        gauge(p.done, p.total, 20),
+        p.done,
+        p.total,
+        p.percent
+    );
+    for (n, what) in [
+        (p.failed, "failed"),
+        (p.cancelled, "cancelled"),
+        (p.skipped, "skipped"),
+        (p.waiting, "waiting for a person"),
+        (p.remaining, "to go"),
+    ] {
+        if n > 0 {
+            text.push_str(&format!(" · {n} {what}"));
+        }
+    }
+    text
 }
 
 fn mission_text(m: &Mission) -> String {
     let budget = match m.budget.limit {
-        Some(limit) => format!("{:.2} spent of {limit:.2}", m.budget.spent),
-        None => format!("{:.2} spent (no limit)", m.budget.spent),
+        Some(limit) => format!("{} spent of {}", money(m.budget.spent), money(limit)),
+        None => format!("{} spent (no limit)", money(m.budget.spent)),
     };
     let mut text = fields(&[
         ("mission", m.id.to_string()),
@@ -427,22 +467,41 @@ fn mission_text(m: &Mission) -> String {
             "finished",
             m.finished_at.map(|t| datetime(Some(t))).unwrap_or_default(),
         ),
+        ("detail", m.status_detail.clone().unwrap_or_default()),
         ("failure", m.failure_reason.clone().unwrap_or_default()),
         (
             "archived",
             m.archived_at.map(|t| datetime(Some(t))).unwrap_or_default(),
         ),
     ]);
+    if !m.attention.is_empty() {
+        text.push_str("\nNeeds you:\n");
+        text.push_str(&needs_you(&m.attention));
+    }
     if !m.tasks.is_empty() {
-        let mut t = Table::new(&["KEY", "TITLE", "STATUS", "AGENT", "ATTEMPTS", "COST"]);
+        let mut t = Table::new(&[
+            "KEY",
+            "TITLE",
+            "STATUS",
+            "AGENT",
+            "ATTEMPTS",
+            "COST",
+            "LAST ERROR",
+        ]);
         for task in &m.tasks {
             t.row(vec![
                 task.key.clone(),
-                truncate(&task.title, 48),
+                truncate(&task.title, 40),
                 task.status.clone(),
                 or_dash(task.assigned_agent_id.as_deref()),
                 task.attempts.to_string(),
-                format!("{:.2}", task.actual_cost),
+                money(task.actual_cost),
+                or_dash(
+                    task.last_error
+                        .as_deref()
+                        .map(|e| truncate(e, 50))
+                        .as_deref(),
+                ),
             ]);
         }
         text.push('\n');
@@ -463,6 +522,17 @@ const PROGRESS_KINDS: &[&str] = &[
     "plan.replaced",
 ];
 
+/// Kinds after which something may wait for a person.
+const ATTENTION_KINDS: &[&str] = &[
+    "task.awaiting_human",
+    "task.awaiting_approval",
+    "task.budget_refused",
+    "decision.requested",
+    "decision.rechecked",
+    "tool.approval_requested",
+    "mission.budget_warning",
+];
+
 /// What `watch` knows about the mission's tasks.
 struct Follow {
     mission: Mission,
@@ -474,6 +544,8 @@ struct Follow {
     shown: Option<(usize, usize)>,
     /// A refresh failed (and was reported) already.
     refresh_failed: bool,
+    /// The waits whose command was printed already.
+    hinted: HashSet<String>,
 }
 
 impl Follow {
@@ -484,6 +556,7 @@ impl Follow {
             agents: HashMap::new(),
             shown: None,
             refresh_failed: false,
+            hinted: HashSet::new(),
         };
         f.update(mission);
         f
@@ -514,6 +587,53 @@ impl Follow {
                 false
             }
         }
+    }
+
+    /// The command lines for what waits for a person now and was not
+    /// shown yet: the mission's attention items, or (from a service that
+    /// lists none) the task that `ev` left waiting.
+    fn hints(&mut self, ev: &Event) -> Vec<String> {
+        let mut lines = Vec::new();
+        for item in &self.mission.attention {
+            let key = format!(
+                "{}:{}",
+                item.kind,
+                item.id
+                    .or(item.task_id)
+                    .map(|u| u.to_string())
+                    .unwrap_or_default()
+            );
+            let command = item.command.as_deref().unwrap_or_default();
+            if !command.is_empty() && self.hinted.insert(key) {
+                lines.push(format!("{}: {command}", item.summary));
+            }
+        }
+        if !self.mission.attention.is_empty() {
+            return lines;
+        }
+        let waiting = ev.task_id.and_then(|id| {
+            self.mission
+                .tasks
+                .iter()
+                .find(|t| t.id == id && t.status == "awaiting_human")
+        });
+        if let Some(task) = waiting
+            && self.hinted.insert(format!("task:{}", task.id))
+        {
+            let mission = self.mission.id;
+            let key = &task.key;
+            let why = if ev.kind == "task.budget_refused" {
+                format!(
+                    "the budget refused task {key}: raise it with coordinator mission edit {mission} --budget N, or"
+                )
+            } else {
+                format!("task {key} waits for a person:")
+            };
+            lines.push(format!(
+                "{why} coordinator task resolve {mission} {key} --action complete|retry|skip|fail"
+            ));
+        }
+        lines
     }
 
     /// The progress line, if it changed since the last one printed.
@@ -635,6 +755,11 @@ async fn watch(api: &Client, id: &str, after: i64, json: bool) -> CliResult {
                 follow.refresh(api, id).await;
             }
             out(&follow.line(&ev))?;
+            if ATTENTION_KINDS.contains(&ev.kind.as_str()) && follow.refresh(api, id).await {
+                for hint in follow.hints(&ev) {
+                    eprintln!("{hint}");
+                }
+            }
             if PROGRESS_KINDS.contains(&ev.kind.as_str())
                 && follow.refresh(api, id).await
                 && let Some(line) = follow.progress_line()
@@ -698,6 +823,11 @@ fn finish(id: &str, status: &str, reason: Option<&str>, json: bool) -> ExitCode 
         Some(r) if !r.is_empty() => eprintln!("mission {id} {status}: {r}"),
         _ => eprintln!("mission {id} {status}"),
     }
+    if status == "failed" && !json {
+        eprintln!(
+            "to go on, retry or skip each failed task: coordinator mission continue {id} --retry TASK_KEY"
+        );
+    }
     ExitCode::from(EXIT_MISSION_FAILED)
 }
 
@@ -713,7 +843,8 @@ mod tests {
             "id": Uuid::from_u128(1), "goal": "Write a report", "autonomy": "approve",
             "status": "executing", "plan_version": 1, "planner": "template",
             "budget": {"limit": 5.0, "spent": 1.5},
-            "progress": {"total": 4, "finished": 1, "percent": 25, "by_status": {}},
+            "progress": {"total": 4, "finished": 1, "done": 1, "remaining": 3, "percent": 25,
+                         "by_status": {}},
             "critical_path": ["scope", "draft"],
             "tasks": [{"id": task_id, "key": "scope", "title": "Scope the report",
                        "status": "succeeded", "assigned_agent_id": "planner", "attempts": 1,
@@ -732,7 +863,7 @@ mod tests {
         );
         assert!(text.contains("budget    1.50 spent of 5.00\n"), "{text}");
         assert!(text.contains("critical  scope → draft\n"), "{text}");
-        assert!(text.contains("1/4 tasks done (25%)"), "{text}");
+        assert!(text.contains("1 of 4 done (25%) · 3 to go"), "{text}");
         assert!(!text.contains("finished"), "{text}");
         assert!(
             text.contains("scope  Scope the report  succeeded  planner  1         0.50"),
@@ -789,6 +920,82 @@ mod tests {
         assert!(
             f.progress_line().is_none(),
             "unchanged progress is not repeated"
+        );
+    }
+
+    #[test]
+    fn a_failed_mission_never_shows_100_percent() {
+        let mut m = mission();
+        m.status = "failed".into();
+        m.progress = serde_json::from_value(json!({
+            "total": 11, "finished": 11, "percent": 36, "done": 4, "failed": 2,
+            "cancelled": 5, "skipped": 0, "waiting": 0, "remaining": 0, "by_status": {}
+        }))
+        .expect("progress");
+        let text = progress_text(&m);
+        assert!(
+            text.ends_with("4 of 11 done (36%) · 2 failed · 5 cancelled"),
+            "{text}"
+        );
+        // From a service that sends only the counts by status, the same.
+        m.progress = serde_json::from_value(json!({
+            "total": 11, "finished": 11, "percent": 100,
+            "by_status": {"succeeded": 4, "failed": 2, "cancelled": 5}
+        }))
+        .expect("progress");
+        assert_eq!(progress_text(&m), text);
+    }
+
+    #[test]
+    fn watch_prints_the_command_for_what_waits() {
+        let mut m = mission();
+        m.tasks[0].status = "awaiting_human".into();
+        let mut f = Follow::new(m.clone());
+        let ev = Event {
+            kind: "task.awaiting_human".into(),
+            task_id: Some(Uuid::from_u128(7)),
+            ..Event::default()
+        };
+        let hints = f.hints(&ev);
+        assert_eq!(hints.len(), 1, "{hints:?}");
+        assert!(
+            hints[0]
+                .contains("coordinator task resolve 00000000-0000-0000-0000-000000000001 scope"),
+            "{hints:?}"
+        );
+        assert!(f.hints(&ev).is_empty(), "shown once");
+        // The service's own attention items win, each shown once.
+        m.attention = vec![
+            serde_json::from_value(json!({
+                "kind": "budget", "task_id": Uuid::from_u128(7),
+                "summary": "the budget refused task scope",
+                "command": "coordinator mission edit 1 --budget 9"
+            }))
+            .expect("item"),
+        ];
+        let mut f = Follow::new(m);
+        let hints = f.hints(&ev);
+        assert_eq!(
+            hints,
+            ["the budget refused task scope: coordinator mission edit 1 --budget 9"]
+        );
+        assert!(f.hints(&ev).is_empty());
+    }
+
+    #[test]
+    fn the_more_hint_keeps_every_filter() {
+        let next = Uuid::from_u128(9);
+        let filter = MissionFilter {
+            status: Some("failed".into()),
+            limit: Some(5),
+            cursor: Some(Uuid::from_u128(3)),
+            archived: true,
+        };
+        assert_eq!(
+            more_hint(&filter, next),
+            format!(
+                "coordinator mission list --status failed --limit 5 --archived --cursor {next}"
+            )
         );
     }
 

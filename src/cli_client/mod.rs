@@ -8,8 +8,12 @@
 
 mod agents;
 mod coordination;
+mod mission_actions;
 mod missions;
+mod operator;
+pub mod routes;
 pub mod table;
+mod workspace;
 
 use std::{
     io::{self, Write},
@@ -20,9 +24,14 @@ use std::{
 use serde::Serialize;
 use serde_json::Value;
 
+#[cfg(test)]
+pub(crate) use self::workspace::call as workspace_call;
 pub use self::{
     agents::{AgentArgs, AgentCommand},
+    mission_actions::ActionCommand,
     missions::{MissionArgs, MissionCommand},
+    operator::{OperatorCommand, run as operator},
+    workspace::{Call, WorkspaceCommand, run as workspace},
 };
 use crate::client::{Client, ClientError, CreateToken, DEFAULT_URL};
 
@@ -89,7 +98,7 @@ impl ClientArgs {
 
 /// Why a client command stopped.
 #[derive(Debug, thiserror::Error)]
-enum CliError {
+pub(crate) enum CliError {
     /// The command line cannot work.
     #[error("{0}")]
     Usage(String),

@@ -93,12 +93,30 @@ pub fn truncate(s: &str, max: usize) -> String {
 
 /// `[████░░░░] done/total`.
 pub fn bar(done: usize, total: usize, slots: usize) -> String {
+    format!("{} {done}/{total}", gauge(done, total, slots))
+}
+
+/// `[████░░░░]`: `done` of `total` in `slots` cells.
+pub fn gauge(done: usize, total: usize, slots: usize) -> String {
     let filled = (done.min(total) * slots).checked_div(total).unwrap_or(0);
-    format!(
-        "[{}{}] {done}/{total}",
-        "█".repeat(filled),
-        "░".repeat(slots - filled)
-    )
+    format!("[{}{}]", "█".repeat(filled), "░".repeat(slots - filled))
+}
+
+/// An amount of money for people: at most four decimals, float noise and
+/// trailing zeros dropped (`0.060000000000000005` → `0.06`, `0.015` →
+/// `0.015`, `5` → `5.00`); tiny amounts keep two significant digits.
+pub fn money(v: f64) -> String {
+    if v != 0.0 && v.abs() < 0.0001 {
+        return coordinator_core::numbers::human(v);
+    }
+    let text = format!("{v:.4}");
+    let trimmed = text.trim_end_matches('0');
+    // Whole cents at least: `5.00`, `0.10`.
+    match trimmed.split_once('.') {
+        Some((whole, frac)) if frac.len() < 2 => format!("{whole}.{frac:0<2}"),
+        Some(_) => trimmed.to_owned(),
+        None => text,
+    }
 }
 
 /// `2025-06-01 12:03:04` (UTC), or `-`.
@@ -201,6 +219,11 @@ mod tests {
         assert_eq!(truncate("short", 10), "short");
         assert_eq!(truncate("exactly-10", 10), "exactly-10");
         assert_eq!(truncate("a longer sentence", 8), "a longe…");
+        assert_eq!(money(0.015), "0.015");
+        assert_eq!(money(0.060000000000000005), "0.06");
+        assert_eq!(money(5.0), "5.00");
+        assert_eq!(money(1.5), "1.50");
+        assert_eq!(money(0.00001234), "0.000012");
         assert_eq!(bar(1, 4, 8), "[██░░░░░░] 1/4");
         assert_eq!(bar(0, 0, 4), "[░░░░] 0/0");
         assert_eq!(bar(9, 4, 4), "[████] 9/4");

@@ -326,7 +326,8 @@ async fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status().as_u16(), 400);
+    // Without a JSON Content-Type: 415, the status for a body in the wrong format.
+    assert_eq!(resp.status().as_u16(), 415);
     // An oversized body.
     let big = json!({"goal": "x", "constraints": {"blob": "y".repeat(2 * 1024 * 1024)}});
     let (status, body) = app.post("/v1/missions", big).await;

@@ -19,20 +19,20 @@ use crate::helpers::{
 
 /// What one run of the binary did.
 #[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
     }
 
     #[track_caller]
-    fn ok(self) -> Run {
+    pub(crate) fn ok(self) -> Run {
         assert_eq!(self.code, 0, "{self:#?}");
         self
     }
@@ -40,7 +40,7 @@ impl Run {
 
 /// The binary with no ambient configuration (the test process may have
 /// DATABASE_URL or a coordinator's variables set).
-fn command(args: &[&str]) -> Command {
+pub(crate) fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_coordinator"));
     for var in [
         "DATABASE_URL",
@@ -59,7 +59,7 @@ fn command(args: &[&str]) -> Command {
     cmd
 }
 
-async fn finish(child: Child, limit: Duration) -> Run {
+pub(crate) async fn finish(child: Child, limit: Duration) -> Run {
     let out = tokio::time::timeout(limit, child.wait_with_output())
         .await
         .expect("the command finished in time")
@@ -72,7 +72,7 @@ async fn finish(child: Child, limit: Duration) -> Run {
 }
 
 /// Runs `coordinator ARGS` and waits (at most 60 s) for it.
-async fn run(args: &[&str]) -> Run {
+pub(crate) async fn run(args: &[&str]) -> Run {
     finish(
         command(args).spawn().expect("spawn"),
         Duration::from_secs(60),
@@ -81,7 +81,7 @@ async fn run(args: &[&str]) -> Run {
 }
 
 /// Runs a client command against `url` with `token`.
-async fn cli(url: &str, token: &str, args: &[&str]) -> Run {
+pub(crate) async fn cli(url: &str, token: &str, args: &[&str]) -> Run {
     let mut all = args.to_vec();
     all.extend(["--url", url, "--token", token]);
     run(&all).await
@@ -342,7 +342,7 @@ async fn a_mission_from_create_to_completed_through_the_cli() {
     assert!(out.contains("awaiting_review → completed"), "{out}");
     assert!(
         out.contains(&format!(
-            "[████████████████████] {n}/{n} tasks done (100%)",
+            "[████████████████████] {n} of {n} done (100%)",
             n = tasks.len()
         )),
         "{out}"

@@ -94,6 +94,15 @@ impl From<&str> for Forbidden {
     }
 }
 
+/// "an" before a vowel sound (an admin, an operator, an agent), "a" otherwise.
+pub fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 impl Principal {
     /// Refuses with 403 unless the caller has one of `roles`.
     pub fn require(&self, roles: &[Role]) -> Result<(), Forbidden> {
@@ -101,7 +110,8 @@ impl Principal {
             Ok(())
         } else {
             Err(Forbidden(format!(
-                "a {} token cannot do this (needs {})",
+                "{} {} token cannot do this (needs {})",
+                article(self.role.as_str()),
                 self.role,
                 roles
                     .iter()

@@ -48,6 +48,9 @@ pub enum ApiError {
     /// 413: the body is too large.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// 415: the body is not sent as JSON (missing or other `Content-Type`).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// 422: well-formed but invalid (e.g. a plan that fails validation).
     #[error("{message}")]
     Unprocessable {
@@ -105,6 +108,11 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
+                Value::Null,
+            ),
+            ApiError::UnsupportedMediaType(_) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
                 Value::Null,
             ),
             ApiError::Unprocessable { code, details, .. } => {
@@ -248,7 +256,7 @@ impl ApiError {
         };
         match e.classify() {
             Category::Data => {
-                let text = e.to_string();
+                let text = plain_words(&e.to_string());
                 let mut details = json!({ "field": if at.is_empty() { "." } else { path } });
                 let expected = expected_fields(&text);
                 if !expected.is_empty() {
@@ -268,6 +276,37 @@ impl ApiError {
             },
         }
     }
+}
+
+/// serde's message in the API's words: no Rust type names (`expected
+/// struct CreateMission with 8 elements` → `expected a JSON object`,
+/// `UUID parsing failed: …` → `not a valid id (a UUID)`).
+pub fn plain_words(text: &str) -> String {
+    if let Some(i) = text.find("UUID parsing failed") {
+        let end = text[i..].find(" at line ").map_or(text.len(), |j| i + j);
+        return format!("{}not a valid id (a UUID){}", &text[..i], &text[end..]);
+    }
+    let mut out = text.to_owned();
+    for (marker, words) in [
+        ("expected struct ", "expected a JSON object"),
+        ("expected a map", "expected a JSON object"),
+        ("expected enum ", "expected one of the allowed values"),
+        ("expected a sequence", "expected a JSON array"),
+    ] {
+        if let Some(i) = out.find(marker) {
+            // The type name (and "with N elements") runs to the position or the end.
+            let end = out[i..].find(" at line ").map_or(out.len(), |j| i + j);
+            out = format!("{}{words}{}", &out[..i], &out[end..]);
+        }
+    }
+    out.replace("invalid type: sequence", "invalid type: an array")
+        .replace("invalid type: map", "invalid type: an object")
+        .replace("invalid length", "wrong number of items:")
+}
+
+/// The names serde lists after "expected" (for the query extractor).
+pub fn expected_names(text: &str) -> Vec<String> {
+    expected_fields(text)
 }
 
 /// The names serde lists after "expected" in an unknown-field or

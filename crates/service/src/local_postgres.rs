@@ -82,6 +82,11 @@ impl LocalPostgres {
         Self::start_with(data_dir, false).await
     }
 
+    /// Whether `data_dir` holds a private cluster already (one `serve` made).
+    pub fn exists(data_dir: &Path) -> bool {
+        data_dir.join("pg").join("PG_VERSION").is_file()
+    }
+
     /// Starts a fresh cluster in a new temporary directory, tuned for tests
     /// (no fsync); the directory is removed when the server stops.
     pub async fn start_throwaway() -> anyhow::Result<LocalPostgres> {

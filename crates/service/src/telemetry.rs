@@ -55,6 +55,12 @@ pub fn export_requested(vars: &HashMap<String, String>) -> bool {
         && !is("OTEL_TRACES_EXPORTER", "none")
 }
 
+/// Whether log lines may carry ANSI colour: stderr is a terminal and
+/// `NO_COLOR` is unset or empty (<https://no-color.org>).
+pub fn use_colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
 /// Installs the global subscriber: the log layer filtered by `filter`
 /// (`RUST_LOG` wins), plus the OpenTelemetry layer when export is requested.
 /// Must run inside the Tokio runtime. An exporter that cannot be built is
@@ -71,7 +77,15 @@ pub fn init(filter: &str, format: LogFormat) -> Telemetry {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(format!("{filter},{quiet}")))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colour only for a person at a terminal: a file or a pipe gets plain
+    // text, and `NO_COLOR` (any value) turns it off everywhere.
+    let colour = use_colour(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
     let fmt = match format {
         LogFormat::Human => fmt.boxed(),
         // The current span's fields say which mission or request a line is about;
@@ -198,6 +212,15 @@ impl Extractor for HeaderExtractor<'_> {
 mod tests {
     use super::*;
     use opentelemetry_sdk::trace::InMemorySpanExporter;
+
+    #[test]
+    fn colour_only_at_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some(OsStr::new(""))));
+        assert!(!use_colour(true, Some(OsStr::new("1"))));
+        assert!(!use_colour(false, None));
+    }
 
     fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs

@@ -6,6 +6,7 @@
 //! Response types keep the fields they do not name (`extra`), so printing
 //! one as JSON shows everything the service sent.
 
+mod operator;
 pub mod sse;
 
 use std::{collections::BTreeMap, time::Duration};
@@ -16,6 +17,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+pub use self::operator::{Attention, AttentionItem, ContinueMission, ResolveTask};
 use self::sse::{EventStream, ReconnectPolicy};
 
 /// Default base URL of the service.
@@ -325,6 +327,10 @@ pub struct Mission {
     pub labels: Vec<String>,
     /// Why it failed.
     pub failure_reason: Option<String>,
+    /// How it ended (or stands), in one sentence for people.
+    pub status_detail: Option<String>,
+    /// What in it waits for a person, with the command that settles each.
+    pub attention: Vec<AttentionItem>,
     /// Task counts.
     pub progress: Progress,
     /// Task keys on the critical path.
@@ -378,10 +384,80 @@ pub struct Progress {
     pub total: usize,
     /// Terminal tasks.
     pub finished: usize,
-    /// Percent terminal.
+    /// Tasks that succeeded (absent from older services: see [`Progress::outcomes`]).
+    pub done: Option<usize>,
+    /// Tasks that failed.
+    pub failed: Option<usize>,
+    /// Tasks that were cancelled.
+    pub cancelled: Option<usize>,
+    /// Tasks that were skipped.
+    pub skipped: Option<usize>,
+    /// Tasks that wait for a person.
+    pub waiting: Option<usize>,
+    /// Tasks still to run (pending, queued, running, retry_wait).
+    pub remaining: Option<usize>,
+    /// Percent that succeeded.
     pub percent: u32,
     /// Count per status.
     pub by_status: BTreeMap<String, usize>,
+}
+
+/// A mission's tasks by outcome, and the share that succeeded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcomes {
+    /// Succeeded.
+    pub done: usize,
+    /// Failed.
+    pub failed: usize,
+    /// Cancelled.
+    pub cancelled: usize,
+    /// Skipped.
+    pub skipped: usize,
+    /// Waiting for a person.
+    pub waiting: usize,
+    /// Still to run.
+    pub remaining: usize,
+    /// All tasks.
+    pub total: usize,
+    /// Percent that succeeded (floor).
+    pub percent: usize,
+}
+
+impl Progress {
+    /// The counts by outcome: the service's own, or (from a service that
+    /// sends only `by_status`) counted here the same way.
+    pub fn outcomes(&self) -> Outcomes {
+        let status = |names: &[&str]| -> usize {
+            names
+                .iter()
+                .map(|n| self.by_status.get(*n).copied().unwrap_or(0))
+                .sum()
+        };
+        let done = self.done.unwrap_or_else(|| status(&["succeeded"]));
+        let total = self.total;
+        let terminal = ["succeeded", "failed", "cancelled", "skipped"];
+        let waiting = ["awaiting_human", "awaiting_approval"];
+        Outcomes {
+            done,
+            failed: self.failed.unwrap_or_else(|| status(&["failed"])),
+            cancelled: self.cancelled.unwrap_or_else(|| status(&["cancelled"])),
+            skipped: self.skipped.unwrap_or_else(|| status(&["skipped"])),
+            waiting: self.waiting.unwrap_or_else(|| status(&waiting)),
+            remaining: self.remaining.unwrap_or_else(|| {
+                let known: usize = self
+                    .by_status
+                    .iter()
+                    .filter(|(k, _)| {
+                        terminal.contains(&k.as_str()) || waiting.contains(&k.as_str())
+                    })
+                    .map(|(_, n)| n)
+                    .sum();
+                total.saturating_sub(known)
+            }),
+            total,
+            percent: (done * 100).checked_div(total).unwrap_or(0),
+        }
+    }
 }
 
 /// A task of a mission.

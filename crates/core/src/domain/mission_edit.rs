@@ -169,13 +169,9 @@ pub fn check(edit: Edit) -> Result<Edit, Invalid> {
             format!("priority must be between {MIN_PRIORITY} and {MAX_PRIORITY}, not {p}"),
         ));
     }
-    if let Some(Some(b)) = edit.budget_limit
-        && (!b.is_finite() || b < 0.0)
-    {
-        return Err(Invalid::new(
-            "budget",
-            "budget must be a non-negative number (null removes the limit)",
-        ));
+    if let Some(Some(b)) = edit.budget_limit {
+        crate::numbers::check_money("budget", b)
+            .map_err(|m| Invalid::new("budget", format!("{m}; null removes the limit")))?;
     }
     let labels = edit.labels.map(|l| check_labels(&l)).transpose()?;
     Ok(Edit {

@@ -143,9 +143,10 @@ macro_rules! text_enum {
 }
 pub use crate::text_enum;
 
-/// A text value that is not one of an enum's values.
+/// A text value that is not one of an enum's values. Its message names the
+/// kind in words (`MissionStatus` → "mission status"), never the Rust type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {kind} '{value}' (expected one of: {})", expected.join(", "))]
+#[error("unknown {} '{value}'; expected one of: {}", type_words(kind), expected.join(", "))]
 pub struct UnknownValue {
     /// The enum's name.
     pub kind: &'static str,
@@ -155,9 +156,34 @@ pub struct UnknownValue {
     pub expected: &'static [&'static str],
 }
 
+/// A type name as lowercase words: `MissionStatus` → `mission status`.
+pub fn type_words(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            out.push(' ');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
 #[cfg(test)]
 mod wording_tests {
-    use super::IllegalTransition;
+    use super::{IllegalTransition, UnknownValue};
+
+    #[test]
+    fn unknown_values_name_no_rust_type() {
+        let e = UnknownValue {
+            kind: "MissionStatus",
+            value: "done".into(),
+            expected: &["planning", "executing"],
+        };
+        assert_eq!(
+            e.to_string(),
+            "unknown mission status 'done'; expected one of: planning, executing"
+        );
+    }
 
     fn text(entity: &'static str, from: &'static str, event: &'static str) -> String {
         IllegalTransition {

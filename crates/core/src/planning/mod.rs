@@ -23,6 +23,7 @@
 
 pub mod budget_fit;
 pub mod cases;
+pub mod constraint_keys;
 pub mod discovered;
 pub mod htn;
 pub mod matching;

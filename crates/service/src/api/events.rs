@@ -62,15 +62,9 @@ impl Params {
                 .split(',')
                 .map(str::trim)
                 .filter(|k| !k.is_empty())
-                .map(|k| {
-                    if events::is_kind_pattern(k) {
-                        Ok(k.to_owned())
-                    } else {
-                        Err(ApiError::invalid(
-                            "kind",
-                            format!("{k:?} is not an event kind (e.g. task.succeeded or task.*)"),
-                        ))
-                    }
+                .map(|k| match events::kind_pattern_problem(k) {
+                    None => Ok(k.to_owned()),
+                    Some(problem) => Err(ApiError::invalid("kind", problem)),
                 })
                 .collect::<ApiResult<Vec<_>>>()?,
         };

@@ -18,9 +18,9 @@ use crate::{
     error::ApiError,
 };
 
-/// A JSON body; malformed input is a 400 (413 if too large) with our error
-/// body, whose `details` name the field at fault and, where serde says, the
-/// fields it expected.
+/// A JSON body; a body not sent as JSON is a 415, malformed input a 400
+/// (413 if too large) with our error body, whose `details` name the field
+/// at fault and, where serde says, the fields it expected.
 pub struct Json<T>(pub T);
 
 impl<S, T> FromRequest<S> for Json<T>
@@ -32,11 +32,9 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         if !is_json(req.headers()) {
-            return Err(ApiError::BadRequest {
-                code: "unsupported_media_type",
-                message: "send the body as JSON with Content-Type: application/json".into(),
-                details: serde_json::Value::Null,
-            });
+            return Err(ApiError::UnsupportedMediaType(
+                "send the body as JSON with Content-Type: application/json".into(),
+            ));
         }
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
@@ -91,15 +89,17 @@ pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
-/// A raw body, for routes whose body is optional or not JSON. Too large is
-/// a 413 with our error body (axum's own rejection is plain text).
+/// A raw body, for routes whose JSON body is optional: one that is sent
+/// needs a JSON `Content-Type` (else 415). Too large is a 413 with our
+/// error body (axum's own rejection is plain text).
 pub struct RawBody(pub axum::body::Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        axum::body::Bytes::from_request(req, state)
+        let json = is_json(req.headers());
+        let body = axum::body::Bytes::from_request(req, state)
             .await
             .map(RawBody)
             .map_err(|r| {
@@ -112,7 +112,14 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
                         details: serde_json::Value::Null,
                     }
                 }
-            })
+            })?;
+        // The body may be left out; one that is sent is JSON and says so.
+        if !body.0.iter().all(u8::is_ascii_whitespace) && !json {
+            return Err(ApiError::UnsupportedMediaType(
+                "send the body as JSON with Content-Type: application/json (or send none)".into(),
+            ));
+        }
+        Ok(body)
     }
 }
 
@@ -133,14 +140,33 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Path(v)| Path(v))
-            .map_err(|r| ApiError::BadRequest {
-                code: "invalid_path",
-                message: r.body_text(),
-                details: serde_json::Value::Null,
-            })
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(v)) => Ok(Path(v)),
+            Err(r) => {
+                let text = r.body_text();
+                // Name the segment that is not an id, in words a person reads.
+                if text.contains("UUID parsing failed") {
+                    let raw = axum::extract::RawPathParams::from_request_parts(parts, state).await;
+                    let bad = raw.ok().and_then(|raw| {
+                        raw.iter()
+                            .find(|(_, v)| v.parse::<uuid::Uuid>().is_err())
+                            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    });
+                    if let Some((name, value)) = bad {
+                        return Err(ApiError::BadRequest {
+                            code: "invalid_path",
+                            message: format!("'{value}' is not a valid id (a UUID)"),
+                            details: json!({ "field": name }),
+                        });
+                    }
+                }
+                Err(ApiError::BadRequest {
+                    code: "invalid_path",
+                    message: crate::error::plain_words(&text),
+                    details: serde_json::Value::Null,
+                })
+            }
+        }
     }
 }
 
@@ -158,10 +184,20 @@ where
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Query(v)| Query(v))
-            .map_err(|r| ApiError::BadRequest {
-                code: "invalid_query",
-                message: r.body_text(),
-                details: serde_json::Value::Null,
+            .map_err(|r| {
+                let text = crate::error::plain_words(&r.body_text());
+                // serde names unknown keys and the allowed ones: pass them on.
+                let expected = crate::error::expected_names(&text);
+                let details = if expected.is_empty() {
+                    serde_json::Value::Null
+                } else {
+                    json!({ "expected": expected })
+                };
+                ApiError::BadRequest {
+                    code: "invalid_query",
+                    message: text,
+                    details,
+                }
             })
     }
 }

@@ -128,13 +128,11 @@ async fn list(
         who.workspace_id,
         status,
         p.cursor,
-        limit,
+        super::page::probe(limit),
         p.archived,
     )
     .await?;
-    let next_cursor = (rows.len() as i64 == limit)
-        .then(|| rows.last().map(|r| r.id))
-        .flatten();
+    let (rows, next_cursor) = super::page::split(rows, limit, |r| r.id);
     let missions: Vec<MissionSummary> = rows.into_iter().map(Into::into).collect();
     Ok(Json(
         json!({ "missions": missions, "next_cursor": next_cursor }),

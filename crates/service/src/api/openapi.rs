@@ -228,7 +228,165 @@ impl Modify for OptionalBodies {
 pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
     OptionalBodies.modify(doc);
     MalformedInput.modify(doc);
+    JsonBodies.modify(doc);
+    RequestExamples.modify(doc);
     RateLimited.modify(doc);
+    // The service's own base URL, so the docs page's examples call it.
+    doc.servers = Some(vec![utoipa::openapi::Server::new("/")]);
+}
+
+/// Request bodies a person can send as they are: the docs page offers
+/// them instead of bodies made up from the schemas (`"goal": ""`, which
+/// the API refuses). The test `docs_run` sends each one to its route.
+struct RequestExamples;
+
+/// `(method, path, example body)` of the operations with an example.
+fn request_examples() -> Vec<(&'static str, &'static str, Value)> {
+    use serde_json::json;
+    vec![
+        (
+            "post",
+            "/v1/missions",
+            json!({
+            "goal": "Research the state of solid-state batteries and write a report",
+            "autonomy": "approve", "budget": 5, "constraints": {"depth": "standard"}}),
+        ),
+        (
+            "patch",
+            "/v1/missions/{id}",
+            json!({"title": "Battery report", "priority": 10, "labels": ["research"]}),
+        ),
+        (
+            "post",
+            "/v1/missions/{id}/approve",
+            json!({"assignments": {}}),
+        ),
+        (
+            "post",
+            "/v1/missions/{id}/reject-plan",
+            json!({"feedback": "Fewer steps, and cite primary sources"}),
+        ),
+        (
+            "post",
+            "/v1/missions/{id}/instructions",
+            json!({"instructions": "Skip the survey; cite primary sources"}),
+        ),
+        (
+            "post",
+            "/v1/missions/{id}/review",
+            json!({"decision": "accept"}),
+        ),
+        (
+            "post",
+            "/v1/missions/{id}/continue",
+            json!({"retry": ["draft"], "feedback": "Use the 2024 figures"}),
+        ),
+        (
+            "post",
+            "/v1/missions/{id}/tasks/{task}/resolve",
+            json!({"action": "retry", "feedback": "Cite primary sources"}),
+        ),
+        (
+            "post",
+            "/v1/missions/{id}/tasks/{task}/cancel",
+            json!({"reason": "Not needed this quarter"}),
+        ),
+        (
+            "post",
+            "/v1/agents",
+            json!({
+            "agent_id": "writer-2", "role": "writer", "skills": ["writing"], "tools": [],
+            "endpoint_url": "http://127.0.0.1:8091", "max_concurrency": 2}),
+        ),
+        ("patch", "/v1/agents/{agent_id}", json!({"trust": 0.8})),
+        (
+            "post",
+            "/v1/agents/{agent_id}/heartbeat",
+            json!({"status": "idle"}),
+        ),
+        (
+            "post",
+            "/v1/tokens",
+            json!({"role": "operator", "name": "ops"}),
+        ),
+        (
+            "post",
+            "/v1/messages",
+            json!({
+            "to": "researcher", "from": "writer", "performative": "INFORM",
+            "subject": "Draft ready", "content": {"body": "See the blackboard"}}),
+        ),
+        (
+            "post",
+            "/v1/reservations",
+            json!({"scope": "src/api/*", "agent_id": "researcher", "ttl_secs": 600}),
+        ),
+        (
+            "post",
+            "/v1/tool-approvals/{id}/resolve",
+            json!({"outcome": "approved", "rationale": "A read-only query"}),
+        ),
+        (
+            "post",
+            "/v1/decisions/{id}/resolve",
+            json!({"outcome": "approved", "rationale": "Within budget"}),
+        ),
+    ]
+}
+
+impl Modify for RequestExamples {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (method, path, example) in request_examples() {
+            let Some(item) = openapi.paths.paths.get_mut(path) else {
+                continue;
+            };
+            let operation = match method {
+                "post" => item.post.as_mut(),
+                "put" => item.put.as_mut(),
+                "patch" => item.patch.as_mut(),
+                _ => None,
+            };
+            let Some(RefOr::T(body)) = operation.and_then(|o| o.request_body.as_mut()) else {
+                continue;
+            };
+            if let Some(RefOr::T(content)) = body.content.get_mut("application/json") {
+                content.example = Some(example);
+            }
+        }
+    }
+}
+
+/// Every operation that takes a body answers 415 (`unsupported_media_type`)
+/// to one sent without a JSON `Content-Type` (the extractors in `extract`).
+struct JsonBodies;
+
+impl Modify for JsonBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{Ref, content::Content, response::ResponseBuilder};
+        let response = ResponseBuilder::new()
+            .description(
+                "The body was sent without `Content-Type: application/json` (`unsupported_media_type`).",
+            )
+            .content(
+                "application/json",
+                Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+            )
+            .build();
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components
+            .responses
+            .insert("UnsupportedMediaType".to_owned(), RefOr::T(response));
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations_mut(item) {
+                if operation.request_body.is_some() {
+                    operation.responses.responses.insert(
+                        "415".to_owned(),
+                        RefOr::Ref(Ref::from_response_name("UnsupportedMediaType")),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Routes serving `doc` (the whole, finished document) and the docs page.

@@ -178,12 +178,10 @@ async fn list(
         who.workspace_id,
         p.include_revoked,
         p.cursor,
-        limit,
+        super::page::probe(limit),
     )
     .await?;
-    let next_cursor = (tokens.len() as i64 == limit)
-        .then(|| tokens.last().map(|t| t.id))
-        .flatten();
+    let (tokens, next_cursor) = super::page::split(tokens, limit, |t| t.id);
     Ok(Json(TokenList {
         tokens,
         next_cursor,

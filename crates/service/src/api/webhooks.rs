@@ -80,15 +80,12 @@ async fn subscribe(
     if req.events.len() > 64 {
         return Err(ApiError::invalid("events", "at most 64 event kinds"));
     }
-    if let Some(k) = req
+    if let Some(problem) = req
         .events
         .iter()
-        .find(|k| !crate::store::events::is_kind_pattern(k))
+        .find_map(|k| crate::store::events::kind_pattern_problem(k))
     {
-        return Err(ApiError::invalid(
-            "events",
-            format!("{k:?} is not an event kind (e.g. task.succeeded or task.*)"),
-        ));
+        return Err(ApiError::invalid("events", problem));
     }
     if req
         .role

@@ -162,10 +162,9 @@ pub async fn create(
         )
         .into());
     }
-    if let Some(b) = req.budget
-        && (!b.is_finite() || b < 0.0)
-    {
-        return Err(Invalid::new("budget", "budget must be a non-negative number").into());
+    if let Some(b) = req.budget {
+        coordinator_core::numbers::check_money("budget", b)
+            .map_err(|m| Invalid::new("budget", m))?;
     }
     let priority = req.priority.unwrap_or(0);
     if !(-100..=100).contains(&priority) {
@@ -174,6 +173,19 @@ pub async fn create(
     let constraints = req.constraints.unwrap_or_else(|| json!({}));
     if !constraints.is_object() {
         return Err(Invalid::new("constraints", "constraints must be a JSON object").into());
+    }
+    let known = coordinator_core::planning::constraint_keys::known_keys();
+    if let Some((given, meant)) =
+        coordinator_core::planning::constraint_keys::mistyped(&constraints, known)
+    {
+        return Err(Invalid::new(
+            format!("constraints.{given}"),
+            format!(
+                "unknown constraint '{given}'; did you mean '{meant}'? (the planner reads: {})",
+                known.iter().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .into());
     }
     if constraints
         .get("human_escalation")

@@ -212,12 +212,34 @@ pub struct LogPosition {
 /// Whether `k` names an event kind, or a kind prefix ending in `*` (`task.*`):
 /// what readers and webhooks may filter on.
 pub fn is_kind_pattern(k: &str) -> bool {
+    kind_pattern_problem(k).is_none()
+}
+
+/// Why `k` is not a kind (or `prefix*`) that names an event kind of the
+/// catalogue, in words that list what is allowed; `None` when it is one.
+pub fn kind_pattern_problem(k: &str) -> Option<String> {
+    use coordinator_protocol::events::EventKind;
     let name = k.strip_suffix('*').unwrap_or(k);
-    !k.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c == '.' || c == '_')
+    let matches = if k.ends_with('*') {
+        EventKind::ALL.iter().any(|e| e.as_str().starts_with(name))
+    } else {
+        EventKind::parse(k).is_some()
+    };
+    if !k.is_empty() && name.len() <= 64 && matches {
+        return None;
+    }
+    let mut prefixes: Vec<&str> = EventKind::ALL
+        .iter()
+        .filter_map(|e| e.as_str().split_once('.').map(|(p, _)| p))
+        .collect();
+    prefixes.sort_unstable();
+    prefixes.dedup();
+    let prefixes: Vec<String> = prefixes.iter().map(|p| format!("{p}.*")).collect();
+    Some(format!(
+        "'{k}' is not an event kind; expected a kind of docs/events.md (e.g. task.succeeded) \
+         or a prefix: {}",
+        prefixes.join(", ")
+    ))
 }
 
 /// Which workspace events a reader wants.

@@ -449,10 +449,16 @@ async fn list_missions(
         .and_then(Value::as_str)
         .and_then(|s| s.parse::<Uuid>().ok());
     // Archived missions stay out, as in `GET /v1/missions`.
-    let rows = store::list(cx.pool, who.workspace_id, status, cursor, limit, false).await?;
-    let next_cursor = (rows.len() as i64 == limit)
-        .then(|| rows.last().map(|r| r.id))
-        .flatten();
+    let rows = store::list(
+        cx.pool,
+        who.workspace_id,
+        status,
+        cursor,
+        crate::api::page::probe(limit),
+        false,
+    )
+    .await?;
+    let (rows, next_cursor) = crate::api::page::split(rows, limit, |r| r.id);
     let missions: Vec<Value> = rows
         .into_iter()
         .map(|r| {

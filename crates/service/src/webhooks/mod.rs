@@ -74,11 +74,8 @@ impl CreateWebhook {
             return Err(Invalid::new("events", "at most 64 event kinds"));
         }
         for k in &self.events {
-            if !crate::store::events::is_kind_pattern(k) {
-                return Err(Invalid::new(
-                    "events",
-                    format!("{k:?} is not an event kind (e.g. task.succeeded or task.*)"),
-                ));
+            if let Some(problem) = crate::store::events::kind_pattern_problem(k) {
+                return Err(Invalid::new("events", problem));
             }
         }
         Ok(if self.events.is_empty() {
