@@ -25,7 +25,8 @@ async fn failed_mission(app: &TestApp, worker: &ManualWorker, http: &reqwest::Cl
                                "autonomy": "autonomous", "plan": chain_plan()}))
         .await;
     let id = m["id"].as_str().unwrap().to_owned();
-    let mut next = worker.count() + 1;
+    // The first mission of a fresh worker: dispatches 1–3.
+    let mut next = 1;
     fail_times(worker, http, &mut next, 3, "a").await;
     wait_task(app, &id, "a", "awaiting_human").await;
     let (s, body) = app
@@ -48,7 +49,7 @@ async fn refused_mission(app: &TestApp, worker: &ManualWorker, http: &reqwest::C
         )
         .await;
     let id = m["id"].as_str().unwrap().to_owned();
-    let a = worker.dispatch(worker.count() + 1).await;
+    let a = worker.dispatch(4).await;
     assert_eq!(a.task.key, "a");
     succeed(http, &a, json!("a"), 0.025).await;
     wait_task(app, &id, "b", "awaiting_human").await;
@@ -61,7 +62,9 @@ async fn refused_mission(app: &TestApp, worker: &ManualWorker, http: &reqwest::C
 /// once the budget is raised, then `a`, `b`, `c` of the continued one.
 async fn play_worker(worker: &ManualWorker, http: &reqwest::Client, first: usize) {
     for (n, key) in (first..).zip(["b", "c", "a", "b", "c"]) {
-        let d = worker.dispatch(n).await;
+        // Each waits on a click in a browser that may start slowly on a
+        // loaded machine: a longer limit than the 30 s of `dispatch`.
+        let d = worker.dispatch_within(n, Duration::from_secs(120)).await;
         assert_eq!(d.task.key, key, "dispatch #{n}");
         if n == first + 2 {
             // The retried task carries the person's guidance.
@@ -105,7 +108,7 @@ async fn a_person_raises_a_budget_and_continues_a_failed_mission_in_headless_chr
         .expect("run node")
         .wait_with_output();
     tokio::pin!(node);
-    let worker_side = play_worker(&worker, &http, worker.count() + 1);
+    let worker_side = play_worker(&worker, &http, 5);
     // The page ends only after the worker's last report: if it ends first,
     // it failed, and its summary says where.
     let out = tokio::time::timeout(Duration::from_secs(240), async {

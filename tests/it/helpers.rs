@@ -362,7 +362,12 @@ impl ManualWorker {
 
     /// Waits for the `n`-th dispatch (1-based) and returns it.
     pub async fn dispatch(&self, n: usize) -> DispatchRequest {
-        wait_until(&format!("dispatch #{n}"), || async {
+        self.dispatch_within(n, Duration::from_secs(30)).await
+    }
+
+    /// Waits up to `limit` for the `n`-th dispatch (1-based) and returns it.
+    pub async fn dispatch_within(&self, n: usize, limit: Duration) -> DispatchRequest {
+        wait_until_within(&format!("dispatch #{n}"), limit, || async {
             self.received.lock().expect("lock").get(n - 1).cloned()
         })
         .await

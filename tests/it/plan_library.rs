@@ -194,18 +194,16 @@ async fn a_completed_mission_is_a_case_that_search_finds_and_the_planner_reuses(
     assert_eq!(created["details"]["negative_cases"], json!([]));
     // The plan is the case's, adapted to the new goal.
     let (_, plan) = app.get(&format!("/v1/missions/{id2}/plan")).await;
-    let titles: Vec<&str> = plan["spec"]["tasks"]
+    // Titles no longer carry the goal; the descriptions do.
+    let texts: Vec<&str> = plan["spec"]["tasks"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| t["title"].as_str().unwrap())
+        .map(|t| t["description"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        titles.len(),
-        case["plan"]["tasks"].as_array().unwrap().len()
-    );
-    assert!(titles.iter().any(|t| t.contains(near)), "{titles:?}");
-    assert!(titles.iter().all(|t| !t.contains(goal)), "{titles:?}");
+    assert_eq!(texts.len(), case["plan"]["tasks"].as_array().unwrap().len());
+    assert!(texts.iter().any(|t| t.contains(near)), "{texts:?}");
+    assert!(texts.iter().all(|t| !t.contains(goal)), "{texts:?}");
 
     // Rejecting it does not offer the same case again.
     let (status, replanned) = app

@@ -58,6 +58,21 @@ pub struct MatchOutcome {
     /// Root methods left out because their conditions do not hold, by name.
     #[serde(default)]
     pub skipped: Vec<String>,
+    /// The (at most) three closest methods with the goal's words each
+    /// matched: why the plan is shaped as it is, for a person to follow.
+    #[serde(default)]
+    pub candidates: Vec<Candidate>,
+}
+
+/// One of the closest methods to a goal, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Method name.
+    pub method: String,
+    /// Its similarity in `[0, 1]`.
+    pub score: f64,
+    /// The goal's words found in its name, description or keywords.
+    pub matched_words: Vec<String>,
 }
 
 impl MatchOutcome {
@@ -78,6 +93,7 @@ impl MatchOutcome {
             runner_up,
             scores,
             skipped,
+            candidates: Vec::new(),
         }
     }
 
@@ -267,6 +283,33 @@ impl LexicalIndex {
             vectors,
             idf,
         }
+    }
+
+    /// The words of `query` (lowercase, as written) that document `name`
+    /// contains after stemming, each once, in the query's order.
+    pub fn shared_words(&self, query: &str, name: &str) -> Vec<String> {
+        let Some(doc) = self
+            .names
+            .iter()
+            .position(|n| n == name)
+            .and_then(|i| self.vectors.get(i))
+        else {
+            return Vec::new();
+        };
+        let mut words: Vec<String> = Vec::new();
+        for w in query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let w = w.to_lowercase();
+            if STOPWORDS.contains(&w.as_str()) || words.contains(&w) {
+                continue;
+            }
+            if doc.contains_key(&stem(&w)) {
+                words.push(w);
+            }
+        }
+        words
     }
 
     /// Cosine similarity of `query` to every document, highest first, ties by name.

@@ -38,7 +38,7 @@ pub use htn::{
     CompoundRef, Condition, Decomposition, DecompositionError, DecompositionErrorInfo,
     DecompositionTrace, Expansion, MAX_DECOMPOSITION_DEPTH, MISSION_TASK, Method, Subtask,
 };
-pub use matching::{DEFAULT_MATCH_THRESHOLD, MatchOutcome, TemplateScore};
+pub use matching::{Candidate, DEFAULT_MATCH_THRESHOLD, MatchOutcome, TemplateScore};
 pub use spec::{Criterion, PlanSpec, TaskSpec};
 pub use templates::{
     GENERIC_TEMPLATE, PlanTemplate, TemplateLibrary, parse_methods, routine_from_plan,
@@ -143,8 +143,14 @@ pub fn plan_for_goal_traced(
         Some(r) => format!("; runner-up '{}' at {:.3}", r.template, r.score),
         None => String::new(),
     };
+    let words = outcome
+        .candidates
+        .first()
+        .filter(|c| c.method == best.template && !c.matched_words.is_empty())
+        .map(|c| format!(" on the words {}", quoted(&c.matched_words)))
+        .unwrap_or_default();
     let reason = format!(
-        "goal matched method '{}' with score {:.3} (threshold {threshold:.3}{runner_up}); {}",
+        "goal matched method '{}' with score {:.3}{words} (threshold {threshold:.3}{runner_up}); {}",
         best.template,
         best.score,
         trace_summary(&decomposition.trace),
@@ -218,6 +224,15 @@ fn trace_summary(trace: &DecompositionTrace) -> String {
 }
 
 /// Explains why no method was chosen.
+/// `'a', 'b', 'c'`.
+fn quoted(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("'{w}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn no_match_reason(outcome: &MatchOutcome, threshold: f64) -> String {
     match outcome.scores.first() {
         Some(top) if top.score > 0.0 => format!(

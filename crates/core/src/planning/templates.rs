@@ -14,7 +14,7 @@ use super::htn::{
     Decomposition, DecompositionError, MAX_INSERTED_CHARS, MISSION_TASK, Method, Placeholders,
     Subtask, decompose, text_for_insertion,
 };
-use super::matching::{LexicalIndex, MatchOutcome, keywords};
+use super::matching::{Candidate, LexicalIndex, MatchOutcome, keywords};
 use super::spec::{PlanSpec, TaskSpec};
 
 /// Name of the fallback method, which is never matched by score.
@@ -306,7 +306,17 @@ impl TemplateLibrary {
                 applies
             })
             .collect();
-        MatchOutcome::from_scores(scores, skipped, threshold)
+        let mut outcome = MatchOutcome::from_scores(scores, skipped, threshold);
+        outcome.candidates = outcome
+            .closest(3)
+            .into_iter()
+            .map(|s| Candidate {
+                method: s.template.clone(),
+                score: s.score,
+                matched_words: self.index.shared_words(goal, &s.template),
+            })
+            .collect();
+        outcome
     }
 
     /// Decomposes the named method for `goal` using this library's methods.

@@ -833,7 +833,10 @@ fn method_choice_accuracy(library: &TemplateLibrary) -> (f64, Vec<String>) {
             .as_ref()
             .map_or(GENERIC_TEMPLATE, |b| b.template.as_str());
         if got != want {
-            misses.push(format!("{got} (wanted {want}): {goal} {:?}", outcome.closest(3)));
+            misses.push(format!(
+                "{got} (wanted {want}): {goal} {:?}",
+                outcome.closest(3)
+            ));
         }
     }
     let right = goals.len() - misses.len();
@@ -850,4 +853,34 @@ fn method_choice_stays_above_its_measured_accuracy() {
     // Measured by `cargo bench --bench method_choice` (docs/planning.md);
     // a change to the matcher or the methods must not lose ground.
     assert!(accuracy >= 41.0 / 54.0, "accuracy fell to {accuracy:.3}");
+}
+
+#[test]
+fn a_match_names_its_three_closest_methods_and_the_words_behind_each() {
+    let library = TemplateLibrary::builtin();
+    let outcome = library.match_goal(
+        "Analyse last quarter sales data and report trends",
+        DEFAULT_MATCH_THRESHOLD,
+    );
+    let c = &outcome.candidates;
+    assert_eq!(c.len(), 3, "{c:?}");
+    assert_eq!(c[0].method, outcome.scores[0].template);
+    assert!(c.windows(2).all(|w| w[0].score >= w[1].score), "{c:?}");
+    let data = c.iter().find(|c| c.method == "data-analysis").unwrap();
+    assert!(data.matched_words.contains(&"data".to_owned()), "{data:?}");
+    assert!(
+        data.matched_words.contains(&"trends".to_owned()),
+        "{data:?}"
+    );
+    assert!(!data.matched_words.contains(&"and".to_owned()), "{data:?}");
+    let (_, provenance) = crate::planning::plan_from_templates(
+        &library,
+        "Analyse last quarter sales data and report trends",
+        DEFAULT_MATCH_THRESHOLD,
+    );
+    assert!(
+        provenance.reason.contains("on the words 'analyse'"),
+        "{}",
+        provenance.reason
+    );
 }
