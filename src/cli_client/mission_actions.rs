@@ -7,9 +7,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use serde_json::{Map, Value, json};
 
-use super::{
-    CliError, CliResult, missions::status_line, operator::print_answer, out, parse_json_flag,
-};
+use super::{CliError, CliResult, operator::print_answer, out, parse_json_flag, status_line};
 use crate::client::{Client, ContinueMission};
 
 /// Mission actions (flattened into `coordinator mission …`).

@@ -15,7 +15,7 @@ use super::{
     CliError, CliResult, ClientArgs, EXIT_MISSION_FAILED,
     mission_actions::{self, ActionCommand},
     operator::needs_you,
-    out, out_json, parse_json_flag,
+    out, out_json, parse_json_flag, status_line,
     table::{Table, clock, datetime, fields, gauge, money, or_dash, truncate},
 };
 use crate::client::{
@@ -365,14 +365,6 @@ fn create_body(c: CreateArgs) -> Result<Value, CliError> {
         body.insert("constraints".into(), constraints);
     }
     Ok(Value::Object(body))
-}
-
-pub(super) fn status_line(json: bool, verb: &str, m: &Mission) -> Result<(), CliError> {
-    if json {
-        out_json(m)
-    } else {
-        out(&format!("mission {} {verb}; status {}\n", m.id, m.status))
-    }
 }
 
 /// The command that lists the next page: the same filters, the next cursor.

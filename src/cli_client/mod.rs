@@ -292,3 +292,12 @@ fn parse_json_flag(flag: &str, text: &str) -> Result<Value, CliError> {
     serde_json::from_str(text)
         .map_err(|e| CliError::Usage(format!("{flag} is not valid JSON: {e}")))
 }
+
+/// What an action did to a mission: the mission as JSON, or one line.
+fn status_line(json: bool, verb: &str, m: &crate::client::Mission) -> Result<(), CliError> {
+    if json {
+        out_json(m)
+    } else {
+        out(&format!("mission {} {verb}; status {}\n", m.id, m.status))
+    }
+}

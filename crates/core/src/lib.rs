@@ -38,6 +38,7 @@ pub mod invalid;
 pub mod messages;
 pub mod numbers;
 pub mod organisation;
+pub mod paging;
 pub mod planning;
 pub mod reservations;
 pub mod team_decisions;

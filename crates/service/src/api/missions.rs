@@ -128,11 +128,11 @@ async fn list(
         who.workspace_id,
         status,
         p.cursor,
-        super::page::probe(limit),
+        coordinator_core::paging::probe(limit),
         p.archived,
     )
     .await?;
-    let (rows, next_cursor) = super::page::split(rows, limit, |r| r.id);
+    let (rows, next_cursor) = coordinator_core::paging::split(rows, limit, |r| r.id);
     let missions: Vec<MissionSummary> = rows.into_iter().map(Into::into).collect();
     Ok(Json(
         json!({ "missions": missions, "next_cursor": next_cursor }),

@@ -178,10 +178,10 @@ async fn list(
         who.workspace_id,
         p.include_revoked,
         p.cursor,
-        super::page::probe(limit),
+        coordinator_core::paging::probe(limit),
     )
     .await?;
-    let (tokens, next_cursor) = super::page::split(tokens, limit, |t| t.id);
+    let (tokens, next_cursor) = coordinator_core::paging::split(tokens, limit, |t| t.id);
     Ok(Json(TokenList {
         tokens,
         next_cursor,

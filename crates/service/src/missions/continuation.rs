@@ -10,8 +10,8 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::{
-    MissionView, finish::MISSION_FAILED_REASON, human::HumanActionError, locked, transition_error,
-    view,
+    MissionView, finish::MISSION_FAILED_REASON, human_error::HumanActionError, locked,
+    transition_error, view,
 };
 use crate::{
     auth::Principal,
@@ -84,7 +84,7 @@ pub(super) async fn continue_locked(
     actor: &str,
 ) -> Result<(), HumanActionError> {
     if let Some(f) = &req.feedback {
-        super::human::check_feedback(Some(f))?;
+        super::human_error::check_feedback(Some(f))?;
     }
     if run.status() != MissionStatus::Failed {
         return Err(HumanActionError::WrongState(format!(

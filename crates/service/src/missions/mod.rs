@@ -9,6 +9,7 @@ pub mod discovered;
 pub mod edit;
 pub mod finish;
 pub mod human;
+pub mod human_error;
 pub mod plan_library;
 pub mod planner;
 pub mod replan;

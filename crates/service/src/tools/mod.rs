@@ -454,11 +454,11 @@ async fn list_missions(
         who.workspace_id,
         status,
         cursor,
-        crate::api::page::probe(limit),
+        coordinator_core::paging::probe(limit),
         false,
     )
     .await?;
-    let (rows, next_cursor) = crate::api::page::split(rows, limit, |r| r.id);
+    let (rows, next_cursor) = coordinator_core::paging::split(rows, limit, |r| r.id);
     let missions: Vec<Value> = rows
         .into_iter()
         .map(|r| {
