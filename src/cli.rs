@@ -344,6 +344,10 @@ pub struct EngineArgs {
     /// no work until it heartbeats or an operator sets its status.
     #[arg(long, env = "COORDINATOR_UNREACHABLE_AFTER", default_value_t = 3)]
     pub unreachable_after: i32,
+    /// Seconds between probes of an unreachable agent's endpoint (a GET of
+    /// its base URL; any HTTP answer brings the agent back).
+    #[arg(long, env = "COORDINATOR_PROBE_INTERVAL_SECS", default_value_t = 30)]
+    pub probe_interval_secs: u64,
     /// Seconds a tool-approval request waits for a person before it times out
     /// to its policy's default outcome (tasks may set their own).
     #[arg(long, env = "COORDINATOR_TOOL_APPROVAL_TIMEOUT_SECS", default_value_t = crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS)]
@@ -405,6 +409,11 @@ impl EngineArgs {
             "--unreachable-after must be between 1 and 1000"
         );
         cfg.unreachable_after = self.unreachable_after;
+        anyhow::ensure!(
+            (1..=86_400).contains(&self.probe_interval_secs),
+            "--probe-interval-secs must be between 1 and 86400"
+        );
+        cfg.probe_interval = std::time::Duration::from_secs(self.probe_interval_secs);
         anyhow::ensure!(
             (1..=7 * 24 * 3600).contains(&self.tool_approval_timeout_secs),
             "--tool-approval-timeout-secs must be between 1 and 604800"

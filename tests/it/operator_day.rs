@@ -406,3 +406,54 @@ async fn an_agent_that_cannot_be_reached_leaves_the_rotation_until_it_heartbeats
     assert_eq!(ghost["status"], "idle", "{ghost}");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_agent_comes_back_when_its_endpoint_answers_a_probe() {
+    let mut settings = test_settings();
+    settings.engine.probe_interval = std::time::Duration::from_millis(200);
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let (s, body) = app
+        .post(
+            "/v1/agents",
+            json!({"agent_id": "ghost", "role": "worker", "skills": ["research"],
+                   "endpoint_url": format!("http://{addr}"), "max_concurrency": 1}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    app.create_mission(json!({"goal": "chain", "autonomy": "autonomous", "plan": chain_plan()}))
+        .await;
+    wait_until("the ghost agent to be unreachable", || async {
+        let (_, g) = app.get("/v1/agents/ghost").await;
+        (g["status"] == "unreachable").then_some(())
+    })
+    .await;
+    // Probes of a port nothing listens on leave it unreachable.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let (_, g) = app.get("/v1/agents/ghost").await;
+    assert_eq!(g["status"], "unreachable");
+    // Something answers on its address now (a 404 is an answer): the next
+    // probe brings it back, with an event, and it takes the task.
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, axum::Router::new()).await.unwrap();
+    });
+    wait_until("the ghost agent to answer a probe", || async {
+        let (_, g) = app.get("/v1/agents/ghost").await;
+        (g["status"] != "unreachable").then_some(())
+    })
+    .await;
+    let back: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM orchestration_events WHERE kind = 'agent.reachable'
+           AND payload->>'agent_id' = 'ghost'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(back, 1);
+    server.abort();
+    app.stop().await;
+}

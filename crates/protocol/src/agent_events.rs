@@ -91,6 +91,16 @@ pub struct AgentUnreachable {
     pub error: String,
 }
 
+/// `agent.reachable`: an unreachable agent's endpoint answered a probe (a
+/// workspace event).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentReachable {
+    /// The agent.
+    pub agent_id: String,
+    /// Its status now (`idle` or `working`).
+    pub status: String,
+}
+
 /// `agent.retired`: an operator retired an agent (a workspace event).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgentRetired {
@@ -129,6 +139,10 @@ impl EventPayload for AgentUpdated {
 
 impl EventPayload for AgentUnreachable {
     const KIND: EventKind = EventKind::AgentUnreachable;
+}
+
+impl EventPayload for AgentReachable {
+    const KIND: EventKind = EventKind::AgentReachable;
 }
 
 impl EventPayload for AgentRetired {
@@ -378,6 +392,10 @@ pub(crate) mod tests {
                 agent_id: "a".into(),
                 failures: 3,
                 error: "e".into(),
+            }),
+            keys(&AgentReachable {
+                agent_id: "a".into(),
+                status: "idle".into(),
             }),
             keys(&AgentRetired {
                 agent_id: "a".into(),

@@ -486,8 +486,11 @@ event_kinds! {
         "An agent's description or status was changed by PATCH (a workspace event; `changes` holds each field's `from` and `to`).",
         ["agent_id", "version", "changes"];
     AgentUnreachable = "agent.unreachable", Agents, Agent,
-        "An agent's endpoint could not be reached for several dispatches in a row: it is `unreachable` and gets no work until a heartbeat (a workspace event).",
+        "An agent's endpoint could not be reached for several dispatches in a row: it is `unreachable` and gets no work until a heartbeat or a probe that is answered (a workspace event).",
         ["agent_id", "failures", "error"];
+    AgentReachable = "agent.reachable", Agents, Agent,
+        "An unreachable agent's endpoint answered a probe: it takes work again (a workspace event).",
+        ["agent_id", "status"];
     AgentRetired = "agent.retired", Agents, Agent,
         "An agent was retired: kept for history, given no new work; its live attempts finish (a workspace event).",
         ["agent_id", "version", "previous_status", "live_attempts"];

@@ -465,9 +465,18 @@ impl Client {
 
     /// A POST to `url`, refused at `send` if the policy forbids it.
     pub fn post(&self, url: &str) -> RequestBuilder {
+        self.request(reqwest::Method::POST, url)
+    }
+
+    /// A GET of `url`, refused at `send` if the policy forbids it.
+    pub fn get(&self, url: &str) -> RequestBuilder {
+        self.request(reqwest::Method::GET, url)
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> RequestBuilder {
         let inner = match Url::parse(url) {
             Ok(parsed) => match self.check(&parsed) {
-                Ok(()) => Ok(self.inner.post(parsed)),
+                Ok(()) => Ok(self.inner.request(method, parsed)),
                 Err(_) => Err(SendError::Refused),
             },
             Err(e) => Err(SendError::BadUrl(e.to_string())),

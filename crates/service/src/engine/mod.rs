@@ -70,8 +70,12 @@ pub struct EngineConfig {
     /// Concurrency cap of each contractor.
     pub contractor_concurrency: i32,
     /// Dispatches in a row that may fail to reach an agent's endpoint before
-    /// the agent is `unreachable` (skipped by scoring until it heartbeats).
+    /// the agent is `unreachable` (skipped by scoring until it heartbeats or
+    /// answers a probe).
     pub unreachable_after: i32,
+    /// How often an unreachable agent's endpoint is probed (any HTTP answer
+    /// brings it back).
+    pub probe_interval: Duration,
     /// How long a tool-approval request waits for a person when the task's
     /// policy sets no timeout of its own.
     pub tool_approval_timeout: Duration,
@@ -106,6 +110,7 @@ impl EngineConfig {
             contractor_threshold: 0.0,
             contractor_concurrency: 4,
             unreachable_after: 3,
+            probe_interval: Duration::from_secs(30),
             tool_approval_timeout: Duration::from_secs(
                 crate::coordination::tool_policy::DEFAULT_TIMEOUT_SECS,
             ),
@@ -296,6 +301,9 @@ impl Engine {
     async fn sweep(&self, sweep_cursor: &mut reconcile::SweepCursor) {
         if let Err(e) = reconcile::offline_agents(&self.pool, &self.cfg).await {
             tracing::warn!(error = %e, "offline-agent check failed");
+        }
+        if let Err(e) = reconcile::probe_unreachable(&self.pool, &self.cfg).await {
+            tracing::warn!(error = %e, "unreachable-agent probe failed");
         }
         if let Err(e) = reconcile::expire_reservations(&self.pool).await {
             tracing::warn!(error = %e, "reservation expiry sweep failed");

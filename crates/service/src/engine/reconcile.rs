@@ -189,6 +189,53 @@ pub async fn sweep(
     Ok(touched)
 }
 
+/// Probes the endpoints of unreachable agents (a GET of the base URL, at
+/// most once per `probe_interval` per agent across replicas): any HTTP
+/// answer, whatever its status, means the worker is there again, and the
+/// agent takes work (`agent.reachable`). Returns how many came back.
+pub async fn probe_unreachable(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<usize> {
+    let due = agents::claim_probes(pool, cfg.probe_interval.as_secs_f64(), 20).await?;
+    let probes = due.into_iter().map(|d| {
+        let http = cfg.worker_http.clone();
+        async move {
+            let answered = http
+                .get(d.endpoint_url.trim_end_matches('/'))
+                .timeout(std::time::Duration::from_secs(5))
+                .send()
+                .await
+                .is_ok();
+            (d, answered)
+        }
+    });
+    let actor = format!("engine:{}", cfg.replica_id);
+    let mut back = 0;
+    for (d, answered) in futures::future::join_all(probes).await {
+        if !answered {
+            continue;
+        }
+        let mut tx = pool.begin().await?;
+        if let Some(status) = agents::mark_reachable(&mut tx, d.workspace_id, &d.agent_id).await? {
+            events::record(
+                &mut tx,
+                d.workspace_id,
+                events::WorkspaceEvent::new(
+                    None,
+                    None,
+                    &actor,
+                    &coordinator_protocol::agent_events::AgentReachable {
+                        agent_id: d.agent_id.clone(),
+                        status,
+                    },
+                ),
+            )
+            .await?;
+            back += 1;
+        }
+        tx.commit().await?;
+    }
+    Ok(back)
+}
+
 /// Asks attempts that have been silent for half the stall timeout (the
 /// lease) how they are doing: an `attempt.progress_check` event and a
 /// `POST {worker}/v1/tasks/{attempt}/progress` to the worker, once per

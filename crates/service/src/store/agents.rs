@@ -683,6 +683,56 @@ pub async fn release_slot(
     Ok(())
 }
 
+/// An unreachable agent whose endpoint is due a probe.
+#[derive(Debug, Clone)]
+pub struct ProbeDue {
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// The agent.
+    pub agent_id: String,
+    /// Its worker base URL.
+    pub endpoint_url: String,
+}
+
+/// Unreachable agents not probed (or changed) for `every`; each is marked
+/// as probed now, so one replica probes it per period.
+pub async fn claim_probes(pool: &PgPool, every: f64, limit: i64) -> sqlx::Result<Vec<ProbeDue>> {
+    sqlx::query_as!(
+        ProbeDue,
+        r#"UPDATE agents SET updated_at = now()
+           WHERE (workspace_id, agent_id) IN (
+               SELECT workspace_id, agent_id FROM agents
+               WHERE status = 'unreachable' AND updated_at < now() - make_interval(secs => $1)
+               ORDER BY updated_at LIMIT $2
+               FOR UPDATE SKIP LOCKED)
+           RETURNING workspace_id, agent_id, endpoint_url"#,
+        every,
+        limit
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// An unreachable agent answered: it takes work again. `None` if it was no
+/// longer unreachable; else its status now.
+pub async fn mark_reachable(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    agent_id: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "UPDATE agents
+         SET status = CASE WHEN running_count > 0 THEN 'working' ELSE 'idle' END,
+             dispatch_failures = 0, last_seen_at = now(), version = version + 1, updated_at = now()
+         WHERE workspace_id = $1 AND agent_id = $2 AND status = 'unreachable'
+         RETURNING status",
+        workspace_id,
+        agent_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
 /// A task an agent holds, for its status view.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct HeldTask {
