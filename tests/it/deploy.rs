@@ -345,6 +345,11 @@ const GLOBAL_BY_DESIGN: &[(&str, &str, &str)] = &[
         "silent running attempts of any workspace",
     ),
     (
+        "crates/service/src/store/agents.rs",
+        "claim_probes",
+        "unreachable agents of any workspace are probed by whichever replica looks",
+    ),
+    (
         "crates/service/src/store/events.rs",
         "prune_older_than",
         "retention deletes by age across workspaces",
