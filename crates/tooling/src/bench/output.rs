@@ -49,7 +49,13 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
     );
     for t in &m.throughput {
         let (r, tps, secs) = (t.replicas, t.tasks_per_s, t.secs);
-        println!("throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s)");
+        let cost = match (t.write_txns_per_task, t.wal_bytes_per_task) {
+            (Some(x), Some(w)) => {
+                format!("; per task {x:.1} writing transactions, {w:.0} WAL bytes")
+            }
+            _ => String::new(),
+        };
+        println!("throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s){cost}");
     }
     let scaling = report::replica_scaling(&m.throughput);
     let reference = scaling.first().map_or(1, |s| s.reference);
@@ -76,6 +82,10 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
     )];
     for t in &m.throughput {
         line.push(format!("tasks_per_s_{}r={:.0}", t.replicas, t.tasks_per_s));
+        if let (Some(x), Some(w)) = (t.write_txns_per_task, t.wal_bytes_per_task) {
+            line.push(format!("write_txns_per_task_{}r={x:.1}", t.replicas));
+            line.push(format!("wal_bytes_per_task_{}r={w:.0}", t.replicas));
+        }
     }
     for s in scaling.iter().filter(|s| s.replicas != reference) {
         line.push(format!(

@@ -76,6 +76,13 @@ pub struct Throughput {
     pub tasks_per_s: f64,
     /// Seconds the phase took.
     pub secs: f64,
+    /// Transactions that wrote (transaction ids assigned) per task, all
+    /// replicas together; read-only polling does not count.
+    #[serde(default)]
+    pub write_txns_per_task: Option<f64>,
+    /// WAL bytes written per task.
+    #[serde(default)]
+    pub wal_bytes_per_task: Option<f64>,
 }
 
 /// Dispatch latency under the burst of the first throughput phase.

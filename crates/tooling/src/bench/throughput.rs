@@ -67,15 +67,46 @@ async fn at_replicas(
     let ids = create_missions(api, args).await?;
     eprintln!("[{count} replica(s)] approving and running them…");
     let started = Instant::now();
+    let before = db_cost(&env.pool).await.ok();
     approve_all(env, replicas, &ids, args.client_concurrency).await?;
     wait_completed(&env.pool, &ids, Duration::from_secs(600)).await?;
     let elapsed = started.elapsed().as_secs_f64();
+    let after = db_cost(&env.pool).await.ok();
+    let tasks = (ids.len() * args.tasks) as f64;
+    let per_task = |pick: fn(&DbCost) -> i64| {
+        before
+            .zip(after)
+            .map(|(b, a)| (pick(&a) - pick(&b)) as f64 / tasks)
+    };
     let point = report::Throughput {
         replicas: count,
-        tasks_per_s: (ids.len() * args.tasks) as f64 / elapsed,
+        tasks_per_s: tasks / elapsed,
         secs: elapsed,
+        write_txns_per_task: per_task(|c| c.next_xid),
+        wal_bytes_per_task: per_task(|c| c.wal_lsn),
     };
     Ok((point, ids))
+}
+
+/// What the database has done so far, in counters that read-only queries
+/// (the bench's own polling) do not move.
+#[derive(Debug, Clone, Copy)]
+struct DbCost {
+    /// The next transaction id: one is assigned per transaction that writes.
+    next_xid: i64,
+    /// The WAL insert position, in bytes.
+    wal_lsn: i64,
+}
+
+/// Reads [`DbCost`] without assigning a transaction id itself.
+async fn db_cost(pool: &PgPool) -> sqlx::Result<DbCost> {
+    let (next_xid, wal_lsn): (i64, i64) = sqlx::query_as(
+        "SELECT txid_snapshot_xmax(txid_current_snapshot())::int8,
+                pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(DbCost { next_xid, wal_lsn })
 }
 
 /// Creates `--missions` fan-out missions (awaiting approval) through `api`.
