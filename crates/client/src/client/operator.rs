@@ -3,81 +3,9 @@
 //! what waits for a person (`GET /v1/attention`).
 
 use reqwest::Method;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-use time::OffsetDateTime;
-use uuid::Uuid;
+use serde_json::Value;
 
-use super::{Client, ClientError, Mission};
-
-/// One thing that waits for a person (`GET /v1/attention`, `MissionView.attention`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct AttentionItem {
-    /// `plan_approval`, `results_review`, `human_task`, `budget`, `decision` or `tool_approval`.
-    pub kind: String,
-    /// The mission it belongs to.
-    pub mission_id: Option<Uuid>,
-    /// The mission's title (or goal).
-    pub mission_title: Option<String>,
-    /// The task, if it is about one.
-    pub task_id: Option<Uuid>,
-    /// The task's key, if it is about one.
-    pub task_key: Option<String>,
-    /// The decision or tool-approval id.
-    pub id: Option<Uuid>,
-    /// What waits and why, in one sentence.
-    pub summary: String,
-    /// Since when it waits.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub since: Option<OffsetDateTime>,
-    /// The verbs that settle it.
-    pub actions: Vec<String>,
-    /// The command line that settles it.
-    pub command: Option<String>,
-    /// Fields this client does not name.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// `GET /v1/attention`: everything in the workspace waiting for a person.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Attention {
-    /// Oldest first.
-    pub items: Vec<AttentionItem>,
-    /// Fields this client does not name.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// `POST /v1/missions/{id}/continue` body: what to do with each failed task.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ContinueMission {
-    /// Keys (or ids) of the failed tasks to run again.
-    pub retry: Vec<String>,
-    /// Keys (or ids) of the failed tasks to skip.
-    pub skip: Vec<String>,
-    /// Guidance for the next attempts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub feedback: Option<String>,
-    /// Continue only if the mission is still at this version.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<i64>,
-}
-
-/// `POST /v1/missions/{id}/tasks/{task}/resolve` body.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ResolveTask {
-    /// `complete`, `retry`, `skip` or `fail`.
-    pub action: String,
-    /// The result, for `complete`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
-    /// Guidance for the next attempt (`retry`) or the reason (others).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub feedback: Option<String>,
-}
+use super::{Attention, Client, ClientError, ContinueMission, Mission, ResolveTask};
 
 impl Client {
     /// Sends `body` (or none) with `method` to a path and returns the answer
