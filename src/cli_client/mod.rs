@@ -9,10 +9,12 @@
 mod agents;
 mod coordination;
 mod mission_actions;
+mod mission_view;
 mod missions;
 mod operator;
 pub mod routes;
 pub mod table;
+mod watch;
 mod workspace;
 
 use std::{
