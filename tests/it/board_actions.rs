@@ -8,7 +8,7 @@
 use std::{process::Stdio, time::Duration};
 
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::{helpers::*, peers};
 
@@ -124,13 +124,7 @@ async fn a_person_raises_a_budget_and_continues_a_failed_mission_in_headless_chr
     .await
     .expect("the browser run finished within 4 minutes")
     .expect("node output");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the browser run failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
+    let s = peers::summary(&out);
     assert_eq!(s["pageErrors"], json!([]), "{s}");
 
     // The budget item: what waits and why, the budget that fits, its command.

@@ -157,26 +157,13 @@ async fn a_crowded_mission_fits_the_board_at_every_width_in_headless_chromium() 
 
     let dir = peers::artifacts().join("board-layout");
     std::fs::create_dir_all(&dir).expect("create test-artifacts/board-layout");
-    let run = tokio::process::Command::new("node")
-        .arg(js.join("board-layout.mjs"))
-        .arg(&app.url)
-        .arg(&app.token)
-        .arg(&id)
-        .arg(&dir)
-        .arg(&chromium)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run)
-        .await
-        .expect("the browser run finished within 3 minutes")
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the browser run failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
+    let s = peers::run_browser(
+        &js,
+        "board-layout.mjs",
+        &[&app.url, &app.token, &id, &dir, &chromium],
+        Duration::from_secs(180),
+    )
+    .await;
 
     // Nothing sticks out, at any width.
     let problems: Vec<String> = s["problems"]

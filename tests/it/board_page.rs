@@ -115,26 +115,13 @@ async fn a_person_approves_watches_and_accepts_a_mission_in_headless_chromium() 
 
     let shot = peers::artifacts().join("board.png");
     let _ = std::fs::remove_file(&shot);
-    let run = tokio::process::Command::new("node")
-        .arg(js.join("board-page.mjs"))
-        .arg(&app.url)
-        .arg(&app.token)
-        .arg(&id)
-        .arg(&shot)
-        .arg(&chromium)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run)
-        .await
-        .expect("the browser run finished within 3 minutes")
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the browser run failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
+    let s = peers::run_browser(
+        &js,
+        "board-page.mjs",
+        &[&app.url, &app.token, &id, &shot, &chromium],
+        Duration::from_secs(180),
+    )
+    .await;
 
     // Asked for a token, refused a wrong one with the service's message.
     let (_, refused) = app
@@ -252,29 +239,22 @@ async fn a_person_approves_a_tool_call_in_the_approvals_panel_in_headless_chromi
 
     let shot = peers::artifacts().join("board-approvals.png");
     let _ = std::fs::remove_file(&shot);
-    let run = tokio::process::Command::new("node")
-        .arg(js.join("board-approvals.mjs"))
-        .arg(&app.url)
-        .arg(&app.token)
-        .arg(&mission)
-        .arg(d.attempt_id.to_string())
-        .arg(&d.callback.token)
-        .arg(rationale)
-        .arg(&shot)
-        .arg(&chromium)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), run)
-        .await
-        .expect("the browser run finished within 2 minutes")
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the browser run failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
+    let s = peers::run_browser(
+        &js,
+        "board-approvals.mjs",
+        &[
+            &app.url,
+            &app.token,
+            &mission,
+            &d.attempt_id.to_string(),
+            &d.callback.token,
+            &rationale,
+            &shot,
+            &chromium,
+        ],
+        Duration::from_secs(120),
+    )
+    .await;
 
     // The worker's request was left to a person, and the open page showed
     // it from the stream, with what is asked.
@@ -344,24 +324,13 @@ async fn the_api_docs_page_makes_no_outside_calls_in_headless_chromium() {
     let app = spawn_app().await;
     let shot = peers::artifacts().join("docs-page.png");
     let _ = std::fs::remove_file(&shot);
-    let run = tokio::process::Command::new("node")
-        .arg(js.join("docs-page.mjs"))
-        .arg(&app.url)
-        .arg(&shot)
-        .arg(&chromium)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), run)
-        .await
-        .expect("the browser run finished within 2 minutes")
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the browser run failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s: Value = serde_json::from_str(stdout.trim()).expect("json summary");
+    let s = peers::run_browser(
+        &js,
+        "docs-page.mjs",
+        &[&app.url, &shot, &chromium],
+        Duration::from_secs(120),
+    )
+    .await;
     // The page loaded its script and the document from the service...
     assert!(s["requests"].as_u64().unwrap_or(0) >= 3, "{s}");
     // ...and nothing from anywhere else, nor offers a button that would.

@@ -9,18 +9,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-/// Payloads of the mission's events of `kind`, in order.
-async fn events(app: &TestApp, id: &str, kind: &str) -> Vec<Value> {
-    sqlx::query_scalar(
-        "SELECT payload FROM orchestration_events WHERE run_id = $1::uuid AND kind = $2 ORDER BY seq",
-    )
-    .bind(id)
-    .bind(kind)
-    .fetch_all(&app.pool)
-    .await
-    .unwrap()
-}
-
 async fn register(app: &TestApp, body: Value) {
     let (s, b) = app.post("/v1/agents", body).await;
     assert_eq!(s, StatusCode::CREATED, "{b}");

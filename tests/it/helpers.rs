@@ -554,3 +554,15 @@ pub async fn announced_url<R: tokio::io::AsyncBufRead + Unpin>(
     .await
     .expect("serve started listening in time")
 }
+
+/// Payloads of the mission's events of `kind`, in order.
+pub async fn events(app: &TestApp, id: &str, kind: &str) -> Vec<Value> {
+    sqlx::query_scalar(
+        "SELECT payload FROM orchestration_events WHERE run_id = $1::uuid AND kind = $2 ORDER BY seq",
+    )
+    .bind(id)
+    .bind(kind)
+    .fetch_all(&app.pool)
+    .await
+    .expect("read the mission's events")
+}

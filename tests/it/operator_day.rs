@@ -17,18 +17,6 @@ async fn attention(app: &TestApp, id: &str) -> Vec<Value> {
     body["items"].as_array().unwrap().clone()
 }
 
-/// Payloads of the mission's events of `kind`, in order.
-async fn events(app: &TestApp, id: &str, kind: &str) -> Vec<Value> {
-    sqlx::query_scalar(
-        "SELECT payload FROM orchestration_events WHERE run_id = $1::uuid AND kind = $2 ORDER BY seq",
-    )
-    .bind(id)
-    .bind(kind)
-    .fetch_all(&app.pool)
-    .await
-    .unwrap()
-}
-
 /// A chain mission whose first task failed for good (three failed attempts,
 /// dispatches 1–3 of a fresh worker, then a person chose `fail`); returns its id.
 async fn failed_chain(app: &TestApp, worker: &ManualWorker, http: &reqwest::Client) -> String {

@@ -54,3 +54,35 @@ pub fn artifacts() -> PathBuf {
     std::fs::create_dir_all(&dir).expect("create test-artifacts");
     dir
 }
+
+/// Runs `script` of `tests/js` with node and `args` (a browser run), within
+/// `limit`; fails the test unless it exits 0, and returns the JSON summary
+/// it printed.
+pub async fn run_browser(
+    js: &Path,
+    script: &str,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+    limit: std::time::Duration,
+) -> serde_json::Value {
+    let run = tokio::process::Command::new("node")
+        .arg(js.join(script))
+        .args(args.iter().map(|a| a.as_ref()))
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(limit, run)
+        .await
+        .unwrap_or_else(|_| panic!("the browser run finished within {limit:?}"))
+        .expect("run node");
+    summary(&out)
+}
+
+/// The JSON summary a browser run printed; fails the test unless it exited 0.
+pub fn summary(out: &std::process::Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).expect("json summary")
+}
