@@ -8,23 +8,15 @@
 // JSON summary for the Rust test to check.
 //
 //   node board-actions.mjs BASE_URL TOKEN BUDGET_MISSION FAILED_MISSION NEW_BUDGET FEEDBACK SHOT_DIR CHROMIUM
-import { chromium } from 'playwright-core';
+import { launch, pageWithErrors } from './browser.mjs';
 
 const [base, token, budgetMission, failedMission, newBudget, feedback, shots, executablePath] =
   process.argv.slice(2);
 const summary = { steps: [] };
 const step = (name) => summary.steps.push(name);
 
-const browser = await chromium.launch({
-  executablePath,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-const pageErrors = [];
-page.on('pageerror', (e) => pageErrors.push(String(e)));
-page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+const browser = await launch(executablePath);
+const { page, pageErrors } = await pageWithErrors(browser, { width: 1400, height: 1000 });
 
 const waitFor = (fn, arg, timeout) => page.waitForFunction(fn, arg, { timeout, polling: 50 });
 const status = () => page.getAttribute('[data-testid=mission-status]', 'data-status');

@@ -7,23 +7,15 @@
 // Prints a JSON summary for the Rust test to check.
 //
 //   node board-approvals.mjs BASE_URL TOKEN MISSION_ID ATTEMPT_ID ATTEMPT_TOKEN RATIONALE SCREENSHOT.png CHROMIUM
-import { chromium } from 'playwright-core';
+import { launch, pageWithErrors } from './browser.mjs';
 
 const [base, token, missionId, attemptId, attemptToken, rationale, shot, executablePath] =
   process.argv.slice(2);
 const summary = { steps: [] };
 const step = (name) => summary.steps.push(name);
 
-const browser = await chromium.launch({
-  executablePath,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const page = await browser.newPage({ viewport: { width: 1600, height: 1100 } });
-const pageErrors = [];
-page.on('pageerror', (e) => pageErrors.push(String(e)));
-page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+const browser = await launch(executablePath);
+const { page, pageErrors } = await pageWithErrors(browser, { width: 1600, height: 1100 });
 
 const waitFor = (fn, arg, timeout) => page.waitForFunction(fn, arg, { timeout, polling: 50 });
 

@@ -8,18 +8,13 @@
 // Rust test to check; exits 1 only when the page could not be driven.
 //
 //   node board-layout.mjs BASE_URL TOKEN MISSION_ID ARTIFACT_DIR CHROMIUM
-import { chromium } from 'playwright-core';
+import { launch } from './browser.mjs';
 
 const [base, token, missionId, dir, executablePath] = process.argv.slice(2);
 const WIDTHS = [[1280, 900], [1400, 1000], [1920, 1080], [390, 844]];
 const summary = { problems: {}, pages: {} };
 
-const browser = await chromium.launch({
-  executablePath,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch(executablePath);
 
 /// Runs in the page: every way something sticks out, as sentences.
 function measure() {

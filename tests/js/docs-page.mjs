@@ -4,18 +4,13 @@
 // are visible. Prints a JSON summary for the Rust test to check.
 //
 //   node docs-page.mjs BASE_URL SCREENSHOT.png CHROMIUM
-import { chromium } from 'playwright-core';
+import { launch } from './browser.mjs';
 
 const [base, shot, executablePath] = process.argv.slice(2);
 const summary = { outside: [], requests: 0 };
 const own = new URL(base).host;
 
-const browser = await chromium.launch({
-  executablePath,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch(executablePath);
 const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
 page.on('request', (r) => {
   summary.requests += 1;
