@@ -27,6 +27,16 @@ impl From<crate::missions::MissionError> for ApiError {
     }
 }
 
+impl From<crate::missions::StaleMission> for ApiError {
+    fn from(e: crate::missions::StaleMission) -> Self {
+        ApiError::Conflict {
+            code: "version_conflict",
+            message: e.to_string(),
+            details: json!({ "mission_id": e.mission_id, "expected": e.expected, "current": e.current }),
+        }
+    }
+}
+
 impl From<crate::missions::edit::EditError> for ApiError {
     fn from(e: crate::missions::edit::EditError) -> Self {
         use crate::missions::edit::EditError as E;
@@ -34,15 +44,7 @@ impl From<crate::missions::edit::EditError> for ApiError {
         match e {
             E::Invalid(e) => e.into(),
             E::NotFound(_) => ApiError::NotFound(message),
-            E::VersionConflict {
-                mission_id,
-                expected,
-                current,
-            } => ApiError::Conflict {
-                code: "version_conflict",
-                message,
-                details: json!({ "mission_id": mission_id, "expected": expected, "current": current }),
-            },
+            E::VersionConflict(stale) => stale.into(),
             E::Finished {
                 mission_id,
                 status,
@@ -123,15 +125,7 @@ impl From<crate::missions::human::HumanActionError> for ApiError {
                 details: json!({ "problems": problems }),
             },
             E::TaskChanged | E::ReopenRaced => ApiError::conflict("conflict", message),
-            E::VersionConflict {
-                mission_id,
-                expected,
-                current,
-            } => ApiError::Conflict {
-                code: "version_conflict",
-                message,
-                details: json!({ "mission_id": mission_id, "expected": expected, "current": current }),
-            },
+            E::VersionConflict(stale) => stale.into(),
             E::IllegalTransition(e) => e.into(),
             E::Mission(e) => e.into(),
             E::Database(e) => e.into(),
@@ -248,11 +242,11 @@ mod error_tests {
         use crate::{domain::MissionStatus, missions::edit::EditError};
         let id = Uuid::nil();
         assert_eq!(
-            status_and_code(EditError::VersionConflict {
+            status_and_code(EditError::VersionConflict(crate::missions::StaleMission {
                 mission_id: id,
                 expected: 1,
                 current: 2
-            })
+            }))
             .await,
             expect(StatusCode::CONFLICT, "version_conflict")
         );

@@ -10,8 +10,8 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::{
-    MissionView, finish::MISSION_FAILED_REASON, human_error::HumanActionError, locked,
-    transition_error, view,
+    MissionView, check_version, finish::MISSION_FAILED_REASON, human_error::HumanActionError,
+    locked, transition_error, view,
 };
 use crate::{
     auth::Principal,
@@ -60,15 +60,7 @@ pub async fn continue_failed(
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let mut run = locked(&mut tx, who, id).await?;
-    if let Some(expected) = req.version
-        && expected != run.version
-    {
-        return Err(HumanActionError::VersionConflict {
-            mission_id: id,
-            expected,
-            current: run.version,
-        });
-    }
+    check_version(&run, req.version)?;
     continue_locked(&mut tx, &mut run, &req, &actor).await?;
     missions::notify_wake(&mut tx).await?;
     tx.commit().await?;

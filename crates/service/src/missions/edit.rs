@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use serde_json::json;
 
-use super::{MissionError, MissionView, human, view};
+use super::{MissionError, MissionView, StaleMission, check_version, human, view};
 use crate::{
     auth::Principal,
     domain::{
@@ -41,17 +41,8 @@ pub enum EditError {
     #[error("no mission {0}")]
     NotFound(Uuid),
     /// The mission is no longer at the version the caller read.
-    #[error(
-        "mission {mission_id} is at version {current}, not {expected}: read it again and redo the change"
-    )]
-    VersionConflict {
-        /// The mission.
-        mission_id: Uuid,
-        /// The version the caller read.
-        expected: i64,
-        /// The version it is at.
-        current: i64,
-    },
+    #[error(transparent)]
+    VersionConflict(#[from] StaleMission),
     /// The mission is finished and the edit would change what steers work.
     #[error(
         "mission {mission_id} is {status}: its {} can no longer change (a finished mission takes only a new title or labels)",
@@ -198,15 +189,7 @@ pub async fn update(
     })?;
     let mut tx = pool.begin().await?;
     let run = locked(&mut tx, who, id).await?;
-    if let Some(expected) = req.version
-        && expected != run.version
-    {
-        return Err(EditError::VersionConflict {
-            mission_id: id,
-            expected,
-            current: run.version,
-        });
-    }
+    check_version(&run, req.version)?;
     let from = editable(&run);
     let to = mission_edit::apply(
         &from,

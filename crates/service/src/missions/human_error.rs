@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use super::{MissionError, replan::MAX_FEEDBACK_CHARS};
+use super::{MissionError, StaleMission, replan::MAX_FEEDBACK_CHARS};
 use crate::domain::IllegalTransition;
 use coordinator_core::invalid::Invalid;
 
@@ -33,17 +33,8 @@ pub enum HumanActionError {
     #[error("the task changed meanwhile; reload and try again")]
     TaskChanged,
     /// The mission is no longer at the version the caller read.
-    #[error(
-        "mission {mission_id} is at version {current}, not {expected}: read it again and redo the action"
-    )]
-    VersionConflict {
-        /// The mission.
-        mission_id: Uuid,
-        /// The version the caller read.
-        expected: i64,
-        /// The version it is at.
-        current: i64,
-    },
+    #[error(transparent)]
+    VersionConflict(#[from] StaleMission),
     /// A task to reopen changed between reading and writing it.
     #[error("a task changed meanwhile; reload and try again")]
     ReopenRaced,

@@ -381,6 +381,34 @@ pub(crate) fn transition_error(e: TransitionError) -> MissionError {
     }
 }
 
+/// A change that named the mission's version refused because the mission
+/// moved on since (409 `version_conflict`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "mission {mission_id} is at version {current}, not {expected}: read it again and redo the change"
+)]
+pub struct StaleMission {
+    /// The mission.
+    pub mission_id: Uuid,
+    /// The version the caller read.
+    pub expected: i64,
+    /// The version it is at.
+    pub current: i64,
+}
+
+/// Refuses a change guarded by `expected` (when given) unless `run` is still
+/// at that version.
+pub(crate) fn check_version(run: &MissionRow, expected: Option<i64>) -> Result<(), StaleMission> {
+    match expected {
+        Some(expected) if expected != run.version => Err(StaleMission {
+            mission_id: run.id,
+            expected,
+            current: run.version,
+        }),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) async fn locked(
     tx: &mut sqlx::PgConnection,
     who: &Principal,
