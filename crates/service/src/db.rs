@@ -23,9 +23,15 @@ pub struct DatabaseArgs {
     /// Directory of the private PostgreSQL (used only without DATABASE_URL).
     #[arg(long, env = "COORDINATOR_DATA_DIR", default_value = "./.coordinator")]
     pub data_dir: PathBuf,
-    /// Maximum connections in this process's pool.
-    #[arg(long, env = "COORDINATOR_DB_POOL_SIZE", default_value_t = 20)]
-    pub pool_size: u32,
+    /// Maximum connections in this process's pool; without it the pool is
+    /// sized from the server's `max_connections` and `--replicas`
+    /// ([`pool_size_for`]).
+    #[arg(long, env = "COORDINATOR_DB_POOL_SIZE")]
+    pub pool_size: Option<u32>,
+    /// Replicas expected to share the server: each sizes its pool to its
+    /// share of the server's connections.
+    #[arg(long, env = "COORDINATOR_REPLICAS", default_value_t = 1)]
+    pub replicas: u32,
     /// How long to keep retrying an unreachable server at start (seconds).
     #[arg(long, env = "COORDINATOR_DB_CONNECT_TIMEOUT_SECS", default_value_t = DEFAULT_CONNECT_WAIT_SECS)]
     pub db_connect_timeout_secs: u64,
@@ -62,7 +68,10 @@ impl Database {
             }
         };
         let wait = Duration::from_secs(args.db_connect_timeout_secs);
-        let pool = connect_within(&url, args.pool_size, wait).await?;
+        let pool = match args.pool_size {
+            Some(size) => connect_within(&url, size, wait).await?,
+            None => connect_sized(&url, args.replicas.max(1), wait).await?,
+        };
         migrate(&pool).await?;
         Ok(Database { pool, embedded })
     }
@@ -147,6 +156,54 @@ pub async fn connect_within(
         .connect_with(options)
         .await
         .with_context(|| format!("connecting to PostgreSQL at {target}"))
+}
+
+/// Pool size when none is configured: the most one replica uses with room
+/// to spare (more connections than this only queue inside PostgreSQL on
+/// small machines).
+pub const DEFAULT_POOL_SIZE: u32 = 20;
+
+/// Connections left for everything that is not a replica (psql, migrations,
+/// backups, monitoring, the benchmark's observer).
+pub const CONNECTION_HEADROOM: u32 = 10;
+
+/// The pool size of one of `replicas` replicas sharing a server that
+/// allows `max_connections` with `reserved` kept for superusers: an equal
+/// share of what is left after [`CONNECTION_HEADROOM`], at most
+/// [`DEFAULT_POOL_SIZE`] and at least 2 (one for the tick loop, one for
+/// requests), so replicas together never exhaust a stock server.
+pub fn pool_size_for(max_connections: u32, reserved: u32, replicas: u32) -> u32 {
+    let usable = max_connections
+        .saturating_sub(reserved)
+        .saturating_sub(CONNECTION_HEADROOM);
+    (usable / replicas.max(1)).clamp(2, DEFAULT_POOL_SIZE)
+}
+
+/// Reads the server's `max_connections` and `superuser_reserved_connections`.
+pub async fn connection_limits(pool: &PgPool) -> sqlx::Result<(u32, u32)> {
+    let (max, reserved): (String, String) = sqlx::query_as(
+        "SELECT current_setting('max_connections'), current_setting('superuser_reserved_connections')",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok((max.parse().unwrap_or(100), reserved.parse().unwrap_or(3)))
+}
+
+/// A pool sized by [`pool_size_for`] from the server's own limits (read over
+/// one connection first).
+pub async fn connect_sized(url: &str, replicas: u32, wait: Duration) -> anyhow::Result<PgPool> {
+    let probe = connect_within(url, 1, wait).await?;
+    let (max, reserved) = connection_limits(&probe).await?;
+    probe.close().await;
+    let size = pool_size_for(max, reserved, replicas);
+    tracing::debug!(
+        max_connections = max,
+        reserved,
+        replicas,
+        pool_size = size,
+        "database pool sized from the server's max_connections"
+    );
+    connect_within(url, size, wait).await
 }
 
 /// Where a connection goes, for messages: never the password.
@@ -314,6 +371,22 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pools_fit_a_stock_server_whatever_the_replica_count() {
+        // Stock PostgreSQL: 100 connections, 3 reserved.
+        assert_eq!(pool_size_for(100, 3, 1), DEFAULT_POOL_SIZE);
+        assert_eq!(pool_size_for(100, 3, 3), 20);
+        assert_eq!(pool_size_for(100, 3, 5), 17);
+        for replicas in 1..=40 {
+            let size = pool_size_for(100, 3, replicas);
+            assert!(size >= 2);
+            assert!(size * replicas <= 87, "{replicas} replicas × {size}");
+        }
+        // A tiny server still gets a working pool.
+        assert_eq!(pool_size_for(10, 3, 1), 2);
+        assert_eq!(pool_size_for(300, 3, 1), DEFAULT_POOL_SIZE);
+    }
 
     #[test]
     fn failures_say_what_and_whether_waiting_helps() {

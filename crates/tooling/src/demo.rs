@@ -63,7 +63,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let db = Database::open(&DatabaseArgs {
         database_url: args.database_url.clone(),
         data_dir: args.data_dir.clone(),
-        pool_size: 10,
+        pool_size: Some(10),
+        replicas: 1,
         db_connect_timeout_secs: coordinator_service::db::DEFAULT_CONNECT_WAIT_SECS,
     })
     .await?;
