@@ -143,3 +143,199 @@ async fn work_leased_by_a_killed_replica_finishes_on_another() {
     api.stop().await;
     b.stop().await;
 }
+
+/// Four independent research tasks: all ready at once.
+fn parallel_plan() -> serde_json::Value {
+    let tasks: Vec<_> = (0..4)
+        .map(|i| {
+            json!({"id": format!("p{i}"), "title": format!("Part {i}"), "task_type": "research",
+                   "required_skills": ["research"], "depends_on": [],
+                   "success_criteria": [{"description": "done", "must_pass": true}]})
+        })
+        .collect();
+    json!({ "tasks": tasks })
+}
+
+/// Live attempts of the one agent, and the slots its row says are taken.
+async fn live_and_held(app: &TestApp) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM task_attempts WHERE status IN ('dispatching', 'running')),
+                (SELECT running_count::bigint FROM agents WHERE agent_id = 'solo')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+/// `n` replicas race for the slots of one agent with cap 2 while 24 tasks
+/// are ready. The claim reads agents without locking them and takes slots
+/// with one guarded increment just before its writes, so this is the race
+/// that could over-admit: every slot a report frees is contended by every
+/// replica (the report's NOTIFY wakes them all). Attempts are reported one
+/// at a time, so an over-admitted attempt would stay live and be seen. The
+/// interleaving is up to the scheduler here; the test below forces it.
+async fn racing_replicas_never_exceed_a_cap(n: usize) {
+    const CAP: i64 = 2;
+    const TASKS: usize = 24;
+    let db = fresh_database().await;
+    let mut apps = Vec::new();
+    for _ in 0..n {
+        apps.push(spawn_app_on(&db, test_settings()).await);
+    }
+    let worker = ManualWorker::spawn().await;
+    let (status, body) = apps[0]
+        .post(
+            "/v1/agents",
+            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
+                   "endpoint_url": worker.url, "max_concurrency": CAP}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mut missions = Vec::new();
+    for i in 0..TASKS / 4 {
+        let m = apps[i % n]
+            .create_mission(
+                json!({"goal": format!("race {i}"), "autonomy": "autonomous", "plan": parallel_plan()}),
+            )
+            .await;
+        missions.push(m["id"].as_str().unwrap().to_owned());
+    }
+    let http = reqwest::Client::new();
+    for k in 1..=TASKS {
+        let d = worker.dispatch(k).await;
+        // The next dispatch (if any task is left) can only come after a
+        // report; until then the agent must hold exactly what it was given.
+        if k as i64 >= CAP || k == TASKS {
+            let (live, held) = live_and_held(&apps[0]).await;
+            assert!(
+                live <= CAP,
+                "{live} live attempts on an agent with cap {CAP} (dispatch #{k})"
+            );
+            assert_eq!(
+                live, held,
+                "slots held must match live attempts (dispatch #{k})"
+            );
+        }
+        if (k as i64) < CAP {
+            continue;
+        }
+        // Report the oldest live attempt, freeing one slot for everyone.
+        let oldest = worker.dispatch(k + 1 - CAP as usize).await;
+        let token = oldest.callback.token.clone();
+        let (s, r) = report(&http, &oldest, &token, json!({"status": "succeeded"})).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        drop(d);
+    }
+    // The last CAP - 1 attempts are still live: report them too.
+    for k in TASKS + 2 - CAP as usize..=TASKS {
+        let d = worker.dispatch(k).await;
+        let (s, r) = report(
+            &http,
+            &d,
+            &d.callback.token.clone(),
+            json!({"status": "succeeded"}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+    }
+    for id in &missions {
+        let m = apps[0].wait_for_status(id, &["completed", "failed"]).await;
+        assert_eq!(m["status"], "completed", "{m}");
+    }
+    assert_eq!(worker.count(), TASKS, "one dispatch per task, none doubled");
+    assert_eq!(
+        live_and_held(&apps[0]).await,
+        (0, 0),
+        "every slot given back"
+    );
+    let replicas: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT dispatched_by) FROM task_attempts")
+            .fetch_one(&apps[0].pool)
+            .await
+            .unwrap();
+    eprintln!("{TASKS} tasks dispatched by {replicas} of {n} replicas");
+    for app in apps {
+        app.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_racing_for_slots_never_exceed_a_cap() {
+    racing_replicas_never_exceed_a_cap(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_replicas_racing_for_slots_never_exceed_a_cap() {
+    racing_replicas_never_exceed_a_cap(3).await;
+}
+
+/// The guarded increment of the claim, raced deterministically: a claim
+/// that read an agent's free slots before another claim took them waits on
+/// the row, then is granted only what is left (never more than the cap).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_racing_another_for_slots_gets_only_what_is_left() {
+    use coordinator::store::agents;
+    let app = spawn_app().await;
+    let (status, body) = app
+        .post(
+            "/v1/agents",
+            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
+                   "endpoint_url": "http://127.0.0.1:9/", "max_concurrency": 3}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let ws: uuid::Uuid =
+        sqlx::query_scalar("SELECT workspace_id FROM agents WHERE agent_id = 'solo'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let ids = vec!["solo".to_owned()];
+    // Both claims saw 3 free slots; the first takes 2.
+    let mut first = app.pool.begin().await.unwrap();
+    let granted = agents::take_slots(&mut first, &[ws], &ids, &[2])
+        .await
+        .unwrap();
+    assert_eq!(granted.iter().map(|g| g.slots).collect::<Vec<_>>(), [2]);
+    // The second asks for 2 while the first has not committed: it must wait.
+    let pool = app.pool.clone();
+    let second = tokio::spawn(async move {
+        let mut tx = pool.begin().await.unwrap();
+        let granted = agents::take_slots(&mut tx, &[ws], &["solo".to_owned()], &[2])
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        granted
+    });
+    wait_until("the second claim to wait on the agent's row", || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        (waiting > 0).then_some(())
+    })
+    .await;
+    first.commit().await.unwrap();
+    let granted = second.await.unwrap();
+    assert_eq!(
+        granted.iter().map(|g| g.slots).collect::<Vec<_>>(),
+        [1],
+        "only the one slot left"
+    );
+    // Full now: a third claim is granted nothing and does not fail.
+    let mut third = app.pool.begin().await.unwrap();
+    assert!(
+        agents::take_slots(&mut third, &[ws], &ids, &[1])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    third.rollback().await.unwrap();
+    let held: i32 = sqlx::query_scalar("SELECT running_count FROM agents WHERE agent_id = 'solo'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(held, 3);
+    app.stop().await;
+}

@@ -2,11 +2,15 @@
 //! their slots and create the attempts, in one transaction; the requests
 //! are sent afterwards, outside it ([`super::dispatch::send`]).
 //!
-//! Claiming follows the global lock order: queue rows with `SKIP LOCKED`
-//! (never waits, so replicas split the queue), then the missions involved
-//! (by id), then every free agent of those workspaces (by key). Holding the
-//! agents' rows while choosing makes the concurrency cap exact across
-//! replicas; `take_slots` re-checks it in SQL all the same.
+//! A claim never waits for another replica's claim: queue rows and their
+//! missions are locked with `SKIP LOCKED` (missions `FOR NO KEY UPDATE`,
+//! which foreign-key checks do not wait for), and the free agents are read
+//! without locks. The concurrency cap is enforced at the end, just before
+//! the writes, by one guarded increment per agent ([`agents::take_slots`]):
+//! a task whose agent has no slot left by then stays queued for the next
+//! claim. The agent rows are thus locked only from that statement to the
+//! commit, so reports releasing slots and other replicas' claims wait for
+//! a few writes at most.
 
 use std::collections::BTreeMap;
 
@@ -122,7 +126,24 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         &locked.coordination,
     )
     .await?;
+    // Reads first, so the agent rows the slots lock are held only for the
+    // writes and the commit.
+    let (upstream, boards) = if chosen.is_empty() {
+        Default::default()
+    } else {
+        let claimed_ids: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.id).collect();
+        (
+            upstream_outputs(&mut tx, &claimed_ids).await?,
+            blackboards(&mut tx, &chosen).await?,
+        )
+    };
+    let (chosen, dropped) = take_slots(&mut tx, chosen, &locked.candidates).await?;
     for task in refused {
+        // A mission whose chosen task lost its slot counted that task's
+        // estimate as in flight: its refusals are decided again next claim.
+        if dropped.contains(&task.run_id) {
+            continue;
+        }
         if let Some(run) = locked.runs.get(&task.run_id) {
             refuse_over_budget(
                 &mut tx,
@@ -139,12 +160,8 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         tx.commit().await?;
         return Ok(Vec::new());
     }
-    take_slots(&mut tx, &chosen, &locked.candidates).await?;
     let (attempt_ids, tokens) =
         write_attempts(&mut tx, cfg, &actor, &chosen, &locked.candidates).await?;
-    let claimed_ids: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.id).collect();
-    let upstream = upstream_outputs(&mut tx, &claimed_ids).await?;
-    let boards = blackboards(&mut tx, &chosen).await?;
     let deadline = OffsetDateTime::now_utc() + cfg.lease;
     let dispatches = chosen
         .iter()
@@ -193,7 +210,8 @@ async fn lock_ready(tx: &mut PgConnection, cfg: &EngineConfig) -> anyhow::Result
            WHERE q.ready_at <= now() AND r.status = 'executing'
            ORDER BY q.priority DESC, q.ready_at, q.task_id
            LIMIT $1
-           FOR UPDATE OF q, r SKIP LOCKED"#,
+           FOR UPDATE OF q SKIP LOCKED
+           FOR NO KEY UPDATE OF r SKIP LOCKED"#,
         window
     )
     .fetch_all(&mut *tx)
@@ -254,7 +272,7 @@ async fn lock_ready(tx: &mut PgConnection, cfg: &EngineConfig) -> anyhow::Result
         .collect();
     workspaces.sort();
     workspaces.dedup();
-    let candidates = agents::lock_candidates(&mut *tx, &workspaces, &run_ids).await?;
+    let candidates = agents::free_candidates(&mut *tx, &workspaces, &run_ids).await?;
     // Coordination layer: governance profiles and the tasks' governance and
     // allocation facts, read once per batch for the hooks in the choice.
     let profiles = store_governance::profiles_for(&mut *tx, &workspaces).await?;
@@ -497,31 +515,72 @@ async fn hire_contractor(
     Ok(assignment::score(needs, &profile, h.weights).map(|s| (idx, s)))
 }
 
-/// Takes the chosen agents' slots, in agent key order (candidates are
-/// sorted that way).
-async fn take_slots(
+/// Takes the chosen agents' slots and keeps the tasks they were granted
+/// for, in queue order; the rest stay queued (another replica took the
+/// slots since the candidates were read, or the agent went away). Also
+/// returns the missions that lost a chosen task that way.
+async fn take_slots<'a>(
     tx: &mut PgConnection,
-    chosen: &[Chosen<'_>],
+    chosen: Vec<Chosen<'a>>,
     candidates: &[agents::Candidate],
-) -> anyhow::Result<()> {
-    let mut per_agent: BTreeMap<usize, i32> = BTreeMap::new();
-    for (_, idx, _) in chosen {
-        *per_agent.entry(*idx).or_default() += 1;
+) -> anyhow::Result<(Vec<Chosen<'a>>, Vec<Uuid>)> {
+    if chosen.is_empty() {
+        return Ok((chosen, Vec::new()));
     }
+    let wanted = slots_wanted(&chosen);
     let (mut slot_ws, mut slot_ids, mut slot_n) = (Vec::new(), Vec::new(), Vec::new());
-    for (idx, n) in &per_agent {
+    for (idx, n) in &wanted {
         let c = &candidates[*idx];
         slot_ws.push(c.workspace_id);
         slot_ids.push(c.profile.agent_id.clone());
         slot_n.push(*n);
     }
-    // Cannot fail with the agents locked; if it does, nothing commits.
-    anyhow::ensure!(
-        agents::take_slots(&mut *tx, &slot_ws, &slot_ids, &slot_n).await?,
-        "an agent had no free slot although locked"
-    );
-    Ok(())
+    let granted = agents::take_slots(&mut *tx, &slot_ws, &slot_ids, &slot_n).await?;
+    let mut left: BTreeMap<usize, i32> = wanted
+        .keys()
+        .filter_map(|idx| {
+            let c = &candidates[*idx];
+            granted
+                .iter()
+                .find(|g| g.workspace_id == c.workspace_id && g.agent_id == c.profile.agent_id)
+                .map(|g| (*idx, g.slots))
+        })
+        .collect();
+    let (kept, lost) = keep_granted(chosen, &mut left);
+    let mut dropped: Vec<Uuid> = lost.iter().map(|(t, _, _)| t.run_id).collect();
+    dropped.sort_unstable();
+    dropped.dedup();
+    Ok((kept, dropped))
 }
+
+/// Slots wanted per candidate (index into the candidates), in agent key order.
+fn slots_wanted<T, S>(chosen: &[(T, usize, S)]) -> BTreeMap<usize, i32> {
+    let mut per_agent: BTreeMap<usize, i32> = BTreeMap::new();
+    for (_, idx, _) in chosen {
+        *per_agent.entry(*idx).or_default() += 1;
+    }
+    per_agent
+}
+
+/// Splits the chosen tasks into those whose agent still has a granted slot
+/// (first come first served, in queue order; `left` counts the slots down)
+/// and those that stay queued.
+#[allow(clippy::type_complexity)]
+fn keep_granted<T, S>(
+    chosen: Vec<(T, usize, S)>,
+    left: &mut BTreeMap<usize, i32>,
+) -> (Vec<(T, usize, S)>, Vec<(T, usize, S)>) {
+    chosen
+        .into_iter()
+        .partition(|(_, idx, _)| match left.get_mut(idx) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        })
+}
+
 
 /// Writes the whole batch in one statement: attempts (each with a fresh
 /// token, stored hashed), tasks moved to `running` with a lease (version
@@ -650,7 +709,6 @@ async fn write_attempts(
     )
     .fetch_one(&mut *tx)
     .await?;
-    // Cannot happen under the mission locks; if it does, nothing commits.
     // Cannot happen under the mission locks; if it does, nothing commits.
     anyhow::ensure!(updated == n as i64, "tasks changed while claimed");
     Ok((rows.attempt_ids, tokens))
@@ -940,4 +998,32 @@ async fn upstream_outputs(
         });
     }
     Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_counted_per_agent_and_kept_in_queue_order() {
+        // Tasks a..e chose agents 0, 1, 0, 2, 0.
+        let chosen = vec![
+            ("a", 0, ()),
+            ("b", 1, ()),
+            ("c", 0, ()),
+            ("d", 2, ()),
+            ("e", 0, ()),
+        ];
+        let wanted = slots_wanted(&chosen);
+        assert_eq!(wanted, BTreeMap::from([(0, 3), (1, 1), (2, 1)]));
+        // Agent 0 had only 2 slots left, agent 2 none (another replica took them).
+        let mut left = BTreeMap::from([(0, 2), (1, 1)]);
+        let (kept, lost) = keep_granted(chosen, &mut left);
+        fn names(v: &[(&'static str, usize, ())]) -> Vec<&'static str> {
+            v.iter().map(|t| t.0).collect()
+        }
+        assert_eq!(names(&kept), ["a", "b", "c"]);
+        assert_eq!(names(&lost), ["d", "e"]);
+        assert_eq!(left, BTreeMap::from([(0, 0), (1, 0)]));
+    }
 }

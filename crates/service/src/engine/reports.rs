@@ -147,7 +147,7 @@ pub async fn apply_report(
         verifying,
         cost,
     };
-    let failure_kind = settle_attempt(&mut tx, cfg, &run, &ended, &next).await?;
+    let (failure_kind, outcome) = settle_attempt(&mut tx, &run, &ended, &next).await?;
     let spent_before = run.budget_spent;
     run.budget_spent += cost;
     let next = consult_on_redesign(&mut tx, cfg, &run, next, &actor).await?;
@@ -162,7 +162,8 @@ pub async fn apply_report(
     } else {
         Vec::new()
     };
-    // settle() already queued the NOTIFY that wakes the dispatchers.
+    // Last, and it queues the NOTIFY that wakes the dispatchers at commit.
+    release_agent(&mut tx, cfg, &ended, outcome).await?;
     tx.commit().await?;
     cfg.metrics
         .report_applied(report.tokens, cost, failure_kind, new_status);
@@ -247,15 +248,15 @@ async fn lock_and_decide(
 }
 
 /// Ends the attempt as the judgement says (its status, failure kind, cost
-/// and tokens), releases the agent's slot and counts its past success.
-/// Returns the failure kind recorded, for the metrics.
+/// and tokens) and adds its cost to the mission's spend. Returns the
+/// failure kind recorded (for the metrics) and whether the work attempt
+/// counts as a success or a failure of its agent ([`release_agent`]).
 async fn settle_attempt(
     tx: &mut PgConnection,
-    cfg: &EngineConfig,
     run: &MissionRow,
     e: &Ended<'_>,
     next: &Next,
-) -> Result<Option<FailureKind>, ReportError> {
+) -> Result<(Option<FailureKind>, Option<bool>), ReportError> {
     let (attempt_status, failure_kind, attempt_error) = match next {
         Next::Deferred { .. } => (AttemptStatus::Cancelled, None, e.report.error.clone()),
         Next::Succeed { .. } | Next::Verify { .. } => (AttemptStatus::Succeeded, None, None),
@@ -277,7 +278,7 @@ async fn settle_attempt(
         Next::Failure { .. } => Some(false),
         _ => None,
     };
-    let settled = attempts::settle(
+    let ended = attempts::end(
         &mut *tx,
         attempts::Finish {
             status: attempt_status,
@@ -287,11 +288,30 @@ async fn settle_attempt(
             cost: e.cost,
             tokens: e.report.tokens.max(0),
         },
+        e.attempt.id,
+        run.id,
+    )
+    .await?;
+    if !ended {
+        return Err(ReportError::Race("attempt"));
+    }
+    Ok((failure_kind, outcome))
+}
+
+/// Gives the agent its slot back and counts the outcome for it, as the
+/// report's last write: the agent's row is hot (every claim and report of
+/// the agent updates it), so it is locked only from here to the commit.
+async fn release_agent(
+    tx: &mut PgConnection,
+    cfg: &EngineConfig,
+    e: &Ended<'_>,
+    outcome: Option<bool>,
+) -> Result<(), ReportError> {
+    let made_unreachable = attempts::release(
+        &mut *tx,
         attempts::Settle {
-            attempt_id: e.attempt.id,
             workspace_id: e.attempt.workspace_id,
             agent_id: &e.attempt.agent_id,
-            run_id: run.id,
             task_type: &e.task.task_type,
             outcome,
             reach: match e.origin {
@@ -307,10 +327,7 @@ async fn settle_attempt(
         },
     )
     .await?;
-    if !settled.ended {
-        return Err(ReportError::Race("attempt"));
-    }
-    if let Some(failures) = settled.made_unreachable {
+    if let Some(failures) = made_unreachable {
         tracing::warn!(agent_id = %e.attempt.agent_id, failures, "agent unreachable: no work until it heartbeats");
         events::record(
             &mut *tx,
@@ -328,7 +345,7 @@ async fn settle_attempt(
         )
         .await?;
     }
-    Ok(failure_kind)
+    Ok(())
 }
 
 /// Missions are intentions: a verifier finding the task's design wrong is

@@ -157,7 +157,8 @@ pub async fn get(
     .await
 }
 
-/// An agent that can take work now, locked for the claiming transaction.
+/// An agent that could take work when the claim read it (not locked: the
+/// claim's [`take_slots`] is what enforces the cap).
 #[derive(Debug, Clone)]
 pub struct Candidate {
     /// Workspace.
@@ -170,9 +171,10 @@ pub struct Candidate {
     pub profile: AgentProfile,
 }
 
-/// Locks (in key order, the global agent lock order) every online roster agent
-/// with a free slot in the given workspaces, and the contractors of `missions`.
-pub async fn lock_candidates(
+/// Every online roster agent with a free slot in the given workspaces, and
+/// the contractors of `missions`, in key order. Read without locks, so
+/// replicas claiming at once never wait on each other here.
+pub async fn free_candidates(
     conn: &mut PgConnection,
     workspaces: &[Uuid],
     missions: &[Uuid],
@@ -189,8 +191,7 @@ pub async fn lock_candidates(
            WHERE a.workspace_id = ANY($1) AND a.status NOT IN ('offline', 'unreachable', 'retired')
              AND (a.kind = 'roster' OR (a.kind = 'contractor' AND a.mission_id = ANY($2)))
              AND a.running_count < a.max_concurrency
-           ORDER BY a.workspace_id, a.agent_id
-           FOR UPDATE OF a"#,
+           ORDER BY a.workspace_id, a.agent_id"#,
         workspaces,
         missions
     )
@@ -640,28 +641,53 @@ pub async fn lost_pins(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<
     .await
 }
 
-/// Takes slots of several agents at once (`n[i]` slots of agent `ids[i]` in
-/// workspace `workspaces[i]`); false if any would exceed its cap (the caller
-/// then rolls back).
+/// Slots granted to one agent by [`take_slots`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Granted {
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// Agent.
+    pub agent_id: String,
+    /// Slots taken: between 1 and what was asked.
+    pub slots: i32,
+}
+
+/// Takes up to `n[i]` slots of agent `ids[i]` in workspace `workspaces[i]`,
+/// as many as its cap still allows (agents that went offline, unreachable
+/// or retired get none), and returns what each agent granted. The guarded
+/// increment cannot over-admit: the rows are locked in key order and read
+/// at their latest version, so a concurrent claim on another replica sees
+/// this one's slots taken. Only agents granted something are returned.
 pub async fn take_slots(
     conn: &mut PgConnection,
     workspaces: &[Uuid],
     ids: &[String],
     n: &[i32],
-) -> sqlx::Result<bool> {
-    let r = sqlx::query!(
-        "UPDATE agents a SET running_count = a.running_count + u.n, status = 'working',
-                version = a.version + 1, updated_at = now()
-         FROM UNNEST($1::uuid[], $2::text[], $3::int[]) AS u(workspace_id, agent_id, n)
-         WHERE a.workspace_id = u.workspace_id AND a.agent_id = u.agent_id
-           AND a.running_count + u.n <= a.max_concurrency",
+) -> sqlx::Result<Vec<Granted>> {
+    sqlx::query_as!(
+        Granted,
+        r#"WITH cur AS (
+               SELECT a.workspace_id, a.agent_id,
+                      LEAST(u.n, a.max_concurrency - a.running_count) AS granted
+               FROM agents a
+               JOIN UNNEST($1::uuid[], $2::text[], $3::int[]) AS u(workspace_id, agent_id, n)
+                 ON a.workspace_id = u.workspace_id AND a.agent_id = u.agent_id
+               WHERE a.running_count < a.max_concurrency
+                 AND a.status NOT IN ('offline', 'unreachable', 'retired')
+               ORDER BY a.workspace_id, a.agent_id
+               FOR NO KEY UPDATE OF a
+           )
+           UPDATE agents a SET running_count = a.running_count + c.granted, status = 'working',
+                  version = a.version + 1, updated_at = now()
+           FROM cur c
+           WHERE a.workspace_id = c.workspace_id AND a.agent_id = c.agent_id AND c.granted > 0
+           RETURNING a.workspace_id, a.agent_id, c.granted AS "slots!""#,
         workspaces,
         ids,
         n
     )
-    .execute(conn)
-    .await?;
-    Ok(r.rows_affected() == ids.len() as u64)
+    .fetch_all(conn)
+    .await
 }
 
 /// Gives back one slot when an attempt ends.

@@ -108,16 +108,12 @@ pub struct Finish<'a> {
     pub tokens: i64,
 }
 
-/// Who else an attempt's end touches.
+/// What an attempt's end changes of its agent ([`release`]).
 pub struct Settle<'a> {
-    /// The attempt.
-    pub attempt_id: Uuid,
     /// Workspace.
     pub workspace_id: Uuid,
     /// Its agent, whose slot is released.
     pub agent_id: &'a str,
-    /// Its mission, whose spend grows by the cost.
-    pub run_id: Uuid,
     /// The task's type, for the agent's past success.
     pub task_type: &'a str,
     /// Success or failure for past success (`None`: not counted).
@@ -140,26 +136,20 @@ pub enum Reach {
     Unknown,
 }
 
-/// What [`settle`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Settled {
-    /// The attempt was live and is ended now (else the caller rolls back).
-    pub ended: bool,
-    /// This end made its agent `unreachable`: the failures in a row it counted.
-    pub made_unreachable: Option<i32>,
-}
-
-/// Ends a live attempt and, in the same statement, releases its agent's
-/// slot, counts the outcome for the agent, adds the cost to the mission's
-/// spend and notifies the dispatchers (delivered at commit). The agent's
-/// LAST SEEN and its count of undelivered dispatches move with `reach`.
-pub async fn settle(
+/// Ends a live attempt (status, failure kind, report, cost, tokens) and adds
+/// its cost to the mission's spend, in one statement; false when the
+/// attempt was no longer live (the caller rolls back). The agent's side
+/// ([`release`]) is a separate statement so a report can run it last: the
+/// agent's row is hot (every claim and report of the agent updates it), and
+/// a row lock is held until the commit.
+pub async fn end(
     conn: &mut PgConnection,
     f: Finish<'_>,
-    s: Settle<'_>,
-) -> sqlx::Result<Settled> {
+    attempt_id: Uuid,
+    run_id: Uuid,
+) -> sqlx::Result<bool> {
     debug_assert!(!f.status.is_live());
-    let row = sqlx::query!(
+    let n = sqlx::query_scalar!(
         r#"WITH a AS (
                UPDATE task_attempts
                SET status = $2, failure_kind = $3, report = $4, error = $5, cost = $6, tokens = $7,
@@ -167,52 +157,65 @@ pub async fn settle(
                WHERE id = $1 AND status IN ('dispatching', 'running')
                RETURNING id
            ),
-           slot AS (
-               UPDATE agents SET running_count = GREATEST(running_count - 1, 0),
-                      status = CASE
-                          WHEN $13 = 'unreachable' AND dispatch_failures + 1 >= $14
-                               AND status NOT IN ('offline', 'retired') THEN 'unreachable'
-                          WHEN status = 'working' AND running_count = 1 THEN 'idle'
-                          ELSE status END,
-                      dispatch_failures = CASE $13 WHEN 'answered' THEN 0
-                          WHEN 'unreachable' THEN dispatch_failures + 1
-                          ELSE dispatch_failures END,
-                      last_seen_at = CASE WHEN $13 = 'answered' THEN now() ELSE last_seen_at END,
-                      version = version + 1, updated_at = now()
-               WHERE workspace_id = $8 AND agent_id = $9
-                 AND (running_count > 0 OR $13 <> 'unknown')
-                 AND EXISTS (SELECT 1 FROM a)
-               RETURNING status, dispatch_failures
-           ),
-           stats AS (
-               INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
-               SELECT $8, $9, $10, CASE WHEN $11 THEN 1 ELSE 0 END, CASE WHEN $11 THEN 0 ELSE 1 END
-               WHERE $11::bool IS NOT NULL AND EXISTS (SELECT 1 FROM a)
-               ON CONFLICT (workspace_id, agent_id, task_type) DO UPDATE
-               SET succeeded = agent_task_stats.succeeded + EXCLUDED.succeeded,
-                   failed = agent_task_stats.failed + EXCLUDED.failed
-           ),
            spend AS (
                UPDATE orchestration_runs SET budget_spent = budget_spent + $6, updated_at = now()
-               WHERE id = $12 AND $6 <> 0 AND EXISTS (SELECT 1 FROM a)
+               WHERE id = $8 AND $6 <> 0 AND EXISTS (SELECT 1 FROM a)
            )
-           -- Wakes every replica's dispatcher at commit (see missions::notify_wake).
-           SELECT (SELECT count(*) FROM a) AS "n!",
-                  (SELECT dispatch_failures FROM slot
-                   WHERE status = 'unreachable' AND $13 = 'unreachable' AND dispatch_failures = $14) AS made_unreachable,
-                  pg_notify('coordinator_wake', '')::text AS "woke""#,
-        s.attempt_id,
+           SELECT count(*) AS "n!" FROM a"#,
+        attempt_id,
         f.status.as_str(),
         f.failure_kind.map(|k| k.as_str()),
         f.report,
         f.error,
         f.cost,
         f.tokens,
+        run_id
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(n == 1)
+}
+
+/// Releases an ended attempt's agent slot and, in the same statement,
+/// counts the outcome for the agent and notifies the dispatchers (delivered
+/// at commit). The agent's LAST SEEN and its count of undelivered
+/// dispatches move with `reach`. Returns the failures in a row when this
+/// end made the agent `unreachable`.
+pub async fn release(conn: &mut PgConnection, s: Settle<'_>) -> sqlx::Result<Option<i32>> {
+    sqlx::query_scalar!(
+        r#"WITH slot AS (
+               UPDATE agents SET running_count = GREATEST(running_count - 1, 0),
+                      status = CASE
+                          WHEN $5 = 'unreachable' AND dispatch_failures + 1 >= $6
+                               AND status NOT IN ('offline', 'retired') THEN 'unreachable'
+                          WHEN status = 'working' AND running_count = 1 THEN 'idle'
+                          ELSE status END,
+                      dispatch_failures = CASE $5 WHEN 'answered' THEN 0
+                          WHEN 'unreachable' THEN dispatch_failures + 1
+                          ELSE dispatch_failures END,
+                      last_seen_at = CASE WHEN $5 = 'answered' THEN now() ELSE last_seen_at END,
+                      version = version + 1, updated_at = now()
+               WHERE workspace_id = $1 AND agent_id = $2
+                 AND (running_count > 0 OR $5 <> 'unknown')
+               RETURNING status, dispatch_failures
+           ),
+           stats AS (
+               INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
+               SELECT $1, $2, $3, CASE WHEN $4 THEN 1 ELSE 0 END, CASE WHEN $4 THEN 0 ELSE 1 END
+               WHERE $4::bool IS NOT NULL
+               ON CONFLICT (workspace_id, agent_id, task_type) DO UPDATE
+               SET succeeded = agent_task_stats.succeeded + EXCLUDED.succeeded,
+                   failed = agent_task_stats.failed + EXCLUDED.failed
+           )
+           -- Wakes every replica's dispatcher at commit (see missions::notify_wake).
+           SELECT (SELECT dispatch_failures FROM slot
+                   WHERE status = 'unreachable' AND $5 = 'unreachable' AND dispatch_failures = $6)
+                  AS made_unreachable
+           FROM (SELECT pg_notify('coordinator_wake', '')) AS woke"#,
         s.workspace_id,
         s.agent_id,
         s.task_type,
         s.outcome,
-        s.run_id,
         match s.reach {
             Reach::Answered => "answered",
             Reach::Unreachable => "unreachable",
@@ -221,11 +224,7 @@ pub async fn settle(
         s.unreachable_after
     )
     .fetch_one(conn)
-    .await?;
-    Ok(Settled {
-        ended: row.n == 1,
-        made_unreachable: row.made_unreachable,
-    })
+    .await
 }
 
 /// Records a heartbeat and extends the task's lease. Two single-row

@@ -2,6 +2,9 @@
 //!
 //! A mission's row lock (`lock`) is what serializes every transition that
 //! touches the mission: task completions, promotions, claims and cancels.
+//! It is `FOR NO KEY UPDATE`: the foreign-key checks of rows inserted for
+//! the mission elsewhere (`FOR KEY SHARE`) do not wait for it, and no
+//! transition changes a mission's id.
 //! Lock order everywhere: missions (by id), then agents (by id).
 
 use serde_json::Value;
@@ -73,7 +76,8 @@ pub async fn insert(conn: &mut PgConnection, m: NewMission<'_>, actor: &str) -> 
     Ok(())
 }
 
-/// Locks a mission's row for the rest of the transaction and returns it.
+/// Locks a mission's row (`FOR NO KEY UPDATE`) for the rest of the
+/// transaction and returns it.
 pub async fn lock(
     conn: &mut PgConnection,
     workspace_id: Uuid,
@@ -85,7 +89,7 @@ pub async fn lock(
                 budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
                 started_at, finished_at, escalation_replans, budget_warned,
                 title, deadline, labels, archived_at
-         FROM orchestration_runs WHERE id = $1 AND workspace_id = $2 FOR UPDATE",
+         FROM orchestration_runs WHERE id = $1 AND workspace_id = $2 FOR NO KEY UPDATE",
         id,
         workspace_id
     )
@@ -106,7 +110,7 @@ pub async fn lock_for_attempt(
                 title, deadline, labels, archived_at
          FROM orchestration_runs
          WHERE id = (SELECT run_id FROM task_attempts WHERE id = $1)
-         FOR UPDATE",
+         FOR NO KEY UPDATE",
         attempt_id
     )
     .fetch_optional(conn)
