@@ -174,6 +174,12 @@ impl Engine {
         let mut in_flight = InFlight::default();
         let mut last_sweep: Option<Instant> = None;
         let mut sweep_cursor = reconcile::SweepCursor::default();
+        // A wake-up (NOTIFY: work became ready or a slot came free) only
+        // claims; the reconcile phases run on the interval. Every commit that
+        // finishes an attempt wakes every replica, so running them per wake
+        // made each replica's housekeeping grow with the report rate, and
+        // each added replica slowed the others.
+        let mut housekeeping_due = true;
         // LLM planning runs beside the tick (a model may take seconds), one mission at a time.
         let mut planner: Option<tokio::task::JoinHandle<()>> = None;
         tracing::info!(replica = %self.cfg.replica_id, "engine started");
@@ -207,50 +213,22 @@ impl Engine {
                 .await;
             self.cfg.metrics.tick_phase(Phase::Dispatch, started);
             in_flight.reap();
-            let started = Instant::now();
-            if let Err(e) = reconcile::reclaim_expired_leases(&self.pool, &self.cfg)
-                .instrument(phase("tick.reconcile"))
-                .await
-            {
-                tracing::warn!(error = %e, "reconcile failed");
-            }
-            self.cfg.metrics.tick_phase(Phase::Reconcile, started);
-            let started = Instant::now();
-            if let Err(e) = reconcile::progress_checks(&self.pool, &self.cfg)
-                .instrument(phase("tick.progress_checks"))
-                .await
-            {
-                tracing::warn!(error = %e, "progress checks failed");
-            }
-            self.cfg.metrics.tick_phase(Phase::ProgressChecks, started);
-            let started = Instant::now();
-            // Contract net: ask the workers of newly opened tenders for proposals.
-            if let Err(e) = crate::coordination::contract_net::solicit(
-                &self.pool,
-                &self.http,
-                self.cfg.dispatch_timeout,
-            )
-            .instrument(phase("tick.contract_net"))
-            .await
-            {
-                tracing::warn!(error = %e, "CFP solicitation failed");
-            }
-            self.cfg.metrics.tick_phase(Phase::ContractNet, started);
-            if last_sweep.is_none_or(|t| t.elapsed() >= self.cfg.sweep_interval) {
-                let started = Instant::now();
-                last_sweep = Some(started);
-                self.sweep(&mut sweep_cursor)
-                    .instrument(phase("tick.sweep"))
+            if housekeeping_due {
+                self.housekeeping(&tick, &mut last_sweep, &mut sweep_cursor)
                     .await;
-                self.cfg.metrics.tick_phase(Phase::Sweep, started);
             }
             drop(tick);
             tokio::select! {
-                _ = interval.tick() => {}
+                _ = interval.tick() => housekeeping_due = true,
                 woke = recv(&mut listener) => {
+                    housekeeping_due = false;
                     if let Err(e) = woke {
                         tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
                         tokio::time::sleep(self.cfg.tick_interval).await;
+                    } else if let Some(l) = listener.as_mut() {
+                        // Wakes that arrived meanwhile are answered by the
+                        // one claim that follows.
+                        while l.next_buffered().is_some() {}
                     }
                 }
                 _ = shutdown.changed() => {}
@@ -323,6 +301,54 @@ impl Engine {
         if let Err(e) = crate::coordination::governance::recheck_deferred(&self.pool, &actor).await
         {
             tracing::warn!(error = %e, "decision re-check failed");
+        }
+    }
+
+    /// The interval's phases: expired leases, progress checks, tender
+    /// solicitation, and the sweeps when `sweep_interval` has passed.
+    async fn housekeeping(
+        &self,
+        tick: &tracing::Span,
+        last_sweep: &mut Option<Instant>,
+        sweep_cursor: &mut reconcile::SweepCursor,
+    ) {
+        let phase = |name: &'static str| tracing::info_span!(parent: tick, "engine.phase", otel.name = name, phase = name);
+        let started = Instant::now();
+        if let Err(e) = reconcile::reclaim_expired_leases(&self.pool, &self.cfg)
+            .instrument(phase("tick.reconcile"))
+            .await
+        {
+            tracing::warn!(error = %e, "reconcile failed");
+        }
+        self.cfg.metrics.tick_phase(Phase::Reconcile, started);
+        let started = Instant::now();
+        if let Err(e) = reconcile::progress_checks(&self.pool, &self.cfg)
+            .instrument(phase("tick.progress_checks"))
+            .await
+        {
+            tracing::warn!(error = %e, "progress checks failed");
+        }
+        self.cfg.metrics.tick_phase(Phase::ProgressChecks, started);
+        let started = Instant::now();
+        // Contract net: ask the workers of newly opened tenders for proposals.
+        if let Err(e) = crate::coordination::contract_net::solicit(
+            &self.pool,
+            &self.http,
+            self.cfg.dispatch_timeout,
+        )
+        .instrument(phase("tick.contract_net"))
+        .await
+        {
+            tracing::warn!(error = %e, "CFP solicitation failed");
+        }
+        self.cfg.metrics.tick_phase(Phase::ContractNet, started);
+        if last_sweep.is_none_or(|t| t.elapsed() >= self.cfg.sweep_interval) {
+            let started = Instant::now();
+            *last_sweep = Some(started);
+            self.sweep(sweep_cursor)
+                .instrument(phase("tick.sweep"))
+                .await;
+            self.cfg.metrics.tick_phase(Phase::Sweep, started);
         }
     }
 
