@@ -356,6 +356,10 @@ pub struct EngineArgs {
     /// to finish before they are cut off and their leases released.
     #[arg(long, env = "COORDINATOR_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
     pub shutdown_grace_secs: u64,
+    /// Most worker reports applied in one transaction (group commit: reports
+    /// that arrive together share one commit); 1 applies each alone.
+    #[arg(long, env = "COORDINATOR_REPORT_BATCH", default_value_t = 32)]
+    pub report_batch: usize,
 }
 
 impl EngineArgs {
@@ -419,6 +423,11 @@ impl EngineArgs {
             "--tool-approval-timeout-secs must be between 1 and 604800"
         );
         cfg.tool_approval_timeout = Duration::from_secs(self.tool_approval_timeout_secs);
+        anyhow::ensure!(
+            (1..=1000).contains(&self.report_batch),
+            "--report-batch must be between 1 and 1000"
+        );
+        cfg.report_batch = self.report_batch;
         Ok(())
     }
 }

@@ -27,6 +27,7 @@ mod egress;
 mod failures;
 mod fuzz_regressions;
 mod governance;
+mod group_commit;
 mod handoffs;
 mod helpers;
 mod layers;

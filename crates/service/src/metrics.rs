@@ -249,6 +249,10 @@ pub struct Metrics {
     pub worker_cost: FloatCounter,
     /// Worker reports applied (any outcome).
     pub reports: Counter,
+    /// Batches of reports taken by the group commit, and the reports in them.
+    pub report_batches: Counter,
+    /// Reports taken in those batches.
+    pub batched_reports: Counter,
 }
 
 impl Default for Metrics {
@@ -272,6 +276,8 @@ impl Default for Metrics {
             worker_tokens: Counter::default(),
             worker_cost: FloatCounter::default(),
             reports: Counter::default(),
+            report_batches: Counter::default(),
+            batched_reports: Counter::default(),
         }
     }
 }
@@ -339,6 +345,12 @@ impl Metrics {
         }
     }
 
+    /// Records a batch of `n` reports taken by the group commit.
+    pub fn report_batch(&self, n: usize) {
+        self.report_batches.inc();
+        self.batched_reports.add(n as u64);
+    }
+
     /// Records one LLM planner call that started at `started`; `tokens` is
     /// `None` when the call failed.
     pub fn planner_call(&self, started: Instant, tokens: Option<u64>) {
@@ -402,6 +414,16 @@ impl Metrics {
             "coordinator_reports_total",
             "Worker reports applied, any outcome (per replica).",
             self.reports.get(),
+        );
+        out.counter(
+            "coordinator_report_batches_total",
+            "Batches of reports the group commit applied together (per replica).",
+            self.report_batches.get(),
+        );
+        out.counter(
+            "coordinator_batched_reports_total",
+            "Reports taken in those batches; divided by the batches, the mean batch size (per replica).",
+            self.batched_reports.get(),
         );
         out.family(
             "coordinator_failures_total",

@@ -338,6 +338,17 @@ impl Application {
         engine.public_url = settings
             .public_url
             .unwrap_or_else(|| format!("http://{addr}"));
+        // Group commit of reports: its committers use a configuration
+        // without the queue itself.
+        if engine.report_batch > 1 {
+            engine.reports = None;
+            let max_batch = engine.report_batch;
+            engine.reports = Some(crate::engine::report_batch::ReportQueue::start(
+                pool.clone(),
+                engine.clone(),
+                max_batch,
+            ));
+        }
         let (stop, stop_rx) = watch::channel(false);
         Ok(Application {
             listener,

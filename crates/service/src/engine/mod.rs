@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod escalation;
 pub mod planning;
 pub mod reconcile;
+pub mod report_batch;
 pub mod reports;
 pub mod task_outcome;
 
@@ -84,6 +85,11 @@ pub struct EngineConfig {
     /// At shutdown, how long in-flight dispatches (and HTTP requests) may
     /// still take before they are cut off and their leases released.
     pub shutdown_grace: Duration,
+    /// Most reports applied in one transaction by the group commit
+    /// ([`report_batch`]); 1 applies each report alone.
+    pub report_batch: usize,
+    /// The replica's group commit, when started ([`report_batch::ReportQueue::start`]).
+    pub reports: Option<report_batch::ReportQueue>,
 }
 
 impl EngineConfig {
@@ -116,6 +122,8 @@ impl EngineConfig {
             ),
             metrics: Arc::default(),
             shutdown_grace: Duration::from_secs(10),
+            report_batch: 32,
+            reports: None,
         }
     }
 }

@@ -3,7 +3,9 @@
 //! every path obeys the same rules: stale reports are refused, duplicates
 //! have one effect, and the task, its event, its card, the agent's slot, the
 //! mission's spend, promotions and mission completion all change in one
-//! transaction under the mission's lock.
+//! transaction under the mission's lock (shared with other reports that
+//! arrived together: [`super::report_batch`]); the agent's slot is released
+//! last, since the agent's row is the hottest one.
 
 use std::time::Duration;
 
@@ -89,7 +91,76 @@ pub enum Applied {
     Duplicate,
 }
 
-/// Applies a report to an attempt (see the module docs).
+/// Applies a report to an attempt (see the module docs): through the
+/// replica's group commit ([`super::report_batch`]) when it has one, else
+/// in a transaction of its own.
+pub async fn apply_report(
+    pool: &PgPool,
+    cfg: &EngineConfig,
+    attempt_id: Uuid,
+    report: &WorkerReport,
+    origin: Origin<'_>,
+) -> Result<Applied, ReportError> {
+    match &cfg.reports {
+        Some(queue) => queue.submit(attempt_id, report, origin).await,
+        None => apply_alone(pool, cfg, attempt_id, report, origin).await,
+    }
+}
+
+/// Applies one report in a transaction of its own.
+pub(super) async fn apply_alone(
+    pool: &PgPool,
+    cfg: &EngineConfig,
+    attempt_id: Uuid,
+    report: &WorkerReport,
+    origin: Origin<'_>,
+) -> Result<Applied, ReportError> {
+    let mut tx = pool.begin().await?;
+    let mut done = apply_in(&mut tx, cfg, attempt_id, report, origin).await?;
+    release_agents(&mut tx, cfg, done.release.take().into_iter().collect()).await?;
+    tx.commit().await?;
+    Ok(done.committed(cfg))
+}
+
+/// A report applied inside a transaction that has not committed yet.
+pub(super) struct Done {
+    applied: Applied,
+    /// The agent's side, written last ([`release_agents`]).
+    pub(super) release: Option<Release>,
+    /// For the metrics, after the commit: tokens, cost, failure kind.
+    figures: (i64, f64, Option<FailureKind>),
+    /// Live attempts the mission's end cancelled, whose workers are told
+    /// after the commit.
+    cancelled: Vec<attempts::Cancelled>,
+}
+
+impl Done {
+    /// What the caller answers once the transaction committed: records the
+    /// metrics and tells the workers of cancelled attempts.
+    pub(super) fn committed(self, cfg: &EngineConfig) -> Applied {
+        if let Applied::Applied(status) = &self.applied {
+            let (tokens, cost, kind) = self.figures;
+            cfg.metrics.report_applied(tokens, cost, kind, *status);
+        }
+        crate::worker::notify_cancelled(&cfg.worker_http, self.cancelled);
+        self.applied
+    }
+}
+
+/// What an attempt's end changes of its agent, applied by
+/// [`release_agents`] as the transaction's last writes.
+pub(super) struct Release {
+    workspace_id: Uuid,
+    agent_id: String,
+    task_type: String,
+    outcome: Option<bool>,
+    reach: attempts::Reach,
+    error: Option<String>,
+}
+
+/// Applies a report inside `tx` (which the caller commits), except the
+/// agent's side, which it returns. Refusals (unknown attempt, bad token,
+/// stale report) happen before anything is written.
 #[tracing::instrument(
     name = "report.apply",
     skip_all,
@@ -103,23 +174,27 @@ pub enum Applied {
         agent_id = tracing::field::Empty,
     )
 )]
-pub async fn apply_report(
-    pool: &PgPool,
+pub(super) async fn apply_in(
+    tx: &mut PgConnection,
     cfg: &EngineConfig,
     attempt_id: Uuid,
     report: &WorkerReport,
     origin: Origin<'_>,
-) -> Result<Applied, ReportError> {
-    let mut tx = pool.begin().await?;
+) -> Result<Done, ReportError> {
     let Some(Locked {
         mut run,
         attempt,
         verifier,
         task,
         report_json,
-    }) = lock_and_decide(&mut tx, cfg, attempt_id, report, origin).await?
+    }) = lock_and_decide(&mut *tx, cfg, attempt_id, report, origin).await?
     else {
-        return Ok(Applied::Duplicate);
+        return Ok(Done {
+            applied: Applied::Duplicate,
+            release: None,
+            figures: (0, 0.0, None),
+            cancelled: Vec::new(),
+        });
     };
     let actor = match origin {
         Origin::Worker { .. } | Origin::Inline => format!("agent:{}", attempt.agent_id),
@@ -147,28 +222,42 @@ pub async fn apply_report(
         verifying,
         cost,
     };
-    let (failure_kind, outcome) = settle_attempt(&mut tx, &run, &ended, &next).await?;
+    let (failure_kind, outcome) = settle_attempt(&mut *tx, &run, &ended, &next).await?;
     let spent_before = run.budget_spent;
     run.budget_spent += cost;
-    let next = consult_on_redesign(&mut tx, cfg, &run, next, &actor).await?;
-    let new_status = advance_task(&mut tx, cfg, &mut run, &ended, next, &actor).await?;
+    let next = consult_on_redesign(&mut *tx, cfg, &run, next, &actor).await?;
+    let new_status = advance_task(&mut *tx, cfg, &mut run, &ended, next, &actor).await?;
     if budget::crosses_warning(run.budget_limit, spent_before, run.budget_spent)
         && !run.budget_warned
     {
-        budget_warning(&mut tx, &mut run, &actor).await?;
+        budget_warning(&mut *tx, &mut run, &actor).await?;
     }
     let cancelled = if new_status.is_terminal() {
-        finish_mission_if_done(&mut tx, &mut run, &actor).await?
+        finish_mission_if_done(&mut *tx, &mut run, &actor).await?
     } else {
         Vec::new()
     };
-    // Last, and it queues the NOTIFY that wakes the dispatchers at commit.
-    release_agent(&mut tx, cfg, &ended, outcome).await?;
-    tx.commit().await?;
-    cfg.metrics
-        .report_applied(report.tokens, cost, failure_kind, new_status);
-    crate::worker::notify_cancelled(&cfg.worker_http, cancelled);
-    Ok(Applied::Applied(new_status))
+    Ok(Done {
+        applied: Applied::Applied(new_status),
+        release: Some(Release {
+            workspace_id: attempt.workspace_id,
+            agent_id: attempt.agent_id.clone(),
+            task_type: task.task_type.clone(),
+            outcome,
+            reach: match origin {
+                Origin::Worker { .. } | Origin::Inline | Origin::Busy { .. } => {
+                    attempts::Reach::Answered
+                }
+                Origin::Unreachable => attempts::Reach::Unreachable,
+                Origin::DispatchFailed | Origin::LeaseExpired | Origin::AgentOffline => {
+                    attempts::Reach::Unknown
+                }
+            },
+            error: report.error.clone(),
+        }),
+        figures: (report.tokens, cost, failure_kind),
+        cancelled,
+    })
 }
 
 /// What a report is applied to, read under the mission's lock.
@@ -298,52 +387,48 @@ async fn settle_attempt(
     Ok((failure_kind, outcome))
 }
 
-/// Gives the agent its slot back and counts the outcome for it, as the
-/// report's last write: the agent's row is hot (every claim and report of
-/// the agent updates it), so it is locked only from here to the commit.
-async fn release_agent(
+/// Gives the agents their slots back and counts the outcomes for them, as
+/// the transaction's last writes, in agent key order (the global lock
+/// order): an agent's row is hot (every claim and report of the agent
+/// updates it), so it is locked only from here to the commit. The first
+/// release queues the NOTIFY that wakes the dispatchers at commit.
+pub(super) async fn release_agents(
     tx: &mut PgConnection,
     cfg: &EngineConfig,
-    e: &Ended<'_>,
-    outcome: Option<bool>,
+    mut releases: Vec<Release>,
 ) -> Result<(), ReportError> {
-    let made_unreachable = attempts::release(
-        &mut *tx,
-        attempts::Settle {
-            workspace_id: e.attempt.workspace_id,
-            agent_id: &e.attempt.agent_id,
-            task_type: &e.task.task_type,
-            outcome,
-            reach: match e.origin {
-                Origin::Worker { .. } | Origin::Inline | Origin::Busy { .. } => {
-                    attempts::Reach::Answered
-                }
-                Origin::Unreachable => attempts::Reach::Unreachable,
-                Origin::DispatchFailed | Origin::LeaseExpired | Origin::AgentOffline => {
-                    attempts::Reach::Unknown
-                }
-            },
-            unreachable_after: cfg.unreachable_after,
-        },
-    )
-    .await?;
-    if let Some(failures) = made_unreachable {
-        tracing::warn!(agent_id = %e.attempt.agent_id, failures, "agent unreachable: no work until it heartbeats");
-        events::record(
+    releases.sort_by(|a, b| (a.workspace_id, &a.agent_id).cmp(&(b.workspace_id, &b.agent_id)));
+    for r in releases {
+        let made_unreachable = attempts::release(
             &mut *tx,
-            e.attempt.workspace_id,
-            WorkspaceEvent::new(
-                None,
-                None,
-                &format!("engine:{}", cfg.replica_id),
-                &AgentUnreachable {
-                    agent_id: e.attempt.agent_id.clone(),
-                    failures,
-                    error: e.report.error.clone().unwrap_or_default(),
-                },
-            ),
+            attempts::Settle {
+                workspace_id: r.workspace_id,
+                agent_id: &r.agent_id,
+                task_type: &r.task_type,
+                outcome: r.outcome,
+                reach: r.reach,
+                unreachable_after: cfg.unreachable_after,
+            },
         )
         .await?;
+        if let Some(failures) = made_unreachable {
+            tracing::warn!(agent_id = %r.agent_id, failures, "agent unreachable: no work until it heartbeats");
+            events::record(
+                &mut *tx,
+                r.workspace_id,
+                WorkspaceEvent::new(
+                    None,
+                    None,
+                    &format!("engine:{}", cfg.replica_id),
+                    &AgentUnreachable {
+                        agent_id: r.agent_id.clone(),
+                        failures,
+                        error: r.error.clone().unwrap_or_default(),
+                    },
+                ),
+            )
+            .await?;
+        }
     }
     Ok(())
 }

@@ -254,6 +254,20 @@ pub async fn heartbeat(pool: &PgPool, id: Uuid, lease_secs: f64) -> sqlx::Result
     Ok(true)
 }
 
+/// The mission of each of `ids` (unknown ids are left out), read without locks.
+pub async fn missions_of(
+    pool: &sqlx::PgPool,
+    ids: &[Uuid],
+) -> sqlx::Result<std::collections::HashMap<Uuid, Uuid>> {
+    let rows = sqlx::query!(
+        "SELECT id, run_id FROM task_attempts WHERE id = ANY($1)",
+        ids
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.run_id)).collect())
+}
+
 /// A live attempt that was just cancelled (its worker should be told).
 #[derive(Debug, Clone)]
 pub struct Cancelled {

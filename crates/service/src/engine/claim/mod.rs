@@ -14,20 +14,21 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+mod request;
+mod slots;
+
+use request::dispatch_request;
+use slots::take_slots;
 
 use super::{EngineConfig, dispatch::Dispatch};
 use crate::{
     assignment::{self, TaskNeeds},
     auth::{attempt_token, hash_token},
-    coordination::{
-        contract_net, governance,
-        organisation::{OrgContext, OrgSpec},
-        tool_policy::ToolPolicy,
-    },
+    coordination::{contract_net, governance, organisation::OrgSpec},
     domain::{TaskEvent, TaskStatus, budget},
     store::{
         agents, blackboard,
@@ -35,7 +36,7 @@ use crate::{
         governance as store_governance, organisation as store_organisation,
         tasks::{self, Change},
     },
-    worker::protocol::{Callback, DispatchRequest, TaskPayload, UpstreamOutput},
+    worker::protocol::UpstreamOutput,
 };
 
 /// What the claim needs of a locked mission.
@@ -515,73 +516,6 @@ async fn hire_contractor(
     Ok(assignment::score(needs, &profile, h.weights).map(|s| (idx, s)))
 }
 
-/// Takes the chosen agents' slots and keeps the tasks they were granted
-/// for, in queue order; the rest stay queued (another replica took the
-/// slots since the candidates were read, or the agent went away). Also
-/// returns the missions that lost a chosen task that way.
-async fn take_slots<'a>(
-    tx: &mut PgConnection,
-    chosen: Vec<Chosen<'a>>,
-    candidates: &[agents::Candidate],
-) -> anyhow::Result<(Vec<Chosen<'a>>, Vec<Uuid>)> {
-    if chosen.is_empty() {
-        return Ok((chosen, Vec::new()));
-    }
-    let wanted = slots_wanted(&chosen);
-    let (mut slot_ws, mut slot_ids, mut slot_n) = (Vec::new(), Vec::new(), Vec::new());
-    for (idx, n) in &wanted {
-        let c = &candidates[*idx];
-        slot_ws.push(c.workspace_id);
-        slot_ids.push(c.profile.agent_id.clone());
-        slot_n.push(*n);
-    }
-    let granted = agents::take_slots(&mut *tx, &slot_ws, &slot_ids, &slot_n).await?;
-    let mut left: BTreeMap<usize, i32> = wanted
-        .keys()
-        .filter_map(|idx| {
-            let c = &candidates[*idx];
-            granted
-                .iter()
-                .find(|g| g.workspace_id == c.workspace_id && g.agent_id == c.profile.agent_id)
-                .map(|g| (*idx, g.slots))
-        })
-        .collect();
-    let (kept, lost) = keep_granted(chosen, &mut left);
-    let mut dropped: Vec<Uuid> = lost.iter().map(|(t, _, _)| t.run_id).collect();
-    dropped.sort_unstable();
-    dropped.dedup();
-    Ok((kept, dropped))
-}
-
-/// Slots wanted per candidate (index into the candidates), in agent key order.
-fn slots_wanted<T, S>(chosen: &[(T, usize, S)]) -> BTreeMap<usize, i32> {
-    let mut per_agent: BTreeMap<usize, i32> = BTreeMap::new();
-    for (_, idx, _) in chosen {
-        *per_agent.entry(*idx).or_default() += 1;
-    }
-    per_agent
-}
-
-/// Splits the chosen tasks into those whose agent still has a granted slot
-/// (first come first served, in queue order; `left` counts the slots down)
-/// and those that stay queued.
-#[allow(clippy::type_complexity)]
-fn keep_granted<T, S>(
-    chosen: Vec<(T, usize, S)>,
-    left: &mut BTreeMap<usize, i32>,
-) -> (Vec<(T, usize, S)>, Vec<(T, usize, S)>) {
-    chosen
-        .into_iter()
-        .partition(|(_, idx, _)| match left.get_mut(idx) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                true
-            }
-            _ => false,
-        })
-}
-
-
 /// Writes the whole batch in one statement: attempts (each with a fresh
 /// token, stored hashed), tasks moved to `running` with a lease (version
 /// guarded), queue rows deleted, cards moved, and `task.dispatched` events
@@ -714,69 +648,6 @@ async fn write_attempts(
     Ok((rows.attempt_ids, tokens))
 }
 
-/// The request a worker gets for one claimed attempt.
-#[allow(clippy::too_many_arguments)]
-fn dispatch_request(
-    cfg: &EngineConfig,
-    locked: &Locked,
-    task: &tasks::TaskRow,
-    agent: &agents::Candidate,
-    attempt_id: Uuid,
-    token: String,
-    upstream: Vec<UpstreamOutput>,
-    blackboard: BTreeMap<String, coordinator_protocol::BlackboardValue>,
-    deadline: OffsetDateTime,
-) -> DispatchRequest {
-    let base = cfg.public_url.trim_end_matches('/');
-    DispatchRequest {
-        attempt_id,
-        attempt_number: task.attempt_count + 1,
-        task_id: task.id,
-        mission_id: task.run_id,
-        agent_id: agent.profile.agent_id.clone(),
-        goal: locked
-            .runs
-            .get(&task.run_id)
-            .map(|r| r.goal.clone())
-            .unwrap_or_default(),
-        task: if task.verify_pending {
-            verification_payload(task, &cfg.verifier_skill)
-        } else {
-            TaskPayload {
-                key: task.task_key.clone(),
-                title: task.title.clone(),
-                task_type: task.task_type.clone(),
-                description: task.description.clone(),
-                required_skills: task.required_skills.clone(),
-                required_tools: task.required_tools.clone(),
-                success_criteria: task.success_criteria.clone(),
-                inputs: task.inputs.clone(),
-                // A malformed policy is not sent; the coordinator
-                // denies every request of such a task.
-                tool_policy: ToolPolicy::of_inputs(&task.inputs).ok().flatten(),
-            }
-        },
-        upstream,
-        organisation: locked
-            .coordination
-            .org
-            .get(&task.workspace_id)
-            .map(|spec| org_context(spec, &agent.profile.role, task)),
-        feedback: task.feedback.clone(),
-        blackboard,
-        deadline,
-        callback: Callback {
-            heartbeat_url: format!("{base}/v1/attempts/{attempt_id}/heartbeat"),
-            result_url: format!("{base}/v1/attempts/{attempt_id}/result"),
-            tool_approvals_url: Some(format!("{base}/v1/attempts/{attempt_id}/tool-approvals")),
-            token,
-            tools_url: Some(format!("{base}/v1/tools")),
-            mcp_url: Some(format!("{base}/mcp")),
-            traceparent: None,
-        },
-    }
-}
-
 /// True if no online roster agent could take the task even when idle, or the
 /// best one would score below the contractor threshold.
 async fn roster_falls_short(
@@ -821,16 +692,6 @@ fn apply_norms(
     }
 }
 
-/// The organisation context a worker gets with a task.
-fn org_context(spec: &OrgSpec, role: &str, task: &tasks::TaskRow) -> OrgContext {
-    let task_type = if task.verify_pending {
-        "verification"
-    } else {
-        &task.task_type
-    };
-    spec.context_for(role, task_type, &task.task_key)
-}
-
 /// The role a contractor for this task is hired into: `contractor` without
 /// a spec; with one, a role the spec allows that is below its maximum,
 /// counted under the workspace's role lock. `None` (no hire this claim) when
@@ -849,35 +710,6 @@ async fn contractor_role(
     }
     let live = store_organisation::live_roles(conn, task.workspace_id).await?;
     Ok(spec.contractor_role(task_type, &task.task_key, &live))
-}
-
-/// What a verifier agent is asked: judge the candidate result against the
-/// criteria, answer `{"passed": bool, "reasons": [...]}`.
-fn verification_payload(task: &tasks::TaskRow, skill: &str) -> TaskPayload {
-    let criteria: Vec<String> = task
-        .criteria()
-        .iter()
-        .filter(|c| c.must_pass && c.check.is_none())
-        .map(|c| format!("- {}", c.description))
-        .collect();
-    TaskPayload {
-        key: task.task_key.clone(),
-        title: format!("Verify: {}", task.title),
-        task_type: "verification".into(),
-        description: format!(
-            "Judge whether the result in inputs.candidate_output meets every criterion below. \
-             Answer only with JSON: {{\"passed\": true or false, \"reasons\": [\"...\"]}}, \
-             giving a reason for every unmet criterion.\n\nThe task was: {}\n{}\n\nCriteria:\n{}",
-            task.title,
-            task.description,
-            criteria.join("\n")
-        ),
-        required_skills: vec![skill.to_owned()],
-        required_tools: Vec::new(),
-        success_criteria: task.success_criteria.clone(),
-        inputs: json!({ "candidate_output": task.candidate_output, "task_inputs": task.inputs }),
-        tool_policy: None,
-    }
 }
 
 /// Admission refused a task: an optional one is skipped, a required one
@@ -998,32 +830,4 @@ async fn upstream_outputs(
         });
     }
     Ok(map)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_are_counted_per_agent_and_kept_in_queue_order() {
-        // Tasks a..e chose agents 0, 1, 0, 2, 0.
-        let chosen = vec![
-            ("a", 0, ()),
-            ("b", 1, ()),
-            ("c", 0, ()),
-            ("d", 2, ()),
-            ("e", 0, ()),
-        ];
-        let wanted = slots_wanted(&chosen);
-        assert_eq!(wanted, BTreeMap::from([(0, 3), (1, 1), (2, 1)]));
-        // Agent 0 had only 2 slots left, agent 2 none (another replica took them).
-        let mut left = BTreeMap::from([(0, 2), (1, 1)]);
-        let (kept, lost) = keep_granted(chosen, &mut left);
-        fn names(v: &[(&'static str, usize, ())]) -> Vec<&'static str> {
-            v.iter().map(|t| t.0).collect()
-        }
-        assert_eq!(names(&kept), ["a", "b", "c"]);
-        assert_eq!(names(&lost), ["d", "e"]);
-        assert_eq!(left, BTreeMap::from([(0, 0), (1, 0)]));
-    }
 }

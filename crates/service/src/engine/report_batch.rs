@@ -1,0 +1,306 @@
+//! Group commit of reports: reports that arrive together (the inline
+//! answers of one claimed batch, callbacks of sibling tasks) are applied in
+//! one transaction, so one commit carries many transitions and siblings of
+//! a mission stop queueing on its row one commit at a time.
+//!
+//! A few committers per replica take whatever reports are waiting (up to
+//! `report_batch`) when they are free; nothing waits on a timer, so a lone
+//! report is applied at once, in a transaction of its own. A batch locks
+//! its missions in id order and releases its agents' slots last, in agent
+//! key order (the global lock order), so batches on different replicas
+//! cannot deadlock each other. Each report keeps its own answer and its own
+//! idempotency: a refused one (unknown attempt, bad token, stale) writes
+//! nothing and is answered alone; if any report fails inside the batch, the
+//! batch rolls back and every report is applied again on its own.
+
+use std::{sync::Arc, time::Duration};
+
+use sqlx::PgPool;
+use tokio::sync::{Mutex, mpsc, oneshot};
+use tracing::Instrument;
+use uuid::Uuid;
+
+use super::{
+    EngineConfig,
+    reports::{self, Applied, Origin, ReportError},
+};
+use crate::{store::attempts, worker::protocol::WorkerReport};
+
+/// Committers per replica: batches applied at once, each on one connection.
+pub const COMMITTERS: usize = 4;
+
+/// Reports waiting for a committer.
+const QUEUE: usize = 4096;
+
+/// The way into a replica's committers (cheap to clone).
+#[derive(Clone)]
+pub struct ReportQueue {
+    tx: mpsc::Sender<Job>,
+}
+
+impl std::fmt::Debug for ReportQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReportQueue").finish_non_exhaustive()
+    }
+}
+
+/// [`Origin`] with its token owned, to cross to a committer.
+#[derive(Debug, Clone)]
+enum Source {
+    Worker(String),
+    Inline,
+    DispatchFailed,
+    Unreachable,
+    LeaseExpired,
+    AgentOffline,
+    Busy(Duration),
+}
+
+impl Source {
+    fn of(origin: Origin<'_>) -> Source {
+        match origin {
+            Origin::Worker { token } => Source::Worker(token.to_owned()),
+            Origin::Inline => Source::Inline,
+            Origin::DispatchFailed => Source::DispatchFailed,
+            Origin::Unreachable => Source::Unreachable,
+            Origin::LeaseExpired => Source::LeaseExpired,
+            Origin::AgentOffline => Source::AgentOffline,
+            Origin::Busy { retry_after } => Source::Busy(retry_after),
+        }
+    }
+
+    fn origin(&self) -> Origin<'_> {
+        match self {
+            Source::Worker(token) => Origin::Worker { token },
+            Source::Inline => Origin::Inline,
+            Source::DispatchFailed => Origin::DispatchFailed,
+            Source::Unreachable => Origin::Unreachable,
+            Source::LeaseExpired => Origin::LeaseExpired,
+            Source::AgentOffline => Origin::AgentOffline,
+            Source::Busy(retry_after) => Origin::Busy {
+                retry_after: *retry_after,
+            },
+        }
+    }
+}
+
+/// One report waiting to be applied, and where its answer goes.
+struct Job {
+    attempt_id: Uuid,
+    report: WorkerReport,
+    source: Source,
+    /// The submitter's span: the report's span is its child, as if applied there.
+    span: tracing::Span,
+    reply: oneshot::Sender<Result<Applied, ReportError>>,
+}
+
+impl ReportQueue {
+    /// Starts [`COMMITTERS`] committers applying batches of up to `max_batch`
+    /// reports with `cfg` (whose own `reports` must be `None`). They stop
+    /// when every clone of the queue is dropped.
+    pub fn start(pool: PgPool, cfg: EngineConfig, max_batch: usize) -> ReportQueue {
+        debug_assert!(cfg.reports.is_none());
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let rx = Arc::new(Mutex::new(rx));
+        let cfg = Arc::new(cfg);
+        for _ in 0..COMMITTERS {
+            tokio::spawn(committer(
+                pool.clone(),
+                cfg.clone(),
+                rx.clone(),
+                max_batch.max(1),
+            ));
+        }
+        ReportQueue { tx }
+    }
+
+    /// Applies a report with the next batch and returns its own answer.
+    pub async fn submit(
+        &self,
+        attempt_id: Uuid,
+        report: &WorkerReport,
+        origin: Origin<'_>,
+    ) -> Result<Applied, ReportError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            attempt_id,
+            report: report.clone(),
+            source: Source::of(origin),
+            span: tracing::Span::current(),
+            reply,
+        };
+        // Closed only while the replica shuts down.
+        self.tx
+            .send(job)
+            .await
+            .map_err(|_| ReportError::Db(sqlx::Error::PoolClosed))?;
+        answer
+            .await
+            .map_err(|_| ReportError::Db(sqlx::Error::PoolClosed))?
+    }
+}
+
+/// Takes what is waiting (the first report, then up to `max_batch` in all
+/// without waiting for more) and applies it, until the queue closes.
+async fn committer(
+    pool: PgPool,
+    cfg: Arc<EngineConfig>,
+    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
+    max_batch: usize,
+) {
+    loop {
+        let jobs = {
+            let mut rx = rx.lock().await;
+            let Some(first) = rx.recv().await else {
+                return;
+            };
+            let mut jobs = vec![first];
+            while jobs.len() < max_batch {
+                match rx.try_recv() {
+                    Ok(job) => jobs.push(job),
+                    Err(_) => break,
+                }
+            }
+            jobs
+        };
+        cfg.metrics.report_batch(jobs.len());
+        apply_batch(&pool, &cfg, jobs).await;
+    }
+}
+
+/// Applies a batch of waiting reports and sends each its answer.
+async fn apply_batch(pool: &PgPool, cfg: &EngineConfig, jobs: Vec<Job>) {
+    let (items, replies): (Vec<Item>, Vec<_>) = jobs
+        .into_iter()
+        .map(|j| {
+            (
+                Item {
+                    attempt_id: j.attempt_id,
+                    report: j.report,
+                    source: j.source,
+                    span: j.span,
+                },
+                j.reply,
+            )
+        })
+        .unzip();
+    for (reply, answer) in replies.into_iter().zip(apply_items(pool, cfg, items).await) {
+        let _ = reply.send(answer);
+    }
+}
+
+/// Applies `reports` as one batch, as a replica's committers do: in one
+/// transaction when they can, each with its own answer (in input order).
+pub async fn apply_together(
+    pool: &PgPool,
+    cfg: &EngineConfig,
+    reports: Vec<(Uuid, WorkerReport, Origin<'_>)>,
+) -> Vec<Result<Applied, ReportError>> {
+    let items = reports
+        .into_iter()
+        .map(|(attempt_id, report, origin)| Item {
+            attempt_id,
+            report,
+            source: Source::of(origin),
+            span: tracing::Span::current(),
+        })
+        .collect();
+    apply_items(pool, cfg, items).await
+}
+
+/// One report of a batch.
+struct Item {
+    attempt_id: Uuid,
+    report: WorkerReport,
+    source: Source,
+    /// The submitter's span: the report's span is its child, as if applied there.
+    span: tracing::Span,
+}
+
+/// Applies the items together, or each alone if that fails; answers in
+/// input order.
+async fn apply_items(
+    pool: &PgPool,
+    cfg: &EngineConfig,
+    items: Vec<Item>,
+) -> Vec<Result<Applied, ReportError>> {
+    if items.len() > 1 {
+        // Missions are locked in id order (the global lock order).
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        let ids: Vec<Uuid> = items.iter().map(|i| i.attempt_id).collect();
+        match attempts::missions_of(pool, &ids).await {
+            Ok(runs) => order
+                .sort_by_key(|&i| (runs.get(&items[i].attempt_id).copied(), items[i].attempt_id)),
+            Err(e) => tracing::warn!(error = %e, "could not order a report batch"),
+        }
+        match together(pool, cfg, &items, &order).await {
+            Ok(answers) => return answers,
+            Err(e) => {
+                tracing::warn!(error = %e, reports = items.len(), "a report batch rolled back; applying each alone");
+            }
+        }
+    }
+    let mut answers = Vec::with_capacity(items.len());
+    for item in &items {
+        answers.push(
+            reports::apply_alone(
+                pool,
+                cfg,
+                item.attempt_id,
+                &item.report,
+                item.source.origin(),
+            )
+            .instrument(item.span.clone())
+            .await,
+        );
+    }
+    answers
+}
+
+/// Applies every item in one transaction, in `order`; the answers in
+/// `items` order. An error that may have written something rolls it all back.
+async fn together(
+    pool: &PgPool,
+    cfg: &EngineConfig,
+    items: &[Item],
+    order: &[usize],
+) -> Result<Vec<Result<Applied, ReportError>>, ReportError> {
+    let mut tx = pool.begin().await?;
+    let mut done: Vec<Option<Result<reports::Done, ReportError>>> =
+        (0..items.len()).map(|_| None).collect();
+    let mut releases = Vec::with_capacity(items.len());
+    for &i in order {
+        let item = &items[i];
+        let applied = reports::apply_in(
+            &mut tx,
+            cfg,
+            item.attempt_id,
+            &item.report,
+            item.source.origin(),
+        )
+        .instrument(item.span.clone())
+        .await;
+        done[i] = Some(match applied {
+            Ok(mut d) => {
+                releases.extend(d.release.take());
+                Ok(d)
+            }
+            // Refused before anything was written: the others go on.
+            Err(
+                e @ (ReportError::NotFound(_)
+                | ReportError::BadToken(_)
+                | ReportError::Stale { .. }),
+            ) => Err(e),
+            Err(e) => return Err(e),
+        });
+    }
+    reports::release_agents(&mut tx, cfg, releases).await?;
+    tx.commit().await?;
+    Ok(done
+        .into_iter()
+        .map(|d| match d {
+            Some(d) => d.map(|d| d.committed(cfg)),
+            None => Err(ReportError::Race("batch order")),
+        })
+        .collect())
+}
