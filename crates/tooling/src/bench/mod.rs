@@ -45,6 +45,7 @@ mod env;
 pub mod idle;
 pub mod long;
 pub mod memory;
+mod observe;
 mod output;
 pub mod report;
 pub mod streams;

@@ -49,14 +49,12 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
     );
     for t in &m.throughput {
         let (r, tps, secs) = (t.replicas, t.tasks_per_s, t.secs);
-        let cost = match (t.write_txns_per_task, t.wal_bytes_per_task) {
-            (Some(x), Some(w)) => {
-                format!("; per task {x:.1} writing transactions, {w:.0} WAL bytes")
-            }
-            _ => String::new(),
-        };
-        println!("throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s){cost}");
+        println!(
+            "throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s){}",
+            cost_text(t)
+        );
     }
+    print_top_statements(&m.throughput);
     let scaling = report::replica_scaling(&m.throughput);
     let reference = scaling.first().map_or(1, |s| s.reference);
     for s in scaling.iter().filter(|s| s.replicas != reference) {
@@ -86,6 +84,17 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
             line.push(format!("write_txns_per_task_{}r={x:.1}", t.replicas));
             line.push(format!("wal_bytes_per_task_{}r={w:.0}", t.replicas));
         }
+        let r = t.replicas;
+        if let Some(v) = t.stmts_per_task {
+            line.push(format!("stmts_per_task_{r}r={v:.1}"));
+        }
+        if let Some(v) = t.commits_per_task {
+            line.push(format!("commits_per_task_{r}r={v:.1}"));
+        }
+        if let (Some(v), Some(share)) = (t.lock_waiters_mean, t.lock_wait_share) {
+            line.push(format!("lock_waiters_{r}r={v:.2}"));
+            line.push(format!("lock_wait_share_{r}r={share:.2}"));
+        }
     }
     for s in scaling.iter().filter(|s| s.replicas != reference) {
         line.push(format!(
@@ -110,6 +119,57 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
         ),
     ]);
     line
+}
+
+/// A throughput phase's cost per task in the database, for its line.
+fn cost_text(t: &report::Throughput) -> String {
+    let mut parts = Vec::new();
+    if let Some(v) = t.stmts_per_task {
+        parts.push(format!("{v:.1} statements"));
+    }
+    if let Some(v) = t.commits_per_task {
+        parts.push(format!("{v:.1} commits"));
+    }
+    if let (Some(x), Some(w)) = (t.write_txns_per_task, t.wal_bytes_per_task) {
+        parts.push(format!("{x:.1} writing transactions, {w:.0} WAL bytes"));
+    }
+    let mut text = if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; per task {}", parts.join(", "))
+    };
+    if let (Some(mean), Some(share)) = (t.lock_waiters_mean, t.lock_wait_share) {
+        text.push_str(&format!(
+            "; lock waiters, mean of samples {mean:.2} ({:.0} % of samples with one)",
+            share * 100.0
+        ));
+    }
+    text
+}
+
+/// The 1-replica phase's top statements (or the first phase's), by total time.
+fn print_top_statements(points: &[report::Throughput]) {
+    let Some(t) = points
+        .iter()
+        .find(|t| t.replicas == 1)
+        .or_else(|| points.first())
+        .filter(|t| !t.top_statements.is_empty())
+    else {
+        return;
+    };
+    println!(
+        "top statements by total time, {} replica(s) (calls per task, mean ms, share of time):",
+        t.replicas
+    );
+    for s in &t.top_statements {
+        println!(
+            "  {:>6.2} {:>8.3} ms {:>5.1} %  {}",
+            s.calls_per_task,
+            s.mean_ms,
+            s.time_share * 100.0,
+            s.query
+        );
+    }
 }
 
 /// The event-log line.

@@ -16,7 +16,9 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 pub use super::env::Baseline;
+pub use super::observe::TopStatement;
 mod agent_tools;
+mod counts;
 
 use super::{idle::IdleReport, long::LongReport, memory::MemoryReport, streams::StreamReport};
 
@@ -68,7 +70,7 @@ pub struct RunSettings {
 }
 
 /// Throughput at one replica count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     /// Replicas serving.
     pub replicas: usize,
@@ -83,6 +85,24 @@ pub struct Throughput {
     /// WAL bytes written per task.
     #[serde(default)]
     pub wal_bytes_per_task: Option<f64>,
+    /// Top-level statements per task (`pg_stat_statements`), the bench's own
+    /// polls left out.
+    #[serde(default)]
+    pub stmts_per_task: Option<f64>,
+    /// Committed transactions per task (`pg_stat_database.xact_commit`), the
+    /// bench's own left out; read-only ones count too.
+    #[serde(default)]
+    pub commits_per_task: Option<f64>,
+    /// Lock waiters, mean of samples: backends of the bench database waiting
+    /// on a lock (`pg_stat_activity`, every 5 ms), averaged over the samples.
+    #[serde(default)]
+    pub lock_waiters_mean: Option<f64>,
+    /// Share of those samples with at least one lock waiter (0–1).
+    #[serde(default)]
+    pub lock_wait_share: Option<f64>,
+    /// The statements that took the most time, most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_statements: Vec<TopStatement>,
 }
 
 /// Dispatch latency under the burst of the first throughput phase.
@@ -530,6 +550,7 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
         );
     }
     let _ = writeln!(w);
+    counts::render(w, &e.throughput);
     let more: Vec<&Scaling> = scaling.iter().filter(|p| p.replicas > reference).collect();
     if !more.is_empty() {
         let gained = more.iter().any(|p| p.speedup > 1.05);

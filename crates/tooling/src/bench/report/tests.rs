@@ -9,9 +9,8 @@ fn tp(replicas: usize, tasks_per_s: f64) -> Throughput {
     Throughput {
         replicas,
         tasks_per_s,
-        write_txns_per_task: None,
-        wal_bytes_per_task: None,
         secs: 1.0,
+        ..Throughput::default()
     }
 }
 
