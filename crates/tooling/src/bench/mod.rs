@@ -43,6 +43,7 @@ use crate::db;
 
 mod env;
 pub mod idle;
+pub mod jobqueue;
 pub mod long;
 pub mod memory;
 mod observe;
@@ -108,6 +109,10 @@ pub struct BenchArgs {
     /// Also write every figure as JSON to this file (input of `bench report`).
     #[arg(long)]
     pub json_out: Option<PathBuf>,
+    /// Measure the job-queue baseline (graphile-worker, same server) after
+    /// the engine phases: `auto` skips it when node or the package is missing.
+    #[arg(long, value_enum, default_value_t = jobqueue::JobQueueMode::Auto)]
+    pub job_queue: jobqueue::JobQueueMode,
 }
 
 /// `coordinator bench` subcommands.
@@ -244,6 +249,8 @@ pub(crate) struct Measured {
     idle: Option<idle::IdleReport>,
     memory: Option<memory::MemoryReport>,
     long: Option<long::LongReport>,
+    single: Option<jobqueue::SingleLatency>,
+    job_queue: Option<jobqueue::JobQueueReport>,
 }
 
 /// Runs the benchmark and prints its report (or, with `report`, renders the page).
@@ -288,10 +295,12 @@ async fn measure(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<Measured> {
     let baseline = env.baseline().await?;
     let (throughput, dispatch) = throughput::measure(env, args).await?;
     let chain = throughput::chain(env, args).await?;
+    let single = Some(jobqueue::single_latency(env).await?);
     let streams = measure_streams(env, args).await?;
     let idle = measure_idle(&env.server_url, args).await?;
     let memory = measure_memory(&env.server_url, args).await?;
     let long = measure_long(&env.server_url, args).await?;
+    let job_queue = jobqueue::measure(&env.server_url, args).await?;
     Ok(Measured {
         baseline,
         throughput,
@@ -301,6 +310,8 @@ async fn measure(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<Measured> {
         idle,
         memory,
         long,
+        single,
+        job_queue,
     })
 }
 

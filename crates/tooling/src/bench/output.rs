@@ -27,6 +27,7 @@ pub(crate) fn print(args: &BenchArgs, m: &Measured) -> String {
     if let Some(long) = &m.long {
         print_long(long, &mut line);
     }
+    print_job_queue(m, &mut line);
     let last_line = line.join(" ");
     println!("{last_line}");
     last_line
@@ -300,6 +301,61 @@ fn print_long(l: &LongReport, line: &mut Vec<String>) {
     }
 }
 
+/// Our single-task latency, the job-queue baseline and the ratios the
+/// issue's goals are stated in (ours ÷ theirs).
+fn print_job_queue(m: &Measured, line: &mut Vec<String>) {
+    if let Some(s) = &m.single {
+        println!(
+            "single task on an idle replica ({} missions, POST /approve sent → first task at the worker): p50 {:.2} ms, p95 {:.2} ms",
+            s.runs, s.p50_ms, s.p95_ms
+        );
+        line.push(format!("single_p50_ms={:.2}", s.p50_ms));
+        line.push(format!("single_p95_ms={:.2}", s.p95_ms));
+    }
+    let Some(q) = &m.job_queue else {
+        return;
+    };
+    println!(
+        "job queue (graphile-worker {}, same server, concurrency {}): {:.0} jobs/s ({} no-op jobs added in one call); {}-step chain {:.2} ms per step; burst add → start p95 {:.2} ms; single job add → start p50 {:.2} ms, p95 {:.2} ms",
+        q.version,
+        q.concurrency,
+        q.jobs_per_s,
+        q.jobs,
+        q.chain_steps,
+        q.chain_step_ms,
+        q.burst_add_to_start_p95_ms,
+        q.single_add_to_start_p50_ms,
+        q.single_add_to_start_p95_ms
+    );
+    let ours_tps = m.throughput.first().map_or(f64::NAN, |t| t.tasks_per_s);
+    let ratios = [
+        ("tasks_per_s_x_jobqueue", ours_tps / q.jobs_per_s),
+        (
+            "chain_step_x_jobqueue",
+            m.chain.step_overhead_ms / q.chain_step_ms,
+        ),
+        (
+            "dispatch_p95_x_jobqueue",
+            m.dispatch.p95_ms / q.burst_add_to_start_p95_ms,
+        ),
+        (
+            "single_p95_x_jobqueue",
+            m.single
+                .as_ref()
+                .map_or(f64::NAN, |s| s.p95_ms / q.single_add_to_start_p95_ms),
+        ),
+    ];
+    println!(
+        "against the job queue (ours ÷ theirs): throughput {:.2}× (goal ≥ 1), chain step {:.2}× (goal ≤ 1), burst p95 {:.2}×, single-task p95 {:.2}× (goal ≤ 1)",
+        ratios[0].1, ratios[1].1, ratios[2].1, ratios[3].1
+    );
+    line.push(format!("jobqueue_jobs_per_s={:.0}", q.jobs_per_s));
+    line.push(format!("jobqueue_chain_step_ms={:.2}", q.chain_step_ms));
+    for (key, v) in ratios {
+        line.push(format!("{key}={v:.2}"));
+    }
+}
+
 /// Where a run happened and how long it took, for the JSON figures.
 pub(crate) struct RunContext {
     /// `SHOW server_version`.
@@ -343,6 +399,8 @@ pub(crate) fn write_json(
         idle: m.idle,
         memory: m.memory,
         long: m.long,
+        single: m.single,
+        job_queue: m.job_queue,
         last_line,
     };
     std::fs::write(path, serde_json::to_vec_pretty(&figures)?)

@@ -19,8 +19,15 @@ pub use super::env::Baseline;
 pub use super::observe::TopStatement;
 mod agent_tools;
 mod counts;
+mod jobqueue;
 
-use super::{idle::IdleReport, long::LongReport, memory::MemoryReport, streams::StreamReport};
+use super::{
+    idle::IdleReport,
+    jobqueue::{JobQueueReport, SingleLatency},
+    long::LongReport,
+    memory::MemoryReport,
+    streams::StreamReport,
+};
 
 /// `coordinator bench report` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -158,6 +165,12 @@ pub struct EngineFigures {
     pub memory: Option<MemoryReport>,
     /// The long run, if run.
     pub long: Option<LongReport>,
+    /// Our single-task latency on an idle system, if measured.
+    #[serde(default)]
+    pub single: Option<SingleLatency>,
+    /// The job-queue baseline of the same run, if measured.
+    #[serde(default)]
+    pub job_queue: Option<JobQueueReport>,
     /// The bench's last `key=value` line, verbatim.
     pub last_line: String,
 }
@@ -606,6 +619,7 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
             num(d.p50_ms, 0)
         );
     }
+    jobqueue::render(w, e);
     if let Some(idle) = &e.idle {
         render_idle(w, idle, b);
     }

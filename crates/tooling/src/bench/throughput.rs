@@ -271,7 +271,11 @@ async fn dispatch_latencies(
 
 /// Waits until every mission's work is done (approve-mode missions stop at
 /// the review gate, which counts as done here).
-async fn wait_completed(pool: &PgPool, runs: &[Uuid], limit: Duration) -> anyhow::Result<()> {
+pub(crate) async fn wait_completed(
+    pool: &PgPool,
+    runs: &[Uuid],
+    limit: Duration,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + limit;
     loop {
         let (done, failed): (i64, i64) = sqlx::query_as(
