@@ -8,12 +8,15 @@
 //!   created for the run), and the sum leaves that role's `userid` out, so
 //!   the exclusion is exact.
 //! - **Commits** are the delta of `pg_stat_database.xact_commit` of the bench
-//!   database, minus the poller's own transactions, counted one by one (each
-//!   poll is one implicit transaction, its statements prepared beforehand).
-//!   Backends report those counters lazily (at most once a second, and at
-//!   exit), so the phase ends only after the replicas' connections have
-//!   closed, and the poller forces its own report with
-//!   `pg_stat_force_next_flush()` (PostgreSQL 15) on both edges.
+//!   database, minus the poller's own transactions, counted one by one (it
+//!   sends each statement as a simple query: one implicit transaction each,
+//!   nothing prepared behind its back). Backends report those counters
+//!   lazily (at most once a second, at the latest 10 s after going idle, and
+//!   at exit), so a phase spans its replicas' whole life: it starts before
+//!   they start and ends after their connections have closed; the bench's
+//!   own connections force their report with `pg_stat_force_next_flush()`
+//!   (PostgreSQL 15) on both edges. [`Observer::self_check`] runs an empty
+//!   phase at the start and says so if it does not count zero.
 //! - **Lock waiters** are sampled every 5 ms from `pg_stat_activity`:
 //!   backends of the bench database with `wait_event_type = 'Lock'`.
 //!
@@ -49,8 +52,11 @@ const QUERY_CHARS: usize = 100;
 const POLL_SQL: &str = "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
         count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
  FROM orchestration_runs WHERE id = ANY('{IDS}'::uuid[])";
-/// Makes the poller report its pending counters when it next goes idle.
-const FLUSH_SQL: &str = "SELECT pg_stat_force_next_flush()";
+/// Makes a connection report its pending counters when it next goes idle.
+/// It reads a catalog row on purpose: a backend with no pending table
+/// counters skips the report, transaction counts included.
+const FLUSH_SQL: &str =
+    "SELECT pg_stat_force_next_flush() FROM pg_database WHERE datname = current_database()";
 
 /// One of the statements that took the most time in a phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,7 +116,19 @@ pub(crate) struct PhaseStart {
     ours: Vec<i32>,
     xact_commit: i64,
     own: u64,
-    sampler: Sampler,
+    /// The lock sampler while it runs ([`Observer::start_sampling`]).
+    sampler: Option<Sampler>,
+    /// What it sampled, once stopped.
+    samples: Option<Samples>,
+}
+
+impl PhaseStart {
+    /// Stops the lock sampler (the measured part is over).
+    pub(crate) async fn stop_sampling(&mut self) {
+        if let Some(s) = self.sampler.take() {
+            self.samples = s.stop().await;
+        }
+    }
 }
 
 impl Observer {
@@ -167,7 +185,7 @@ impl Observer {
     }
 
     /// Where a phase starts: the poller's counters reported, `pg_stat_statements`
-    /// reset, `xact_commit` read, the lock sampler started. `quiet` is a pool
+    /// reset, `xact_commit` read. `quiet` is a pool
     /// of the bench's into the bench database: its pending counters are
     /// reported first, so they cannot land inside the phase.
     pub(crate) async fn start_phase(&self, quiet: &PgPool) -> anyhow::Result<PhaseStart> {
@@ -191,13 +209,19 @@ impl Observer {
         let mut admin = self.admin.lock().await;
         let xact_commit = xact_commit(&mut admin, &self.db.0).await?;
         drop(admin);
-        let sampler = Sampler::start(&self.server_url, &self.db.0, self.poller_pid).await?;
         Ok(PhaseStart {
             ours,
             xact_commit,
             own,
-            sampler,
+            sampler: None,
+            samples: None,
         })
+    }
+
+    /// Starts sampling lock waiters for the measured part of `phase`.
+    pub(crate) async fn start_sampling(&self, phase: &mut PhaseStart) -> anyhow::Result<()> {
+        phase.sampler = Some(Sampler::start(&self.server_url, &self.db.0, self.poller_pid).await?);
+        Ok(())
     }
 
     /// Waits until every mission's work is done (approve-mode missions stop
@@ -234,10 +258,11 @@ impl Observer {
     /// replicas have stopped: their connections' counters arrive at exit.
     pub(crate) async fn finish_phase(
         &self,
-        start: PhaseStart,
+        mut start: PhaseStart,
         tasks: f64,
     ) -> anyhow::Result<PhaseCounts> {
-        let samples = start.sampler.stop().await;
+        start.stop_sampling().await;
+        let samples = start.samples;
         let mut counts = PhaseCounts {
             lock_waiters_mean: samples.map(|s| s.mean()),
             lock_wait_share: samples.map(|s| s.share()),
@@ -399,7 +424,9 @@ async fn flush_pool(pool: &PgPool) -> anyhow::Result<Vec<i32>> {
     for conn in &mut held {
         pids.push(
             sqlx::query_scalar(
-                "SELECT pg_backend_pid() FROM (SELECT pg_stat_force_next_flush()) f",
+                // The catalog row: see FLUSH_SQL.
+                "SELECT pg_backend_pid() FROM (SELECT pg_stat_force_next_flush()) f, pg_database d
+                 WHERE d.datname = current_database()",
             )
             .fetch_one(&mut **conn)
             .await?,

@@ -92,12 +92,13 @@ pub struct Throughput {
     /// WAL bytes written per task.
     #[serde(default)]
     pub wal_bytes_per_task: Option<f64>,
-    /// Top-level statements per task (`pg_stat_statements`), the bench's own
-    /// polls left out.
+    /// Top-level statements per task (`pg_stat_statements`) over the measured
+    /// replicas' whole life (start-up, a few dozen warm-up reads, the phase),
+    /// the bench's own polls left out.
     #[serde(default)]
     pub stmts_per_task: Option<f64>,
-    /// Committed transactions per task (`pg_stat_database.xact_commit`), the
-    /// bench's own left out; read-only ones count too.
+    /// Committed transactions per task (`pg_stat_database.xact_commit`) over
+    /// the same span, the bench's own left out; read-only ones count too.
     #[serde(default)]
     pub commits_per_task: Option<f64>,
     /// Lock waiters, mean of samples: backends of the bench database waiting

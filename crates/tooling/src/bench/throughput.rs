@@ -45,9 +45,7 @@ pub(crate) async fn measure(
         // missions report their connections' counters as they close, so none
         // of the creating lands in the phase's commits (see `observe`).
         Replica::stop_all(up).await;
-        let up = start_replicas(env, replicas).await?;
-        warm_up(env, &up).await?;
-        let point = at_replicas(env, args, up, &ids).await?;
+        let point = at_replicas(env, args, replicas, &ids).await?;
         throughput.push(point);
         if replicas == args.replicas[0] {
             latencies = dispatch_latencies(&env.pool, &ids, &env.worker.arrivals()).await?;
@@ -95,21 +93,29 @@ async fn warm_up(env: &BenchEnv, replicas: &[Replica]) -> anyhow::Result<()> {
     reads.into_iter().collect()
 }
 
-/// One throughput point: the created missions approved at once over the
-/// running `replicas`, timed from the first approval to the last completion;
-/// the replicas are stopped before the database's counts are read.
+/// One throughput point: the created missions approved at once over
+/// `count` fresh replicas, timed from the first approval to the last
+/// completion. The database's counts cover the replicas' whole life, from
+/// before they start until they have stopped (their counters arrive as their
+/// connections close): the phase's work plus their start-up and the warm-up
+/// reads, a fixed few dozen transactions, so nothing they did is missed.
 async fn at_replicas(
     env: &BenchEnv,
     args: &BenchArgs,
-    replicas: Vec<Replica>,
+    count: usize,
     ids: &[Uuid],
 ) -> anyhow::Result<report::Throughput> {
-    let count = replicas.len();
-    eprintln!("[{count} replica(s)] approving and running them…");
-    let phase = match &env.observer {
+    let mut phase = match &env.observer {
         Some(o) => Some(o.start_phase(&env.pool).await?),
         None => None,
     };
+    let replicas = start_replicas(env, count).await?;
+    warm_up(env, &replicas).await?;
+    eprintln!("[{count} replica(s)] approving and running them…");
+    // Lock waiters are sampled over the measured part only.
+    if let (Some(o), Some(p)) = (&env.observer, &mut phase) {
+        o.start_sampling(p).await?;
+    }
     let before = db_cost(&env.server_pool).await.ok();
     let started = Instant::now();
     approve_all(env, &replicas, ids, args.client_concurrency).await?;
@@ -119,6 +125,9 @@ async fn at_replicas(
     }
     let elapsed = started.elapsed().as_secs_f64();
     let after = db_cost(&env.server_pool).await.ok();
+    if let Some(p) = &mut phase {
+        p.stop_sampling().await;
+    }
     Replica::stop_all(replicas).await;
     let tasks = (ids.len() * args.tasks) as f64;
     let counts = match (&env.observer, phase) {

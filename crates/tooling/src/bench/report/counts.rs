@@ -27,11 +27,14 @@ pub fn render(w: &mut String, points: &[Throughput]) {
     let _ = writeln!(
         w,
         "Cost per task in the database, over the same phases (the bench's own queries \
-         left out): top-level statements (`pg_stat_statements`), commits \
-         (`pg_stat_database.xact_commit`, read-only transactions included), transactions \
-         that wrote (transaction ids assigned), WAL bytes, and lock waiters — the number of \
-         the database's backends waiting on a lock in `pg_stat_activity`, sampled every \
-         5 ms, as a mean of the samples and the share of samples with any waiter.\n"
+         left out): top-level statements (`pg_stat_statements`) and commits \
+         (`pg_stat_database.xact_commit`, read-only transactions included) over the \
+         measured replicas' whole life (their start-up and a few dozen warm-up reads \
+         included, so nothing is missed); transactions that wrote (transaction ids \
+         assigned) and WAL bytes from the first approval to the last completion; and lock \
+         waiters over that same span — the number of the database's backends waiting on a \
+         lock in `pg_stat_activity`, sampled every 5 ms, as a mean of the samples and the \
+         share of samples with any waiter.\n"
     );
     let _ = writeln!(
         w,
