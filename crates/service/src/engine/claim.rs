@@ -581,7 +581,6 @@ fn keep_granted<T, S>(
         })
 }
 
-
 /// Writes the whole batch in one statement: attempts (each with a fresh
 /// token, stored hashed), tasks moved to `running` with a lease (version
 /// guarded), queue rows deleted, cards moved, and `task.dispatched` events

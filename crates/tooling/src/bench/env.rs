@@ -139,15 +139,8 @@ impl BenchEnv {
         let token = auth::generate_token();
         auth::ensure_bootstrap(&pool, Some(&token)).await?;
         let worker = instant_worker().await?;
-        let (max, reserved): (String, String) = sqlx::query_as(
-            "SELECT current_setting('max_connections'), current_setting('superuser_reserved_connections')",
-        )
-        .fetch_one(&pool)
-        .await?;
-        let usable_connections = max
-            .parse::<u32>()
-            .unwrap_or(100)
-            .saturating_sub(reserved.parse().unwrap_or(3));
+        let (max, reserved) = db::connection_limits(&pool).await?;
+        let usable_connections = max.saturating_sub(reserved);
         let observer = match Observer::start(&server_url, &url).await {
             Ok(o) => {
                 o.self_check(&pool).await?;
@@ -175,9 +168,11 @@ impl BenchEnv {
 
     /// The pool size of each of `replicas` in-process replicas: an equal
     /// share of the server's connections after the bench's own
-    /// ([`BENCH_CONNECTIONS`]), at most 20 (the service's default) and at
+    /// ([`BENCH_CONNECTIONS`]), at most the service's default pool and at
     /// least 2, so the phases fit a stock server (`max_connections = 100`).
     /// Each replica also holds one listener connection outside its pool.
+    /// (`db::pool_size_for` sizes a served replica the same way, but keeps
+    /// only 10 connections aside, fewer than the bench holds itself.)
     pub(crate) fn replica_pool(&self, replicas: usize) -> u32 {
         replica_pool_size(self.usable_connections, replicas)
     }
@@ -263,7 +258,7 @@ pub(crate) fn replica_pool_size(usable: u32, replicas: usize) -> u32 {
     let replicas = replicas.max(1) as u32;
     (usable.saturating_sub(BENCH_CONNECTIONS) / replicas)
         .saturating_sub(1)
-        .clamp(2, 20)
+        .clamp(2, db::DEFAULT_POOL_SIZE)
 }
 
 /// Reads a mission id out of a create-mission answer.
@@ -283,4 +278,23 @@ pub struct Baseline {
     pub http_ms: f64,
     /// Their sum: the least one dispatch step can cost, ms.
     pub total_ms: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replica_pools_fit_a_stock_server_with_the_bench_beside_them() {
+        // Stock PostgreSQL: 100 connections, 3 reserved for superusers.
+        for replicas in 1..=8 {
+            let size = replica_pool_size(97, replicas);
+            let total = (size + 1) * replicas as u32 + BENCH_CONNECTIONS;
+            assert!(total <= 97, "{replicas} replicas × {size}: {total}");
+            assert!(size >= 2);
+        }
+        assert_eq!(replica_pool_size(97, 1), db::DEFAULT_POOL_SIZE);
+        assert_eq!(replica_pool_size(297, 3), db::DEFAULT_POOL_SIZE);
+        assert_eq!(replica_pool_size(10, 2), 2);
+    }
 }
