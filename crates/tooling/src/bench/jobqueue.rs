@@ -6,7 +6,7 @@
 //! package the section is skipped with one line on stderr.
 //!
 //! Our side of the single-task comparison is measured here too
-//! ([`single_latency`]): one mission at a time on an idle 1-replica system,
+//! (`single_latency`): one mission at a time on an idle 1-replica system,
 //! from sending its `POST /approve` to its first task's request arriving at
 //! the instant worker. Plans need three tasks, so it is a 3-step chain whose
 //! root is the one ready task; the next mission starts once it is done.

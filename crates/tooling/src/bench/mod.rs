@@ -1,18 +1,31 @@
 //! `coordinator bench`: the engine benchmark, end to end through HTTP.
 //!
-//! Against a private PostgreSQL with default durability (or `DATABASE_URL`,
-//! in a database of its own), with instant simulated workers, it measures:
+//! Against a private PostgreSQL 15 it starts itself — default durability, the
+//! stock `max_connections = 100` and `pg_stat_statements` loaded
+//! (`LocalPostgres::start_temporary_for_bench`) — or against `DATABASE_URL`,
+//! always in a database of its own, with instant simulated workers, it
+//! measures:
 //! - throughput: missions of fan-out plans approved at once, for each replica
-//!   count (tasks/s from the first approval to the last completion);
+//!   count (tasks/s from the first approval to the last completion), on
+//!   fresh replicas whose pools are sized so every phase fits a stock server;
+//! - per task in each throughput phase: statements, commits, writing
+//!   transactions, WAL bytes and lock waiters, with the bench's own queries
+//!   left out, and the statements that took the most time (`observe`);
 //! - dispatch latency: from a parent task's completion commit to its child's
 //!   request arriving at the worker (p50/p95/p99);
 //! - step overhead of one sequential mission (`--chain` steps);
+//! - one task on an idle replica: `POST /approve` sent → its request at the
+//!   worker (`jobqueue::single_latency`);
 //! - tick cost with 10, 1,000 and 10,000 idle missions ([`idle`]);
 //! - the coordinator's memory with 1,000 live attempts ([`memory`]);
-//! - throughput over a long run, per window, and the claim cost ([`long`]).
+//! - throughput over a long run, per window, and the claim cost ([`long`]);
+//! - the job-queue baseline: graphile-worker 0.18 on the same server in the
+//!   same run, as ratios ours ÷ theirs ([`jobqueue`], `--job-queue auto|off`;
+//!   skipped with one line when node or `scripts/jobqueue-install.sh`'s
+//!   install is missing).
 //!
-//! The last three run in databases of their own on the same server, so no
-//! phase sees another's rows.
+//! The idle, memory, long and job-queue phases run in databases of their own
+//! on the same server, so no phase sees another's rows.
 //!
 //! With several replica counts it also reports replica scaling: throughput
 //! over 1 replica's and per-replica efficiency ([`report::replica_scaling`]).
@@ -26,8 +39,10 @@
 //! is space-separated `key=value` figures.
 //!
 //! Layout: `env` holds the shared set-up (database, token, instant worker,
-//! in-process replicas), `throughput` the throughput, dispatch and chain
-//! sections, `output` the printed report and the JSON figures.
+//! in-process replicas and their pool sizes), `observe` the database counts,
+//! `throughput` the throughput, dispatch and chain sections, `jobqueue` the
+//! baseline queue and our single-task latency, `output` the printed report
+//! and the JSON figures.
 
 use std::{
     path::PathBuf,
