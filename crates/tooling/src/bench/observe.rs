@@ -45,6 +45,9 @@ use uuid::Uuid;
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 /// Statements kept in a phase's top list.
 const TOP_STATEMENTS: i64 = 10;
+/// How long after a backend leaves `pg_stat_activity` its counters may
+/// still be arriving.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Characters of a statement's text kept in the top list.
 const QUERY_CHARS: usize = 100;
 
@@ -96,8 +99,8 @@ pub(crate) struct Observer {
     poller: Mutex<PgConnection>,
     /// The poller's backend pid.
     poller_pid: i32,
-    /// The bench database's name and oid.
-    db: (String, i64),
+    /// The bench database's name.
+    db: String,
     /// The observer role's oid, if it could be created.
     role: Option<(String, i64)>,
     /// Whether `pg_stat_statements` can be read and reset.
@@ -135,14 +138,10 @@ impl Observer {
     /// Sets up the observer for the bench database `db_url` on the server at
     /// `server_url` (whose own database must be a different one).
     pub(crate) async fn start(server_url: &str, db_url: &str) -> anyhow::Result<Observer> {
-        let mut admin = PgConnection::connect(server_url).await?;
+        let admin = PgConnection::connect(server_url).await?;
         let mut setup = PgConnection::connect(db_url).await?;
         let db_name: String = sqlx::query_scalar("SELECT current_database()")
             .fetch_one(&mut setup)
-            .await?;
-        let oid: i64 = sqlx::query_scalar("SELECT oid::int8 FROM pg_database WHERE datname = $1")
-            .bind(&db_name)
-            .fetch_one(&mut admin)
             .await?;
         let statements = enable_statements(&mut setup).await;
         let role = create_role(&mut setup).await;
@@ -176,7 +175,7 @@ impl Observer {
             server_url: server_url.to_owned(),
             poller: Mutex::new(poller),
             poller_pid,
-            db: (db_name, oid),
+            db: db_name,
             statements: statements && role.is_some(),
             role,
             flush,
@@ -207,7 +206,7 @@ impl Observer {
         drop(poller);
         let own = self.own.load(Ordering::Relaxed);
         let mut admin = self.admin.lock().await;
-        let xact_commit = xact_commit(&mut admin, &self.db.0).await?;
+        let xact_commit = xact_commit(&mut admin, &self.db).await?;
         drop(admin);
         Ok(PhaseStart {
             ours,
@@ -220,7 +219,7 @@ impl Observer {
 
     /// Starts sampling lock waiters for the measured part of `phase`.
     pub(crate) async fn start_sampling(&self, phase: &mut PhaseStart) -> anyhow::Result<()> {
-        phase.sampler = Some(Sampler::start(&self.server_url, &self.db.0, self.poller_pid).await?);
+        phase.sampler = Some(Sampler::start(&self.server_url, &self.db, self.poller_pid).await?);
         Ok(())
     }
 
@@ -281,7 +280,7 @@ impl Observer {
             self.simple(&mut poller, FLUSH_SQL).await?;
             let own = self.own.load(Ordering::Relaxed) - start.own;
             let mut admin = self.admin.lock().await;
-            let after = xact_commit(&mut admin, &self.db.0).await?;
+            let after = xact_commit(&mut admin, &self.db).await?;
             counts.commits_per_task = Some((after - start.xact_commit - own as i64) as f64 / tasks);
         }
         Ok(counts)
@@ -318,11 +317,15 @@ impl Observer {
                 "SELECT count(*) FROM pg_stat_activity
                  WHERE datname = $1 AND backend_type = 'client backend' AND pid <> ALL($2)",
             )
-            .bind(&self.db.0)
+            .bind(&self.db)
             .bind(ours)
             .fetch_one(&mut *admin)
             .await?;
             if others == 0 {
+                // An exiting backend leaves `pg_stat_activity` a moment
+                // before it reports its last counters (exit hooks run in
+                // reverse order of registration): give it that moment.
+                tokio::time::sleep(EXIT_GRACE).await;
                 return Ok(());
             }
             if Instant::now() > deadline {
