@@ -578,9 +578,9 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
         let _ = writeln!(
             w,
             "More replicas {verdict} in this run. Replicas share one PostgreSQL (and here \
-             the machine's cores with it and with the benchmark) and the agent rows every \
-             claim locks: replicas are for availability and for spreading HTTP and stream \
-             load, not for database capacity (see `docs/scaling.md`).\n"
+             the machine's cores with it and with the benchmark); how much they wait on \
+             each other's locks is the lock-waiter column above, where it was measured \
+             (see `docs/scaling.md`).\n"
         );
     }
     let d = &e.dispatch;
