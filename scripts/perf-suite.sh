@@ -2,7 +2,10 @@
 # The whole performance suite in one command: builds the release binary once,
 # runs the planning benchmark, the engine benchmark (throughput at 1, 2 and
 # 3 replicas, dispatch latency, step overhead, idle ticks, memory at 1,000 live
-# attempts, a 10-minute long run with its decay ratio, event streams) and the
+# attempts, a 10-minute long run with its decay ratio, event streams; per
+# throughput phase the statements, commits, WAL bytes and lock waiters per
+# task; then the job-queue baseline, graphile-worker on the same server in
+# the same run, installed by scripts/jobqueue-install.sh) and the
 # agent tool-call benchmark (REST and MCP against GET /healthz), then
 # rewrites docs/performance.md from the figures (`coordinator bench report`)
 # with the machine's facts and this command. Raw outputs are kept in --out.
@@ -13,6 +16,7 @@
 # Options: --quick; --out DIR (raw outputs; default $CARGO_TARGET_DIR/perf-suite/<time>);
 # --no-doc (do not rewrite docs/performance.md); --skip-planning (no planning
 # benchmark); --skip-agent-tools (no agent tool-call benchmark);
+# --skip-job-queue (no graphile-worker baseline, no npm);
 # --note TEXT (conditions of the run, quoted in the page, e.g. other load);
 # --database-url URL (a new database on that server, not a temporary PostgreSQL).
 # Environment overrides: PERF_MISSIONS, PERF_LONG_SECS, PERF_REPLICAS, PERF_LIVE_ATTEMPTS.
@@ -22,7 +26,7 @@ cd "$(dirname "$0")/.."
 invocation="scripts/perf-suite.sh"
 for a in "$@"; do invocation+=" $(printf '%q' "$a")"; done
 
-quick=0 out_dir="" write_doc=1 note="" db_url="" planning=1 agent_tools=1
+quick=0 out_dir="" write_doc=1 note="" db_url="" planning=1 agent_tools=1 job_queue=auto
 usage() { sed -n '2,/^set -/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,6 +35,7 @@ while [ $# -gt 0 ]; do
     --no-doc) write_doc=0 ;;
     --skip-planning) planning=0 ;;
     --skip-agent-tools) agent_tools=0 ;;
+    --skip-job-queue) job_queue=off ;;
     --note) note=${2:?--note needs a text}; shift ;;
     --database-url) db_url=${2:?--database-url needs a URL}; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -61,7 +66,7 @@ bin="$target_dir/release/coordinator"
 planning_cmd="cargo bench --bench planning $planning_flags"
 agent_tools_cmd="cargo bench --bench agent_tools $planning_flags"
 bench_args=(bench --missions "$missions" --replicas "$replicas" --long-secs "$long_secs"
-  --live-attempts "$live" --idle-secs "$idle_secs" --json-out "$out_dir/bench.json")
+  --live-attempts "$live" --idle-secs "$idle_secs" --job-queue "$job_queue" --json-out "$out_dir/bench.json")
 bench_cmd="coordinator ${bench_args[*]/#$out_dir\//}"
 
 commit=$(git rev-parse --short HEAD)
@@ -90,6 +95,12 @@ if [ "$planning" = 1 ]; then
   echo "perf-suite: planning benchmark…" >&2
   # shellcheck disable=SC2086 # planning_flags is empty or two words on purpose.
   cargo bench --quiet --bench planning $planning_flags | tee "$out_dir/planning.txt"
+fi
+
+if [ "$job_queue" = auto ]; then
+  # The baseline the engine is compared with in the same run (skipped by the
+  # bench, never failed, if this cannot install it).
+  scripts/jobqueue-install.sh || echo "perf-suite: job-queue install failed; the bench will skip the baseline" >&2
 fi
 
 echo "perf-suite: engine benchmark (${long_secs} s long run)…" >&2

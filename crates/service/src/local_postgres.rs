@@ -61,6 +61,28 @@ pub struct LocalPostgres {
     server: Option<Child>,
 }
 
+/// How a cluster is started.
+#[derive(Debug, Clone, Copy)]
+struct Flavour {
+    /// Remove the directory when the server stops.
+    throwaway: bool,
+    /// No fsync (tests only).
+    fast: bool,
+    /// Stock `max_connections` and `pg_stat_statements` (`coordinator bench`).
+    bench: bool,
+}
+
+impl Flavour {
+    /// A temporary cluster with default durability, removed when it stops.
+    fn temporary(bench: bool) -> Flavour {
+        Flavour {
+            throwaway: true,
+            fast: false,
+            bench,
+        }
+    }
+}
+
 /// What we remember about a cluster between starts.
 #[derive(Debug, Serialize, Deserialize)]
 struct ClusterState {
@@ -106,7 +128,20 @@ impl LocalPostgres {
             std::process::id(),
             uuid::Uuid::new_v4().simple()
         ));
-        Self::start_inner(&dir, true, false).await
+        Self::start_inner(&dir, Flavour::temporary(false)).await
+    }
+
+    /// Like [`Self::start_temporary`], but configured as `coordinator bench`
+    /// needs it: a stock `max_connections` (100, so every phase proves it fits
+    /// on a default server) and `pg_stat_statements` loaded (tracking
+    /// top-level statements), so the bench can count statements per task.
+    pub async fn start_temporary_for_bench() -> anyhow::Result<LocalPostgres> {
+        let dir = std::env::temp_dir().join(format!(
+            "coordinator-bench-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        Self::start_inner(&dir, Flavour::temporary(true)).await
     }
 
     /// The connection URL of the coordinator database.
@@ -138,15 +173,21 @@ impl LocalPostgres {
     }
 
     async fn start_with(data_dir: &Path, throwaway: bool) -> anyhow::Result<LocalPostgres> {
-        Self::start_inner(data_dir, throwaway, throwaway).await
+        let flavour = Flavour {
+            throwaway,
+            fast: throwaway,
+            bench: false,
+        };
+        Self::start_inner(data_dir, flavour).await
     }
 
-    /// `cleanup`: remove the directory when the server stops; `fast`: no fsync.
-    async fn start_inner(
-        data_dir: &Path,
-        throwaway: bool,
-        fast: bool,
-    ) -> anyhow::Result<LocalPostgres> {
+    /// Starts the server in `data_dir` configured as `flavour` says.
+    async fn start_inner(data_dir: &Path, flavour: Flavour) -> anyhow::Result<LocalPostgres> {
+        let Flavour {
+            throwaway,
+            fast,
+            bench,
+        } = flavour;
         let bin = find_binaries()?;
         fs::create_dir_all(data_dir)
             .with_context(|| format!("creating data directory {}", data_dir.display()))?;
@@ -227,13 +268,27 @@ impl LocalPostgres {
             "-c",
             "unix_socket_directories=",
             "-c",
-            "max_connections=300",
+            // The bench runs on PostgreSQL's stock limit: what it needs must
+            // fit on a default server.
+            if bench {
+                "max_connections=100"
+            } else {
+                "max_connections=300"
+            },
             // The hot tables (queue, tasks, attempts, agents) churn fast;
             // a minute between autovacuum checks lets dead index entries
             // pile up and every claim and lease scan step over them.
             "-c",
             "autovacuum_naptime=5s",
         ];
+        if bench {
+            args.extend([
+                "-c",
+                "shared_preload_libraries=pg_stat_statements",
+                "-c",
+                "pg_stat_statements.track=top",
+            ]);
+        }
         if fast {
             args.extend([
                 "-c",

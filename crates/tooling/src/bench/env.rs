@@ -10,7 +10,7 @@ use sqlx::PgPool;
 use tokio::{sync::oneshot, task::JoinHandle};
 use uuid::Uuid;
 
-use super::{Api, BenchArgs, create_database, median};
+use super::{Api, BenchArgs, create_database, median, observe::Observer};
 use crate::{
     api::{Application, Settings},
     auth, db,
@@ -39,6 +39,10 @@ pub(crate) struct Replica {
     pub(crate) base: String,
     handle: JoinHandle<anyhow::Result<()>>,
     stop: oneshot::Sender<()>,
+    /// Its pool, closed at stop: a stopped replica's pool otherwise stays
+    /// open (whatever still holds a handle keeps its connections), and the
+    /// phases' replicas together would exhaust a stock server.
+    pool: PgPool,
 }
 
 impl Replica {
@@ -47,19 +51,26 @@ impl Replica {
         let mut settings = Settings::new(SocketAddr::from(([127, 0, 0, 1], 0)));
         // Clients and workers are all on loopback: the per-IP cap is not under test.
         settings.connections.max_connections_per_ip = settings.connections.max_connections;
-        let app = Application::build(db::connect(url, connections).await?, settings).await?;
+        let pool = db::connect(url, connections).await?;
+        let app = Application::build(pool.clone(), settings).await?;
         let base = app.url();
         let (stop, stopped) = oneshot::channel::<()>();
         let handle = tokio::spawn(app.run_until_stopped(async {
             let _ = stopped.await;
         }));
-        Ok(Replica { base, handle, stop })
+        Ok(Replica {
+            base,
+            handle,
+            stop,
+            pool,
+        })
     }
 
     /// Asks the replica to stop and waits until it has.
     pub(crate) async fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.handle.await;
+        self.pool.close().await;
     }
 
     /// Stops several replicas: all are asked first, so they shut down together.
@@ -67,10 +78,11 @@ impl Replica {
         let mut handles = Vec::with_capacity(replicas.len());
         for r in replicas {
             let _ = r.stop.send(());
-            handles.push(r.handle);
+            handles.push((r.handle, r.pool));
         }
-        for h in handles {
+        for (h, pool) in handles {
             let _ = h.await;
+            pool.close().await;
         }
     }
 }
@@ -86,6 +98,9 @@ pub(crate) struct BenchEnv {
     pub(crate) url: String,
     /// A pool on [`Self::url`].
     pub(crate) pool: PgPool,
+    /// One connection to [`Self::server_url`]'s own database, for reading
+    /// server-wide counters outside the bench database.
+    pub(crate) server_pool: PgPool,
     /// `SHOW server_version`.
     pub(crate) postgres_version: String,
     /// The admin token.
@@ -94,6 +109,10 @@ pub(crate) struct BenchEnv {
     pub(crate) worker: SimulatedWorker,
     /// The client every API call goes through.
     pub(crate) http: reqwest::Client,
+    /// Counts statements, commits and lock waiters of the throughput phases.
+    pub(crate) observer: Option<Observer>,
+    /// The server's `max_connections` minus `superuser_reserved_connections`.
+    pub(crate) usable_connections: u32,
 }
 
 impl BenchEnv {
@@ -103,16 +122,16 @@ impl BenchEnv {
         let (server_url, server) = match &args.database_url {
             Some(base) => (base.clone(), None),
             None => {
-                let pg = LocalPostgres::start_temporary().await?;
+                let pg = LocalPostgres::start_temporary_for_bench().await?;
                 (pg.url().to_owned(), Some(pg))
             }
         };
-        let url = if server.is_some() {
-            server_url.clone()
-        } else {
-            create_database(&server_url).await?.1
-        };
-        let pool = db::connect(&url, 10).await?;
+        // Always a database of its own, so the observer can read the
+        // server-wide views from the server's database without its reads
+        // landing in the bench database's counters.
+        let url = create_database(&server_url).await?.1;
+        let pool = db::connect(&url, POOL).await?;
+        let server_pool = db::connect(&server_url, 1).await?;
         db::migrate(&pool).await?;
         let postgres_version: String = sqlx::query_scalar("SHOW server_version")
             .fetch_one(&pool)
@@ -120,16 +139,42 @@ impl BenchEnv {
         let token = auth::generate_token();
         auth::ensure_bootstrap(&pool, Some(&token)).await?;
         let worker = instant_worker().await?;
+        let (max, reserved) = db::connection_limits(&pool).await?;
+        let usable_connections = max.saturating_sub(reserved);
+        let observer = match Observer::start(&server_url, &url).await {
+            Ok(o) => {
+                o.self_check(&pool).await?;
+                Some(o)
+            }
+            Err(e) => {
+                eprintln!("note: no statement, commit or lock counts: {e:#}");
+                None
+            }
+        };
         Ok(BenchEnv {
             server_url,
             server,
             url,
             pool,
+            server_pool,
             postgres_version,
             token,
             worker,
             http: reqwest::Client::new(),
+            observer,
+            usable_connections,
         })
+    }
+
+    /// The pool size of each of `replicas` in-process replicas: an equal
+    /// share of the server's connections after the bench's own
+    /// ([`BENCH_CONNECTIONS`]), at most the service's default pool and at
+    /// least 2, so the phases fit a stock server (`max_connections = 100`).
+    /// Each replica also holds one listener connection outside its pool.
+    /// (`db::pool_size_for` sizes a served replica the same way, but keeps
+    /// only 10 connections aside, fewer than the bench holds itself.)
+    pub(crate) fn replica_pool(&self, replicas: usize) -> u32 {
+        replica_pool_size(self.usable_connections, replicas)
     }
 
     /// An admin client of the replica at `base`.
@@ -187,12 +232,33 @@ impl BenchEnv {
     /// Stops the worker, closes the pool and stops the private PostgreSQL.
     pub(crate) async fn stop(self) -> anyhow::Result<()> {
         drop(self.worker);
+        if let Some(o) = self.observer {
+            o.stop(&self.url).await;
+        }
         self.pool.close().await;
+        self.server_pool.close().await;
         if let Some(pg) = self.server {
             pg.stop().await?;
         }
         Ok(())
     }
+}
+
+/// Connections of the bench's main pool.
+const POOL: u32 = 10;
+
+/// Connections the bench keeps for itself besides the replicas: its main
+/// pool, the observer's three (admin, poller, sampler), a phase's fresh
+/// database and spare for `psql`.
+pub(crate) const BENCH_CONNECTIONS: u32 = POOL + 3 + 1 + 6;
+
+/// See [`BenchEnv::replica_pool`]: `usable` is `max_connections` minus the
+/// superuser reserve; each replica's listener connection is counted too.
+pub(crate) fn replica_pool_size(usable: u32, replicas: usize) -> u32 {
+    let replicas = replicas.max(1) as u32;
+    (usable.saturating_sub(BENCH_CONNECTIONS) / replicas)
+        .saturating_sub(1)
+        .clamp(2, db::DEFAULT_POOL_SIZE)
 }
 
 /// Reads a mission id out of a create-mission answer.
@@ -212,4 +278,23 @@ pub struct Baseline {
     pub http_ms: f64,
     /// Their sum: the least one dispatch step can cost, ms.
     pub total_ms: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replica_pools_fit_a_stock_server_with_the_bench_beside_them() {
+        // Stock PostgreSQL: 100 connections, 3 reserved for superusers.
+        for replicas in 1..=8 {
+            let size = replica_pool_size(97, replicas);
+            let total = (size + 1) * replicas as u32 + BENCH_CONNECTIONS;
+            assert!(total <= 97, "{replicas} replicas × {size}: {total}");
+            assert!(size >= 2);
+        }
+        assert_eq!(replica_pool_size(97, 1), db::DEFAULT_POOL_SIZE);
+        assert_eq!(replica_pool_size(297, 3), db::DEFAULT_POOL_SIZE);
+        assert_eq!(replica_pool_size(10, 2), 2);
+    }
 }

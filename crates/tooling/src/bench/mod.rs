@@ -1,18 +1,31 @@
 //! `coordinator bench`: the engine benchmark, end to end through HTTP.
 //!
-//! Against a private PostgreSQL with default durability (or `DATABASE_URL`,
-//! in a database of its own), with instant simulated workers, it measures:
+//! Against a private PostgreSQL 15 it starts itself — default durability, the
+//! stock `max_connections = 100` and `pg_stat_statements` loaded
+//! (`LocalPostgres::start_temporary_for_bench`) — or against `DATABASE_URL`,
+//! always in a database of its own, with instant simulated workers, it
+//! measures:
 //! - throughput: missions of fan-out plans approved at once, for each replica
-//!   count (tasks/s from the first approval to the last completion);
+//!   count (tasks/s from the first approval to the last completion), on
+//!   fresh replicas whose pools are sized so every phase fits a stock server;
+//! - per task in each throughput phase: statements, commits, writing
+//!   transactions, WAL bytes and lock waiters, with the bench's own queries
+//!   left out, and the statements that took the most time (`observe`);
 //! - dispatch latency: from a parent task's completion commit to its child's
 //!   request arriving at the worker (p50/p95/p99);
 //! - step overhead of one sequential mission (`--chain` steps);
+//! - one task on an idle replica: `POST /approve` sent → its request at the
+//!   worker (`jobqueue::single_latency`);
 //! - tick cost with 10, 1,000 and 10,000 idle missions ([`idle`]);
 //! - the coordinator's memory with 1,000 live attempts ([`memory`]);
-//! - throughput over a long run, per window, and the claim cost ([`long`]).
+//! - throughput over a long run, per window, and the claim cost ([`long`]);
+//! - the job-queue baseline: graphile-worker 0.18 on the same server in the
+//!   same run, as ratios ours ÷ theirs ([`jobqueue`], `--job-queue auto|off`;
+//!   skipped with one line when node or `scripts/jobqueue-install.sh`'s
+//!   install is missing).
 //!
-//! The last three run in databases of their own on the same server, so no
-//! phase sees another's rows.
+//! The idle, memory, long and job-queue phases run in databases of their own
+//! on the same server, so no phase sees another's rows.
 //!
 //! With several replica counts it also reports replica scaling: throughput
 //! over 1 replica's and per-replica efficiency ([`report::replica_scaling`]).
@@ -26,8 +39,10 @@
 //! is space-separated `key=value` figures.
 //!
 //! Layout: `env` holds the shared set-up (database, token, instant worker,
-//! in-process replicas), `throughput` the throughput, dispatch and chain
-//! sections, `output` the printed report and the JSON figures.
+//! in-process replicas and their pool sizes), `observe` the database counts,
+//! `throughput` the throughput, dispatch and chain sections, `jobqueue` the
+//! baseline queue and our single-task latency, `output` the printed report
+//! and the JSON figures.
 
 use std::{
     path::PathBuf,
@@ -43,8 +58,10 @@ use crate::db;
 
 mod env;
 pub mod idle;
+pub mod jobqueue;
 pub mod long;
 pub mod memory;
+mod observe;
 mod output;
 pub mod report;
 pub mod streams;
@@ -107,6 +124,10 @@ pub struct BenchArgs {
     /// Also write every figure as JSON to this file (input of `bench report`).
     #[arg(long)]
     pub json_out: Option<PathBuf>,
+    /// Measure the job-queue baseline (graphile-worker, same server) after
+    /// the engine phases: `auto` skips it when node or the package is missing.
+    #[arg(long, value_enum, default_value_t = jobqueue::JobQueueMode::Auto)]
+    pub job_queue: jobqueue::JobQueueMode,
 }
 
 /// `coordinator bench` subcommands.
@@ -243,6 +264,8 @@ pub(crate) struct Measured {
     idle: Option<idle::IdleReport>,
     memory: Option<memory::MemoryReport>,
     long: Option<long::LongReport>,
+    single: Option<jobqueue::SingleLatency>,
+    job_queue: Option<jobqueue::JobQueueReport>,
 }
 
 /// Runs the benchmark and prints its report (or, with `report`, renders the page).
@@ -287,10 +310,12 @@ async fn measure(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<Measured> {
     let baseline = env.baseline().await?;
     let (throughput, dispatch) = throughput::measure(env, args).await?;
     let chain = throughput::chain(env, args).await?;
+    let single = Some(jobqueue::single_latency(env).await?);
     let streams = measure_streams(env, args).await?;
     let idle = measure_idle(&env.server_url, args).await?;
     let memory = measure_memory(&env.server_url, args).await?;
     let long = measure_long(&env.server_url, args).await?;
+    let job_queue = jobqueue::measure(&env.server_url, args).await?;
     Ok(Measured {
         baseline,
         throughput,
@@ -300,6 +325,8 @@ async fn measure(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<Measured> {
         idle,
         memory,
         long,
+        single,
+        job_queue,
     })
 }
 

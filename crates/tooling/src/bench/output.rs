@@ -27,6 +27,7 @@ pub(crate) fn print(args: &BenchArgs, m: &Measured) -> String {
     if let Some(long) = &m.long {
         print_long(long, &mut line);
     }
+    print_job_queue(m, &mut line);
     let last_line = line.join(" ");
     println!("{last_line}");
     last_line
@@ -49,14 +50,12 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
     );
     for t in &m.throughput {
         let (r, tps, secs) = (t.replicas, t.tasks_per_s, t.secs);
-        let cost = match (t.write_txns_per_task, t.wal_bytes_per_task) {
-            (Some(x), Some(w)) => {
-                format!("; per task {x:.1} writing transactions, {w:.0} WAL bytes")
-            }
-            _ => String::new(),
-        };
-        println!("throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s){cost}");
+        println!(
+            "throughput, {r} replica(s): {tps:.0} tasks/s ({secs:.2} s){}",
+            cost_text(t)
+        );
     }
+    print_top_statements(&m.throughput);
     let scaling = report::replica_scaling(&m.throughput);
     let reference = scaling.first().map_or(1, |s| s.reference);
     for s in scaling.iter().filter(|s| s.replicas != reference) {
@@ -86,6 +85,17 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
             line.push(format!("write_txns_per_task_{}r={x:.1}", t.replicas));
             line.push(format!("wal_bytes_per_task_{}r={w:.0}", t.replicas));
         }
+        let r = t.replicas;
+        if let Some(v) = t.stmts_per_task {
+            line.push(format!("stmts_per_task_{r}r={v:.1}"));
+        }
+        if let Some(v) = t.commits_per_task {
+            line.push(format!("commits_per_task_{r}r={v:.1}"));
+        }
+        if let (Some(v), Some(share)) = (t.lock_waiters_mean, t.lock_wait_share) {
+            line.push(format!("lock_waiters_{r}r={v:.2}"));
+            line.push(format!("lock_wait_share_{r}r={share:.2}"));
+        }
     }
     for s in scaling.iter().filter(|s| s.replicas != reference) {
         line.push(format!(
@@ -110,6 +120,57 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
         ),
     ]);
     line
+}
+
+/// A throughput phase's cost per task in the database, for its line.
+fn cost_text(t: &report::Throughput) -> String {
+    let mut parts = Vec::new();
+    if let Some(v) = t.stmts_per_task {
+        parts.push(format!("{v:.1} statements"));
+    }
+    if let Some(v) = t.commits_per_task {
+        parts.push(format!("{v:.1} commits"));
+    }
+    if let (Some(x), Some(w)) = (t.write_txns_per_task, t.wal_bytes_per_task) {
+        parts.push(format!("{x:.1} writing transactions, {w:.0} WAL bytes"));
+    }
+    let mut text = if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; per task {}", parts.join(", "))
+    };
+    if let (Some(mean), Some(share)) = (t.lock_waiters_mean, t.lock_wait_share) {
+        text.push_str(&format!(
+            "; lock waiters, mean of samples {mean:.2} ({:.0} % of samples with one)",
+            share * 100.0
+        ));
+    }
+    text
+}
+
+/// The 1-replica phase's top statements (or the first phase's), by total time.
+fn print_top_statements(points: &[report::Throughput]) {
+    let Some(t) = points
+        .iter()
+        .find(|t| t.replicas == 1)
+        .or_else(|| points.first())
+        .filter(|t| !t.top_statements.is_empty())
+    else {
+        return;
+    };
+    println!(
+        "top statements by total time, {} replica(s) (calls per task, mean ms, share of time):",
+        t.replicas
+    );
+    for s in &t.top_statements {
+        println!(
+            "  {:>6.2} {:>8.3} ms {:>5.1} %  {}",
+            s.calls_per_task,
+            s.mean_ms,
+            s.time_share * 100.0,
+            s.query
+        );
+    }
 }
 
 /// The event-log line.
@@ -240,6 +301,61 @@ fn print_long(l: &LongReport, line: &mut Vec<String>) {
     }
 }
 
+/// Our single-task latency, the job-queue baseline and the ratios the
+/// issue's goals are stated in (ours ÷ theirs).
+fn print_job_queue(m: &Measured, line: &mut Vec<String>) {
+    if let Some(s) = &m.single {
+        println!(
+            "single task on an idle replica ({} missions, POST /approve sent → first task at the worker): p50 {:.2} ms, p95 {:.2} ms",
+            s.runs, s.p50_ms, s.p95_ms
+        );
+        line.push(format!("single_p50_ms={:.2}", s.p50_ms));
+        line.push(format!("single_p95_ms={:.2}", s.p95_ms));
+    }
+    let Some(q) = &m.job_queue else {
+        return;
+    };
+    println!(
+        "job queue (graphile-worker {}, same server, concurrency {}): {:.0} jobs/s ({} no-op jobs added in one call); {}-step chain {:.2} ms per step; burst add → start p95 {:.2} ms; single job add → start p50 {:.2} ms, p95 {:.2} ms",
+        q.version,
+        q.concurrency,
+        q.jobs_per_s,
+        q.jobs,
+        q.chain_steps,
+        q.chain_step_ms,
+        q.burst_add_to_start_p95_ms,
+        q.single_add_to_start_p50_ms,
+        q.single_add_to_start_p95_ms
+    );
+    let ours_tps = m.throughput.first().map_or(f64::NAN, |t| t.tasks_per_s);
+    let ratios = [
+        ("tasks_per_s_x_jobqueue", ours_tps / q.jobs_per_s),
+        (
+            "chain_step_x_jobqueue",
+            m.chain.step_overhead_ms / q.chain_step_ms,
+        ),
+        (
+            "dispatch_p95_x_jobqueue",
+            m.dispatch.p95_ms / q.burst_add_to_start_p95_ms,
+        ),
+        (
+            "single_p95_x_jobqueue",
+            m.single
+                .as_ref()
+                .map_or(f64::NAN, |s| s.p95_ms / q.single_add_to_start_p95_ms),
+        ),
+    ];
+    println!(
+        "against the job queue (ours ÷ theirs): throughput {:.2}× (goal ≥ 1), chain step {:.2}× (goal ≤ 1), burst p95 {:.2}×, single-task p95 {:.2}× (goal ≤ 1)",
+        ratios[0].1, ratios[1].1, ratios[2].1, ratios[3].1
+    );
+    line.push(format!("jobqueue_jobs_per_s={:.0}", q.jobs_per_s));
+    line.push(format!("jobqueue_chain_step_ms={:.2}", q.chain_step_ms));
+    for (key, v) in ratios {
+        line.push(format!("{key}={v:.2}"));
+    }
+}
+
 /// Where a run happened and how long it took, for the JSON figures.
 pub(crate) struct RunContext {
     /// `SHOW server_version`.
@@ -283,6 +399,8 @@ pub(crate) fn write_json(
         idle: m.idle,
         memory: m.memory,
         long: m.long,
+        single: m.single,
+        job_queue: m.job_queue,
         last_line,
     };
     std::fs::write(path, serde_json::to_vec_pretty(&figures)?)

@@ -16,9 +16,18 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 pub use super::env::Baseline;
+pub use super::observe::TopStatement;
 mod agent_tools;
+mod counts;
+mod jobqueue;
 
-use super::{idle::IdleReport, long::LongReport, memory::MemoryReport, streams::StreamReport};
+use super::{
+    idle::IdleReport,
+    jobqueue::{JobQueueReport, SingleLatency},
+    long::LongReport,
+    memory::MemoryReport,
+    streams::StreamReport,
+};
 
 /// `coordinator bench report` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -68,7 +77,7 @@ pub struct RunSettings {
 }
 
 /// Throughput at one replica count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     /// Replicas serving.
     pub replicas: usize,
@@ -83,6 +92,25 @@ pub struct Throughput {
     /// WAL bytes written per task.
     #[serde(default)]
     pub wal_bytes_per_task: Option<f64>,
+    /// Top-level statements per task (`pg_stat_statements`) over the measured
+    /// replicas' whole life (start-up, a few dozen warm-up reads, the phase),
+    /// the bench's own polls left out.
+    #[serde(default)]
+    pub stmts_per_task: Option<f64>,
+    /// Committed transactions per task (`pg_stat_database.xact_commit`) over
+    /// the same span, the bench's own left out; read-only ones count too.
+    #[serde(default)]
+    pub commits_per_task: Option<f64>,
+    /// Lock waiters, mean of samples: backends of the bench database waiting
+    /// on a lock (`pg_stat_activity`, every 5 ms), averaged over the samples.
+    #[serde(default)]
+    pub lock_waiters_mean: Option<f64>,
+    /// Share of those samples with at least one lock waiter (0–1).
+    #[serde(default)]
+    pub lock_wait_share: Option<f64>,
+    /// The statements that took the most time, most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_statements: Vec<TopStatement>,
 }
 
 /// Dispatch latency under the burst of the first throughput phase.
@@ -138,6 +166,12 @@ pub struct EngineFigures {
     pub memory: Option<MemoryReport>,
     /// The long run, if run.
     pub long: Option<LongReport>,
+    /// Our single-task latency on an idle system, if measured.
+    #[serde(default)]
+    pub single: Option<SingleLatency>,
+    /// The job-queue baseline of the same run, if measured.
+    #[serde(default)]
+    pub job_queue: Option<JobQueueReport>,
     /// The bench's last `key=value` line, verbatim.
     pub last_line: String,
 }
@@ -530,6 +564,7 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
         );
     }
     let _ = writeln!(w);
+    counts::render(w, &e.throughput);
     let more: Vec<&Scaling> = scaling.iter().filter(|p| p.replicas > reference).collect();
     if !more.is_empty() {
         let gained = more.iter().any(|p| p.speedup > 1.05);
@@ -543,9 +578,9 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
         let _ = writeln!(
             w,
             "More replicas {verdict} in this run. Replicas share one PostgreSQL (and here \
-             the machine's cores with it and with the benchmark) and the agent rows every \
-             claim locks: replicas are for availability and for spreading HTTP and stream \
-             load, not for database capacity (see `docs/scaling.md`).\n"
+             the machine's cores with it and with the benchmark); how much they wait on \
+             each other's locks is the lock-waiter column above, where it was measured \
+             (see `docs/scaling.md`).\n"
         );
     }
     let d = &e.dispatch;
@@ -585,6 +620,7 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
             num(d.p50_ms, 0)
         );
     }
+    jobqueue::render(w, e);
     if let Some(idle) = &e.idle {
         render_idle(w, idle, b);
     }

@@ -16,7 +16,9 @@ use uuid::Uuid;
 use super::{
     Api, BenchArgs, chain_plan,
     env::{BenchEnv, Replica, mission_id},
-    fanout_plan, percentile, report,
+    fanout_plan,
+    observe::PhaseCounts,
+    percentile, report,
 };
 
 /// Throughput for each `--replicas` count, and the dispatch latency measured
@@ -28,21 +30,26 @@ pub(crate) async fn measure(
     let mut throughput = Vec::new();
     let mut latencies = Vec::new();
     for (n, &replicas) in args.replicas.iter().enumerate() {
-        let mut up = Vec::with_capacity(replicas);
-        for _ in 0..replicas {
-            up.push(Replica::start(&env.url, 20).await?);
-        }
+        let up = start_replicas(env, replicas).await?;
         let api = env.api(up[0].base.clone());
         // The agents outlive the replicas (they are rows): register them once.
         if n == 0 {
             env.register_agents(&api, args).await?;
         }
-        let (point, ids) = at_replicas(env, args, &up, &api).await?;
+        eprintln!(
+            "[{replicas} replica(s)] creating {} missions…",
+            args.missions
+        );
+        let ids = create_missions(&api, args).await?;
+        // The measured part runs on fresh replicas: the ones that created the
+        // missions report their connections' counters as they close, so none
+        // of the creating lands in the phase's commits (see `observe`).
+        Replica::stop_all(up).await;
+        let point = at_replicas(env, args, replicas, &ids).await?;
         throughput.push(point);
         if replicas == args.replicas[0] {
             latencies = dispatch_latencies(&env.pool, &ids, &env.worker.arrivals()).await?;
         }
-        Replica::stop_all(up).await;
     }
     let dispatch = report::Dispatch {
         edges: latencies.len(),
@@ -53,39 +60,97 @@ pub(crate) async fn measure(
     Ok((throughput, dispatch))
 }
 
-/// One throughput point: `--missions` missions created, then approved at
-/// once over the running `replicas`, timed from the first approval to the
-/// last completion. Also returns the missions, for the dispatch latency.
+/// Starts `count` replicas, their pools sized to fit the server.
+async fn start_replicas(env: &BenchEnv, count: usize) -> anyhow::Result<Vec<Replica>> {
+    let size = env.replica_pool(count);
+    let mut up = Vec::with_capacity(count);
+    for _ in 0..count {
+        up.push(Replica::start(&env.url, size).await?);
+    }
+    Ok(up)
+}
+
+/// Opens the replicas' pool connections with cheap reads, as the creating
+/// of missions used to, so the measured part does not pay for connecting.
+async fn warm_up(env: &BenchEnv, replicas: &[Replica]) -> anyhow::Result<()> {
+    let per = env.replica_pool(replicas.len()) as usize;
+    let reads: Vec<anyhow::Result<()>> = stream::iter(0..per * replicas.len())
+        .map(|i| {
+            let api = env.api(replicas[i % replicas.len()].base.clone());
+            async move {
+                api.http
+                    .get(format!("{}/v1/agents", api.base))
+                    .bearer_auth(&api.token)
+                    .send()
+                    .await?
+                    .error_for_status()?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(per * replicas.len())
+        .collect()
+        .await;
+    reads.into_iter().collect()
+}
+
+/// One throughput point: the created missions approved at once over
+/// `count` fresh replicas, timed from the first approval to the last
+/// completion. The database's counts cover the replicas' whole life, from
+/// before they start until they have stopped (their counters arrive as their
+/// connections close): the phase's work plus their start-up and the warm-up
+/// reads, a fixed few dozen transactions, so nothing they did is missed.
 async fn at_replicas(
     env: &BenchEnv,
     args: &BenchArgs,
-    replicas: &[Replica],
-    api: &Api,
-) -> anyhow::Result<(report::Throughput, Vec<Uuid>)> {
-    let count = replicas.len();
-    eprintln!("[{count} replica(s)] creating {} missions…", args.missions);
-    let ids = create_missions(api, args).await?;
+    count: usize,
+    ids: &[Uuid],
+) -> anyhow::Result<report::Throughput> {
+    let mut phase = match &env.observer {
+        Some(o) => Some(o.start_phase(&env.pool).await?),
+        None => None,
+    };
+    let replicas = start_replicas(env, count).await?;
+    warm_up(env, &replicas).await?;
     eprintln!("[{count} replica(s)] approving and running them…");
+    // Lock waiters are sampled over the measured part only.
+    if let (Some(o), Some(p)) = (&env.observer, &mut phase) {
+        o.start_sampling(p).await?;
+    }
+    let before = db_cost(&env.server_pool).await.ok();
     let started = Instant::now();
-    let before = db_cost(&env.pool).await.ok();
-    approve_all(env, replicas, &ids, args.client_concurrency).await?;
-    wait_completed(&env.pool, &ids, Duration::from_secs(600)).await?;
+    approve_all(env, &replicas, ids, args.client_concurrency).await?;
+    match &env.observer {
+        Some(o) => o.wait_completed(ids, Duration::from_secs(600)).await?,
+        None => wait_completed(&env.pool, ids, Duration::from_secs(600)).await?,
+    }
     let elapsed = started.elapsed().as_secs_f64();
-    let after = db_cost(&env.pool).await.ok();
+    let after = db_cost(&env.server_pool).await.ok();
+    if let Some(p) = &mut phase {
+        p.stop_sampling().await;
+    }
+    Replica::stop_all(replicas).await;
     let tasks = (ids.len() * args.tasks) as f64;
+    let counts = match (&env.observer, phase) {
+        (Some(o), Some(p)) => o.finish_phase(p, tasks).await?,
+        _ => PhaseCounts::default(),
+    };
     let per_task = |pick: fn(&DbCost) -> i64| {
         before
             .zip(after)
             .map(|(b, a)| (pick(&a) - pick(&b)) as f64 / tasks)
     };
-    let point = report::Throughput {
+    Ok(report::Throughput {
         replicas: count,
         tasks_per_s: tasks / elapsed,
         secs: elapsed,
         write_txns_per_task: per_task(|c| c.next_xid),
         wal_bytes_per_task: per_task(|c| c.wal_lsn),
-    };
-    Ok((point, ids))
+        stmts_per_task: counts.stmts_per_task,
+        commits_per_task: counts.commits_per_task,
+        lock_waiters_mean: counts.lock_waiters_mean,
+        lock_wait_share: counts.lock_wait_share,
+        top_statements: counts.top,
+    })
 }
 
 /// What the database has done so far, in counters that read-only queries
@@ -98,7 +163,9 @@ struct DbCost {
     wal_lsn: i64,
 }
 
-/// Reads [`DbCost`] without assigning a transaction id itself.
+/// Reads [`DbCost`] without assigning a transaction id itself, over `pool`
+/// (on another database: the counters are the server's, and reading them
+/// there keeps the read out of the bench database's commits).
 async fn db_cost(pool: &PgPool) -> sqlx::Result<DbCost> {
     let (next_xid, wal_lsn): (i64, i64) = sqlx::query_as(
         "SELECT txid_snapshot_xmax(txid_current_snapshot())::int8,
@@ -213,7 +280,11 @@ async fn dispatch_latencies(
 
 /// Waits until every mission's work is done (approve-mode missions stop at
 /// the review gate, which counts as done here).
-async fn wait_completed(pool: &PgPool, runs: &[Uuid], limit: Duration) -> anyhow::Result<()> {
+pub(crate) async fn wait_completed(
+    pool: &PgPool,
+    runs: &[Uuid],
+    limit: Duration,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + limit;
     loop {
         let (done, failed): (i64, i64) = sqlx::query_as(

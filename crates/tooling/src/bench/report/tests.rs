@@ -9,9 +9,8 @@ fn tp(replicas: usize, tasks_per_s: f64) -> Throughput {
     Throughput {
         replicas,
         tasks_per_s,
-        write_txns_per_task: None,
-        wal_bytes_per_task: None,
         secs: 1.0,
+        ..Throughput::default()
     }
 }
 
@@ -166,8 +165,99 @@ fn engine() -> EngineFigures {
             window: Duration::from_secs(10),
             claim_at_start: (90.0, 38),
         }),
+        single: None,
+        job_queue: None,
         last_line: "tasks_per_s=400 tasks_per_s_1r=400".into(),
     }
+}
+
+/// [`engine`] with the issue-19 figures: per-task counts, top statements,
+/// our single-task latency and the job-queue baseline.
+fn engine_with_counts() -> EngineFigures {
+    let mut e = engine();
+    e.throughput[0].stmts_per_task = Some(42.0);
+    e.throughput[0].commits_per_task = Some(8.0);
+    e.throughput[0].write_txns_per_task = Some(3.25);
+    e.throughput[0].wal_bytes_per_task = Some(9531.0);
+    e.throughput[0].lock_waiters_mean = Some(0.5);
+    e.throughput[0].lock_wait_share = Some(0.25);
+    e.throughput[0].top_statements = vec![TopStatement {
+        query: "UPDATE a | b SET x = $1".into(),
+        calls_per_task: 1.0,
+        mean_ms: 7.5,
+        time_share: 0.51,
+    }];
+    e.single = Some(SingleLatency {
+        runs: 50,
+        p50_ms: 4.0,
+        p95_ms: 8.0,
+    });
+    e.job_queue = Some(JobQueueReport {
+        version: "0.18.0".into(),
+        concurrency: 256,
+        jobs: 1000,
+        jobs_per_s: 1600.0,
+        burst_add_to_start_p50_ms: 200.0,
+        burst_add_to_start_p95_ms: 250.0,
+        chain_steps: 20,
+        chain_step_ms: 3.0,
+        single_jobs: 200,
+        single_add_to_start_p50_ms: 2.0,
+        single_add_to_start_p95_ms: 4.0,
+    });
+    e
+}
+
+#[test]
+fn counts_and_the_job_queue_render_with_hand_computed_ratios() {
+    let page = render_one(&engine_with_counts());
+    assert!(
+        page.contains("| 1 | 42.0 | 8.0 | 3.2 | 9,531 | 0.50 | 25 % |"),
+        "{page}"
+    );
+    // Phases without counts show dashes.
+    assert!(page.contains("| 2 | – | – | – | – | – | – |"), "{page}");
+    // The `|` in a statement must not break the table.
+    assert!(
+        page.contains("| `UPDATE a \\| b SET x = $1` | 1.00 | 7.500 | 51.0 % |"),
+        "{page}"
+    );
+    assert!(
+        page.contains("### Job-queue baseline (graphile-worker 0.18.0, same server, same run)")
+    );
+    // 400 / 1600 = 0.25; 12 / 3 = 4; 375 / 250 = 1.5; 8 / 4 = 2; 4 / 2 = 2.
+    assert!(page.contains("| 400 | 1,600 | 0.25× | ≥ 1.00× |"), "{page}");
+    assert!(page.contains("| 20-step chain, ms per step | 12.00 | 3.00 | 4.00× | ≤ 1.00× |"));
+    assert!(page.contains("| 375.00 | 250.00 | 1.50× |"));
+    assert!(page.contains("| 8.00 | 4.00 | 2.00× | ≤ 1.00× |"));
+    assert!(page.contains("| the same, p50 ms | 4.00 | 2.00 | 2.00× | |"));
+}
+
+#[test]
+fn figures_without_the_new_fields_still_parse_and_render() {
+    let mut json = serde_json::to_value(engine_with_counts()).unwrap();
+    for key in ["single", "job_queue"] {
+        json.as_object_mut().unwrap().remove(key);
+    }
+    for t in json["throughput"].as_array_mut().unwrap() {
+        for key in [
+            "stmts_per_task",
+            "commits_per_task",
+            "lock_waiters_mean",
+            "lock_wait_share",
+            "top_statements",
+            "write_txns_per_task",
+            "wal_bytes_per_task",
+        ] {
+            t.as_object_mut().unwrap().remove(key);
+        }
+    }
+    let old: EngineFigures = serde_json::from_value(json).unwrap();
+    assert_eq!(old.throughput[0].stmts_per_task, None);
+    let page = render_one(&old);
+    assert!(!page.contains("statements/task"));
+    assert!(!page.contains("Job-queue baseline"));
+    assert!(page.contains("### Throughput and latency"));
 }
 
 fn suite() -> Suite {

@@ -1,0 +1,89 @@
+//! The per-task cost section of the page: what each throughput phase cost
+//! the database per task (statements, commits, writing transactions, WAL
+//! bytes, lock waiters), and the statements that took the most time in the
+//! 1-replica phase, which say what to remove.
+
+use std::fmt::Write as _;
+
+use super::{Throughput, cell, num};
+
+/// `Some(v)` with `decimals`, or `–`.
+fn opt(v: Option<f64>, decimals: usize) -> String {
+    v.map_or("–".into(), |v| num(v, decimals))
+}
+
+/// Writes the per-task cost table and the top statements, if the run
+/// measured any of them (older figures have none: nothing is written).
+pub fn render(w: &mut String, points: &[Throughput]) {
+    let measured = |t: &Throughput| {
+        t.stmts_per_task.is_some()
+            || t.commits_per_task.is_some()
+            || t.write_txns_per_task.is_some()
+            || t.lock_waiters_mean.is_some()
+    };
+    if !points.iter().any(measured) {
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "Cost per task in the database, over the same phases (the bench's own queries \
+         left out): top-level statements (`pg_stat_statements`) and commits \
+         (`pg_stat_database.xact_commit`, read-only transactions included) over the \
+         measured replicas' whole life (their start-up and a few dozen warm-up reads \
+         included, so nothing is missed); transactions that wrote (transaction ids \
+         assigned) and WAL bytes from the first approval to the last completion; and lock \
+         waiters over that same span — the number of the database's backends waiting on a \
+         lock in `pg_stat_activity`, sampled every 5 ms, as a mean of the samples and the \
+         share of samples with any waiter.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| replicas | statements/task | commits/task | writing transactions/task | WAL bytes/task | lock waiters, mean of samples | samples with a lock waiter |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for t in points {
+        let _ = writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            t.replicas,
+            opt(t.stmts_per_task, 1),
+            opt(t.commits_per_task, 1),
+            opt(t.write_txns_per_task, 1),
+            opt(t.wal_bytes_per_task, 0),
+            opt(t.lock_waiters_mean, 2),
+            t.lock_wait_share
+                .map_or("–".into(), |s| format!("{} %", num(s * 100.0, 0)))
+        );
+    }
+    let _ = writeln!(w);
+    let Some(first) = points
+        .iter()
+        .find(|t| t.replicas == 1)
+        .or_else(|| points.first())
+        .filter(|t| !t.top_statements.is_empty())
+    else {
+        return;
+    };
+    let _ = writeln!(
+        w,
+        "The {} statements with the most total time in the {}-replica phase \
+         (normalised text, shortened):\n",
+        first.top_statements.len(),
+        first.replicas
+    );
+    let _ = writeln!(
+        w,
+        "| statement | calls/task | mean ms | share of statement time |\n| --- | ---: | ---: | ---: |"
+    );
+    for s in &first.top_statements {
+        let _ = writeln!(
+            w,
+            "| `{}` | {} | {} | {} % |",
+            cell(&s.query).replace('`', "'"),
+            num(s.calls_per_task, 2),
+            num(s.mean_ms, 3),
+            num(s.time_share * 100.0, 1)
+        );
+    }
+    let _ = writeln!(w);
+}
