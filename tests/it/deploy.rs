@@ -311,7 +311,9 @@ async fn every_table_has_workspace_id() {
 /// The modules whose SQL runs per task or per tick: claims, reports, task
 /// transitions, attempts, events, agents' slots and the engine's sweeps.
 const HOT_MODULES: &[&str] = &[
-    "crates/service/src/engine/claim.rs",
+    "crates/service/src/engine/claim/mod.rs",
+    "crates/service/src/engine/claim/slots.rs",
+    "crates/service/src/engine/report_batch.rs",
     "crates/service/src/engine/dispatch.rs",
     "crates/service/src/engine/reports.rs",
     "crates/service/src/engine/reconcile.rs",
@@ -325,7 +327,7 @@ const HOT_MODULES: &[&str] = &[
 /// each with why; docs/scaling.md says how each changes on a sharded database.
 const GLOBAL_BY_DESIGN: &[(&str, &str, &str)] = &[
     (
-        "crates/service/src/engine/claim.rs",
+        "crates/service/src/engine/claim/mod.rs",
         "lock_ready",
         "the claim: one dispatcher serves every workspace's ready queue",
     ),

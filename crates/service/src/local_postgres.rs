@@ -183,11 +183,7 @@ impl LocalPostgres {
 
     /// Starts the server in `data_dir` configured as `flavour` says.
     async fn start_inner(data_dir: &Path, flavour: Flavour) -> anyhow::Result<LocalPostgres> {
-        let Flavour {
-            throwaway,
-            fast,
-            bench,
-        } = flavour;
+        let throwaway = flavour.throwaway;
         let bin = find_binaries()?;
         fs::create_dir_all(data_dir)
             .with_context(|| format!("creating data directory {}", data_dir.display()))?;
@@ -260,45 +256,8 @@ impl LocalPostgres {
             std::os::unix::fs::chown(&log_file, Some(user.uid), Some(user.gid))?;
         }
         let port = state.port.to_string();
-        let mut args: Vec<&str> = vec![
-            "-p",
-            &port,
-            "-c",
-            "listen_addresses=127.0.0.1",
-            "-c",
-            "unix_socket_directories=",
-            "-c",
-            // The bench runs on PostgreSQL's stock limit: what it needs must
-            // fit on a default server.
-            if bench {
-                "max_connections=100"
-            } else {
-                "max_connections=300"
-            },
-            // The hot tables (queue, tasks, attempts, agents) churn fast;
-            // a minute between autovacuum checks lets dead index entries
-            // pile up and every claim and lease scan step over them.
-            "-c",
-            "autovacuum_naptime=5s",
-        ];
-        if bench {
-            args.extend([
-                "-c",
-                "shared_preload_libraries=pg_stat_statements",
-                "-c",
-                "pg_stat_statements.track=top",
-            ]);
-        }
-        if fast {
-            args.extend([
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-            ]);
-        }
+        let mut args: Vec<&str> = vec!["-p", &port];
+        args.extend(server_settings(flavour));
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c")
             .arg(WRAPPER)
@@ -367,6 +326,48 @@ async fn try_connect(state: &ClusterState, timeout: Duration) -> anyhow::Result<
     }
     conn.close().await?;
     Ok(format!("{base}/{DATABASE}"))
+}
+
+/// The `-c` settings of a private server of this flavour.
+fn server_settings(flavour: Flavour) -> Vec<&'static str> {
+    let mut args = vec![
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "unix_socket_directories=",
+        "-c",
+        // The bench runs on PostgreSQL's stock limit: what it needs must
+        // fit on a default server.
+        if flavour.bench {
+            "max_connections=100"
+        } else {
+            "max_connections=300"
+        },
+        // The hot tables (queue, tasks, attempts, agents) churn fast;
+        // a minute between autovacuum checks lets dead index entries
+        // pile up and every claim and lease scan step over them.
+        "-c",
+        "autovacuum_naptime=5s",
+    ];
+    if flavour.bench {
+        args.extend([
+            "-c",
+            "shared_preload_libraries=pg_stat_statements",
+            "-c",
+            "pg_stat_statements.track=top",
+        ]);
+    }
+    if flavour.fast {
+        args.extend([
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ]);
+    }
+    args
 }
 
 /// Finds a directory holding `initdb` and `postgres`: PATH first, then the

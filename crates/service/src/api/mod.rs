@@ -338,6 +338,11 @@ impl Application {
         engine.public_url = settings
             .public_url
             .unwrap_or_else(|| format!("http://{addr}"));
+        // Reports applied here wake this replica's engine in-process; a
+        // replica without an engine NOTIFYs the others instead.
+        if settings.run_engine {
+            engine.local_wake = Some(Arc::new(tokio::sync::Notify::new()));
+        }
         // Group commit of reports: its committers use a configuration
         // without the queue itself.
         if engine.report_batch > 1 {

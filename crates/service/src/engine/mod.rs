@@ -90,6 +90,10 @@ pub struct EngineConfig {
     pub report_batch: usize,
     /// The replica's group commit, when started ([`report_batch::ReportQueue::start`]).
     pub reports: Option<report_batch::ReportQueue>,
+    /// Wakes this replica's own engine after a report freed a slot or made
+    /// work ready, instead of a NOTIFY to every replica (`None`: no engine
+    /// runs here, so reports NOTIFY the others).
+    pub local_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl EngineConfig {
@@ -124,6 +128,7 @@ impl EngineConfig {
             shutdown_grace: Duration::from_secs(10),
             report_batch: 32,
             reports: None,
+            local_wake: None,
         }
     }
 }
@@ -228,6 +233,7 @@ impl Engine {
             drop(tick);
             tokio::select! {
                 _ = interval.tick() => housekeeping_due = true,
+                _ = local(&self.cfg.local_wake) => housekeeping_due = false,
                 woke = recv(&mut listener) => {
                     housekeeping_due = false;
                     if let Err(e) = woke {
@@ -435,6 +441,14 @@ impl InFlight {
             Err(e) => e.id(),
         };
         self.attempts.remove(&id);
+    }
+}
+
+/// Waits for this replica's own reports to wake the engine (never without).
+async fn local(wake: &Option<Arc<tokio::sync::Notify>>) {
+    match wake {
+        Some(w) => w.notified().await,
+        None => std::future::pending().await,
     }
 }
 

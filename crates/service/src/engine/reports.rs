@@ -141,6 +141,11 @@ impl Done {
         if let Applied::Applied(status) = &self.applied {
             let (tokens, cost, kind) = self.figures;
             cfg.metrics.report_applied(tokens, cost, kind, *status);
+            // A slot came free and work may be ready: this replica's own
+            // engine claims it (no NOTIFY storm across replicas).
+            if let Some(wake) = &cfg.local_wake {
+                wake.notify_one();
+            }
         }
         crate::worker::notify_cancelled(&cfg.worker_http, self.cancelled);
         self.applied
@@ -390,8 +395,9 @@ async fn settle_attempt(
 /// Gives the agents their slots back and counts the outcomes for them, as
 /// the transaction's last writes, in agent key order (the global lock
 /// order): an agent's row is hot (every claim and report of the agent
-/// updates it), so it is locked only from here to the commit. The first
-/// release queues the NOTIFY that wakes the dispatchers at commit.
+/// updates it), so it is locked only from here to the commit. Without a
+/// local engine (an API-only replica), the first release queues the NOTIFY
+/// that wakes the other replicas' dispatchers at commit.
 pub(super) async fn release_agents(
     tx: &mut PgConnection,
     cfg: &EngineConfig,
@@ -409,6 +415,7 @@ pub(super) async fn release_agents(
                 reach: r.reach,
                 unreachable_after: cfg.unreachable_after,
             },
+            cfg.local_wake.is_none(),
         )
         .await?;
         if let Some(failures) = made_unreachable {

@@ -177,11 +177,16 @@ pub async fn end(
 }
 
 /// Releases an ended attempt's agent slot and, in the same statement,
-/// counts the outcome for the agent and notifies the dispatchers (delivered
-/// at commit). The agent's LAST SEEN and its count of undelivered
+/// counts the outcome for the agent and, with `broadcast`, notifies every
+/// replica's dispatcher (delivered at commit; a replica whose own engine
+/// claims next wakes it in-process instead). The agent's LAST SEEN and its count of undelivered
 /// dispatches move with `reach`. Returns the failures in a row when this
 /// end made the agent `unreachable`.
-pub async fn release(conn: &mut PgConnection, s: Settle<'_>) -> sqlx::Result<Option<i32>> {
+pub async fn release(
+    conn: &mut PgConnection,
+    s: Settle<'_>,
+    broadcast: bool,
+) -> sqlx::Result<Option<i32>> {
     sqlx::query_scalar!(
         r#"WITH slot AS (
                UPDATE agents SET running_count = GREATEST(running_count - 1, 0),
@@ -211,7 +216,7 @@ pub async fn release(conn: &mut PgConnection, s: Settle<'_>) -> sqlx::Result<Opt
            SELECT (SELECT dispatch_failures FROM slot
                    WHERE status = 'unreachable' AND $5 = 'unreachable' AND dispatch_failures = $6)
                   AS made_unreachable
-           FROM (SELECT pg_notify('coordinator_wake', '')) AS woke"#,
+           FROM (SELECT CASE WHEN $7 THEN pg_notify('coordinator_wake', '') END) AS woke"#,
         s.workspace_id,
         s.agent_id,
         s.task_type,
@@ -221,7 +226,8 @@ pub async fn release(conn: &mut PgConnection, s: Settle<'_>) -> sqlx::Result<Opt
             Reach::Unreachable => "unreachable",
             Reach::Unknown => "unknown",
         },
-        s.unreachable_after
+        s.unreachable_after,
+        broadcast
     )
     .fetch_one(conn)
     .await

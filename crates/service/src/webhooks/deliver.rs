@@ -56,12 +56,18 @@ pub async fn run(
             tracing::warn!(error = %e, "webhook pass failed");
         }
         tokio::select! {
-            _ = wake.changed() => {}
+            // Every event-writing commit wakes every replica's pump: a short
+            // pause lets a burst of them share one pass instead of one pass
+            // (three statements) per commit per replica.
+            _ = wake.changed() => tokio::time::sleep(COALESCE).await,
             _ = stop.changed() => {}
             _ = tokio::time::sleep(IDLE) => {}
         }
     }
 }
+
+/// How long a woken pump waits for more events before its pass.
+const COALESCE: Duration = Duration::from_millis(20);
 
 /// One pass: webhooks, then message pushes.
 pub async fn pass(pool: &PgPool, cfg: &PumpConfig) -> sqlx::Result<usize> {
