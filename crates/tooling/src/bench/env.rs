@@ -2,9 +2,12 @@
 //! the admin token, the instant worker, and in-process replicas started and
 //! stopped around a section.
 
-use std::{net::SocketAddr, time::Instant};
+use std::{
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use serde_json::json;
 use sqlx::PgPool;
 use tokio::{sync::oneshot, task::JoinHandle};
@@ -278,6 +281,39 @@ pub struct Baseline {
     pub http_ms: f64,
     /// Their sum: the least one dispatch step can cost, ms.
     pub total_ms: f64,
+}
+
+/// Waits until every mission's work is done (approve-mode missions stop at
+/// the review gate, which counts as done here).
+pub(crate) async fn wait_completed(
+    pool: &PgPool,
+    runs: &[Uuid],
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let (done, failed): (i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
+                    count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
+             FROM orchestration_runs WHERE id = ANY($1)",
+        )
+        .bind(runs)
+        .fetch_one(pool)
+        .await?;
+        if failed > 0 {
+            bail!("{failed} benchmark mission(s) failed");
+        }
+        if done as usize == runs.len() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "only {done} of {} missions completed within {limit:?}",
+                runs.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[cfg(test)]

@@ -209,7 +209,7 @@ pub(crate) async fn single_latency(env: &BenchEnv) -> anyhow::Result<SingleLaten
             let at = SystemTime::now();
             api.post(&format!("/v1/missions/{id}/approve"), json!({}))
                 .await?;
-            super::throughput::wait_completed(&env.pool, &[id], Duration::from_secs(60)).await?;
+            super::env::wait_completed(&env.pool, &[id], Duration::from_secs(60)).await?;
             sent.push((id, at));
         }
         anyhow::Ok(())

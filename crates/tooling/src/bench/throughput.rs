@@ -7,7 +7,6 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use anyhow::bail;
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -15,7 +14,7 @@ use uuid::Uuid;
 
 use super::{
     Api, BenchArgs, chain_plan,
-    env::{BenchEnv, Replica, mission_id},
+    env::{BenchEnv, Replica, mission_id, wait_completed},
     fanout_plan,
     observe::PhaseCounts,
     percentile, report,
@@ -276,37 +275,4 @@ async fn dispatch_latencies(
     }
     out.sort_by(f64::total_cmp);
     Ok(out)
-}
-
-/// Waits until every mission's work is done (approve-mode missions stop at
-/// the review gate, which counts as done here).
-pub(crate) async fn wait_completed(
-    pool: &PgPool,
-    runs: &[Uuid],
-    limit: Duration,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let (done, failed): (i64, i64) = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
-                    count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
-             FROM orchestration_runs WHERE id = ANY($1)",
-        )
-        .bind(runs)
-        .fetch_one(pool)
-        .await?;
-        if failed > 0 {
-            bail!("{failed} benchmark mission(s) failed");
-        }
-        if done as usize == runs.len() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "only {done} of {} missions completed within {limit:?}",
-                runs.len()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
