@@ -29,18 +29,6 @@ fn succeeded() -> WorkerReport {
     }
 }
 
-/// Four independent research tasks.
-fn parallel_plan() -> serde_json::Value {
-    let tasks: Vec<_> = (0..4)
-        .map(|i| {
-            json!({"id": format!("p{i}"), "title": format!("Part {i}"), "task_type": "research",
-                   "required_skills": ["research"], "depends_on": [],
-                   "success_criteria": [{"description": "done", "must_pass": true}]})
-        })
-        .collect();
-    json!({ "tasks": tasks })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_applied_together_share_one_commit_and_keep_their_own_answers() {
     let app = spawn_app().await;
@@ -54,7 +42,9 @@ async fn reports_applied_together_share_one_commit_and_keep_their_own_answers() 
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let m = app
-        .create_mission(json!({"goal": "batch", "autonomy": "autonomous", "plan": parallel_plan()}))
+        .create_mission(
+            json!({"goal": "batch", "autonomy": "autonomous", "plan": parallel_plan(4)}),
+        )
         .await;
     let mission = m["id"].as_str().unwrap().to_owned();
     let mut d = Vec::new();
@@ -150,14 +140,10 @@ async fn reports_applied_together_share_one_commit_and_keep_their_own_answers() 
 /// replica's group commit, several committers at once), many missions: the
 /// auditor finds nothing doubled, lost, stale, over cap or out of sequence.
 async fn replicas_applying_batches_keep_every_invariant(n: usize) {
-    let db = fresh_database().await;
-    let mut apps = Vec::new();
-    for _ in 0..n {
-        apps.push(spawn_app_on(&db, test_settings()).await);
-    }
+    let apps = spawn_replicas(n).await;
     let worker = spawn_worker(2).await;
     apps[0].register_fleet(&worker.url(), 4).await;
-    let plan = parallel_plan();
+    let plan = parallel_plan(4);
     let mut ids = Vec::new();
     for i in 0..24 {
         let m = apps[i % n]

@@ -105,6 +105,16 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_on(&fresh_database().await, test_settings()).await
 }
 
+/// Starts `n` replicas with test defaults on one fresh database.
+pub async fn spawn_replicas(n: usize) -> Vec<TestApp> {
+    let db = fresh_database().await;
+    let mut apps = Vec::with_capacity(n);
+    for _ in 0..n {
+        apps.push(spawn_app_on(&db, test_settings()).await);
+    }
+    apps
+}
+
 /// Starts the service on `db_url` with `settings` (replicas share a URL).
 pub async fn spawn_app_on(db_url: &str, settings: Settings) -> TestApp {
     let pool = db::connect(db_url, 10).await.expect("connect");
@@ -394,6 +404,19 @@ pub async fn report(
     let resp = request.json(&body).send().await.expect("report");
     let status = StatusCode::from_u16(resp.status().as_u16()).expect("status");
     (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// `n` independent research tasks (`t0`, `t1`, …), all ready at once.
+pub fn parallel_plan(n: usize) -> Value {
+    let tasks: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"id": format!("t{i}"), "title": format!("Part {i}"), "task_type": "research",
+                   "required_skills": ["research"],
+                   "success_criteria": [{"description": "done", "must_pass": true}],
+                   "estimated_cost": 0.01})
+        })
+        .collect();
+    json!({ "tasks": tasks })
 }
 
 /// A three-task plan: a → b → c.

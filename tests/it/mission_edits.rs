@@ -51,19 +51,6 @@ async fn rows(app: &TestApp, table: &str, column: &str, id: Uuid) -> i64 {
     .expect("count")
 }
 
-/// `n` independent research tasks.
-fn parallel_plan(n: usize) -> Value {
-    let tasks: Vec<Value> = (0..n)
-        .map(|i| {
-            json!({"id": format!("t{i}"), "title": format!("Part {i}"), "task_type": "research",
-                   "required_skills": ["research"],
-                   "success_criteria": [{"description": "done", "must_pass": true}],
-                   "estimated_cost": 0.01})
-        })
-        .collect();
-    json!({ "tasks": tasks })
-}
-
 /// A mission waiting for approval (live, nothing running).
 async fn waiting_mission(app: &TestApp) -> (String, Value) {
     let m = app

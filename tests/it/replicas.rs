@@ -144,18 +144,6 @@ async fn work_leased_by_a_killed_replica_finishes_on_another() {
     b.stop().await;
 }
 
-/// Four independent research tasks: all ready at once.
-fn parallel_plan() -> serde_json::Value {
-    let tasks: Vec<_> = (0..4)
-        .map(|i| {
-            json!({"id": format!("p{i}"), "title": format!("Part {i}"), "task_type": "research",
-                   "required_skills": ["research"], "depends_on": [],
-                   "success_criteria": [{"description": "done", "must_pass": true}]})
-        })
-        .collect();
-    json!({ "tasks": tasks })
-}
-
 /// Live attempts of the one agent, and the slots its row says are taken.
 async fn live_and_held(app: &TestApp) -> (i64, i64) {
     sqlx::query_as(
@@ -177,11 +165,7 @@ async fn live_and_held(app: &TestApp) -> (i64, i64) {
 async fn racing_replicas_never_exceed_a_cap(n: usize) {
     const CAP: i64 = 2;
     const TASKS: usize = 24;
-    let db = fresh_database().await;
-    let mut apps = Vec::new();
-    for _ in 0..n {
-        apps.push(spawn_app_on(&db, test_settings()).await);
-    }
+    let apps = spawn_replicas(n).await;
     let worker = ManualWorker::spawn().await;
     let (status, body) = apps[0]
         .post(
@@ -195,7 +179,7 @@ async fn racing_replicas_never_exceed_a_cap(n: usize) {
     for i in 0..TASKS / 4 {
         let m = apps[i % n]
             .create_mission(
-                json!({"goal": format!("race {i}"), "autonomy": "autonomous", "plan": parallel_plan()}),
+                json!({"goal": format!("race {i}"), "autonomy": "autonomous", "plan": parallel_plan(4)}),
             )
             .await;
         missions.push(m["id"].as_str().unwrap().to_owned());

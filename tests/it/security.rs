@@ -795,17 +795,6 @@ async fn oversized_and_deeply_nested_bodies_are_refused_before_the_handler() {
     app.stop().await;
 }
 
-/// Three independent research tasks (plans need at least three).
-fn parallel_plan() -> Value {
-    let task = |id: &str| {
-        json!({"id": id, "title": format!("Step {id}"), "task_type": "research",
-               "required_skills": ["research"], "depends_on": [],
-               "success_criteria": [{"description": "done", "must_pass": true}],
-               "estimated_cost": 0.01})
-    };
-    json!({"tasks": [task("a"), task("b"), task("c")]})
-}
-
 /// An app whose API allows `burst` requests then `per_sec` per second.
 async fn limited_app(per_sec: f64, burst: u32) -> TestApp {
     let mut settings = test_settings();
@@ -1024,7 +1013,7 @@ async fn attempt_tokens_only_work_for_their_own_attempt() {
     app.register_fleet(&worker.url, 2).await;
     let m = app
         .create_mission(
-            json!({"goal": "parallel", "autonomy": "autonomous", "plan": parallel_plan()}),
+            json!({"goal": "parallel", "autonomy": "autonomous", "plan": parallel_plan(3)}),
         )
         .await;
     assert!(m["id"].is_string(), "{m}");
@@ -1160,7 +1149,7 @@ async fn secrets_never_reach_logs_events_or_tables() {
         &url,
         Method::POST,
         "/v1/missions",
-        Some(json!({"goal": "parallel", "autonomy": "autonomous", "plan": parallel_plan()})),
+        Some(json!({"goal": "parallel", "autonomy": "autonomous", "plan": parallel_plan(3)})),
         Some(&minted),
     )
     .await;

@@ -86,11 +86,7 @@ impl Source {
 
 /// One report waiting to be applied, and where its answer goes.
 struct Job {
-    attempt_id: Uuid,
-    report: WorkerReport,
-    source: Source,
-    /// The submitter's span: the report's span is its child, as if applied there.
-    span: tracing::Span,
+    item: Item,
     reply: oneshot::Sender<Result<Applied, ReportError>>,
 }
 
@@ -123,10 +119,7 @@ impl ReportQueue {
     ) -> Result<Applied, ReportError> {
         let (reply, answer) = oneshot::channel();
         let job = Job {
-            attempt_id,
-            report: report.clone(),
-            source: Source::of(origin),
-            span: tracing::Span::current(),
+            item: Item::new(attempt_id, report.clone(), origin),
             reply,
         };
         // Closed only while the replica shuts down.
@@ -170,20 +163,7 @@ async fn committer(
 
 /// Applies a batch of waiting reports and sends each its answer.
 async fn apply_batch(pool: &PgPool, cfg: &EngineConfig, jobs: Vec<Job>) {
-    let (items, replies): (Vec<Item>, Vec<_>) = jobs
-        .into_iter()
-        .map(|j| {
-            (
-                Item {
-                    attempt_id: j.attempt_id,
-                    report: j.report,
-                    source: j.source,
-                    span: j.span,
-                },
-                j.reply,
-            )
-        })
-        .unzip();
+    let (items, replies): (Vec<Item>, Vec<_>) = jobs.into_iter().map(|j| (j.item, j.reply)).unzip();
     for (reply, answer) in replies.into_iter().zip(apply_items(pool, cfg, items).await) {
         let _ = reply.send(answer);
     }
@@ -198,12 +178,7 @@ pub async fn apply_together(
 ) -> Vec<Result<Applied, ReportError>> {
     let items = reports
         .into_iter()
-        .map(|(attempt_id, report, origin)| Item {
-            attempt_id,
-            report,
-            source: Source::of(origin),
-            span: tracing::Span::current(),
-        })
+        .map(|(attempt_id, report, origin)| Item::new(attempt_id, report, origin))
         .collect();
     apply_items(pool, cfg, items).await
 }
@@ -215,6 +190,18 @@ struct Item {
     source: Source,
     /// The submitter's span: the report's span is its child, as if applied there.
     span: tracing::Span,
+}
+
+impl Item {
+    /// A report from the current span.
+    fn new(attempt_id: Uuid, report: WorkerReport, origin: Origin<'_>) -> Item {
+        Item {
+            attempt_id,
+            report,
+            source: Source::of(origin),
+            span: tracing::Span::current(),
+        }
+    }
 }
 
 /// Applies the items together, or each alone if that fails; answers in

@@ -7,13 +7,16 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde_json::json;
 use sqlx::PgPool;
 use tokio::{sync::oneshot, task::JoinHandle};
 use uuid::Uuid;
 
-use super::{Api, BenchArgs, create_database, median, observe::Observer};
+use super::{
+    Api, BenchArgs, create_database, median,
+    observe::{COMPLETION_SQL, Completion, Observer},
+};
 use crate::{
     api::{Application, Settings},
     auth, db,
@@ -290,29 +293,16 @@ pub(crate) async fn wait_completed(
     runs: &[Uuid],
     limit: Duration,
 ) -> anyhow::Result<()> {
-    let deadline = Instant::now() + limit;
+    let wait = Completion::new(runs.len(), limit);
     loop {
-        let (done, failed): (i64, i64) = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
-                    count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
-             FROM orchestration_runs WHERE id = ANY($1)",
-        )
-        .bind(runs)
-        .fetch_one(pool)
-        .await?;
-        if failed > 0 {
-            bail!("{failed} benchmark mission(s) failed");
-        }
-        if done as usize == runs.len() {
+        let counts: (i64, i64) = sqlx::query_as(COMPLETION_SQL)
+            .bind(runs)
+            .fetch_one(pool)
+            .await?;
+        if wait.done(counts)? {
             return Ok(());
         }
-        if Instant::now() > deadline {
-            bail!(
-                "only {done} of {} missions completed within {limit:?}",
-                runs.len()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Completion::POLL).await;
     }
 }
 

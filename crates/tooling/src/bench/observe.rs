@@ -51,10 +51,6 @@ const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Characters of a statement's text kept in the top list.
 const QUERY_CHARS: usize = 100;
 
-/// The poll that waits for a phase's missions (`IDS`: the ids, comma-separated).
-const POLL_SQL: &str = "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
-        count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
- FROM orchestration_runs WHERE id = ANY('{IDS}'::uuid[])";
 /// Makes a connection report its pending counters when it next goes idle.
 /// It reads a catalog row on purpose: a backend with no pending table
 /// counters skips the report, transaction counts included.
@@ -230,26 +226,16 @@ impl Observer {
         runs: &[Uuid],
         limit: Duration,
     ) -> anyhow::Result<()> {
-        let deadline = Instant::now() + limit;
+        let wait = Completion::new(runs.len(), limit);
         let ids: Vec<String> = runs.iter().map(Uuid::to_string).collect();
-        let poll = POLL_SQL.replace("IDS", &ids.join(","));
+        let poll = COMPLETION_SQL.replace("$1", &format!("'{{{}}}'::uuid[]", ids.join(",")));
         let mut poller = self.poller.lock().await;
         loop {
             let row = self.simple(&mut poller, &poll).await?;
-            let (done, failed): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-            if failed > 0 {
-                bail!("{failed} benchmark mission(s) failed");
-            }
-            if done as usize == runs.len() {
+            if wait.done((row.try_get(0)?, row.try_get(1)?))? {
                 return Ok(());
             }
-            if Instant::now() > deadline {
-                bail!(
-                    "only {done} of {} missions completed within {limit:?}",
-                    runs.len()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(Completion::POLL).await;
         }
     }
 
@@ -573,6 +559,53 @@ impl Sampler {
             }
             _ => None,
         }
+    }
+}
+
+/// Missions done (completed or at the review gate) and failed among `$1`.
+pub(crate) const COMPLETION_SQL: &str =
+    "SELECT count(*) FILTER (WHERE status IN ('completed', 'awaiting_review')),
+        count(*) FILTER (WHERE status IN ('failed', 'cancelled'))
+ FROM orchestration_runs WHERE id = ANY($1)";
+
+/// The verdict on each poll while waiting for missions to finish, shared by
+/// the bench's `wait_completed` and the observer's counted polls.
+pub(crate) struct Completion {
+    expected: usize,
+    limit: Duration,
+    deadline: Instant,
+}
+
+impl Completion {
+    /// Time between polls.
+    pub(crate) const POLL: Duration = Duration::from_millis(10);
+
+    /// Waiting for `expected` missions for at most `limit`, from now.
+    pub(crate) fn new(expected: usize, limit: Duration) -> Completion {
+        Completion {
+            expected,
+            limit,
+            deadline: Instant::now() + limit,
+        }
+    }
+
+    /// `(done, failed)` from one poll: true when all are done; an error
+    /// when one failed or the time ran out.
+    pub(crate) fn done(&self, (done, failed): (i64, i64)) -> anyhow::Result<bool> {
+        if failed > 0 {
+            bail!("{failed} benchmark mission(s) failed");
+        }
+        if done as usize == self.expected {
+            return Ok(true);
+        }
+        if Instant::now() > self.deadline {
+            bail!(
+                "only {done} of {} missions completed within {:?}",
+                self.expected,
+                self.limit
+            );
+        }
+        Ok(false)
     }
 }
 
