@@ -150,12 +150,7 @@ fn cost_text(t: &report::Throughput) -> String {
 
 /// The 1-replica phase's top statements (or the first phase's), by total time.
 fn print_top_statements(points: &[report::Throughput]) {
-    let Some(t) = points
-        .iter()
-        .find(|t| t.replicas == 1)
-        .or_else(|| points.first())
-        .filter(|t| !t.top_statements.is_empty())
-    else {
+    let Some(t) = report::top_statements_phase(points) else {
         return;
     };
     println!(

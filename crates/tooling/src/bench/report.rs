@@ -191,6 +191,16 @@ pub struct Scaling {
     pub efficiency: f64,
 }
 
+/// The phase whose top statements are shown: the 1-replica one (else the
+/// first), if it has any.
+pub fn top_statements_phase(points: &[Throughput]) -> Option<&Throughput> {
+    points
+        .iter()
+        .find(|t| t.replicas == 1)
+        .or_else(|| points.first())
+        .filter(|t| !t.top_statements.is_empty())
+}
+
 /// Replica scaling against 1 replica (or, without one, the smallest count run).
 pub fn replica_scaling(points: &[Throughput]) -> Vec<Scaling> {
     let Some(reference) = points

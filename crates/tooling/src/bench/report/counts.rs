@@ -56,12 +56,7 @@ pub fn render(w: &mut String, points: &[Throughput]) {
         );
     }
     let _ = writeln!(w);
-    let Some(first) = points
-        .iter()
-        .find(|t| t.replicas == 1)
-        .or_else(|| points.first())
-        .filter(|t| !t.top_statements.is_empty())
-    else {
+    let Some(first) = super::top_statements_phase(points) else {
         return;
     };
     let _ = writeln!(
