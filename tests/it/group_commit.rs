@@ -136,6 +136,130 @@ async fn reports_applied_together_share_one_commit_and_keep_their_own_answers() 
     app.stop().await;
 }
 
+/// Two parents and a child that needs both: `a`, `b` → `c`.
+fn fan_in_plan() -> serde_json::Value {
+    let task = |id: &str, deps: &[&str]| {
+        json!({"id": id, "title": format!("Step {id}"), "task_type": "research",
+               "required_skills": ["research"], "depends_on": deps,
+               "success_criteria": [{"description": "done", "must_pass": true}],
+               "estimated_cost": 0.01})
+    };
+    json!({"tasks": [task("a", &[]), task("b", &[]), task("c", &["a", "b"])]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn successes_of_several_missions_are_applied_set_wise_and_keep_every_rule() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    let (status, body) = app
+        .post(
+            "/v1/agents",
+            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
+                   "endpoint_url": worker.url, "max_concurrency": 8}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mut missions = Vec::new();
+    for i in 0..2 {
+        let m = app
+            .create_mission(
+                json!({"goal": format!("fan in {i}"), "autonomy": "autonomous", "plan": fan_in_plan()}),
+            )
+            .await;
+        missions.push(m["id"].as_str().unwrap().to_owned());
+    }
+    // Both parents of both missions are at the worker.
+    let mut d = Vec::new();
+    for n in 1..=4 {
+        d.push(worker.dispatch(n).await);
+    }
+    let cfg = EngineConfig::new(app.url.clone());
+    let tokens: Vec<String> = d.iter().map(|x| x.callback.token.clone()).collect();
+    let answers = apply_together(
+        &app.pool,
+        &cfg,
+        d.iter()
+            .zip(&tokens)
+            .map(|(x, t)| (x.attempt_id, succeeded(), Origin::Worker { token: t }))
+            .collect(),
+    )
+    .await;
+    for a in &answers {
+        assert!(
+            matches!(a, Ok(Applied::Applied(TaskStatus::Succeeded))),
+            "{answers:?}"
+        );
+    }
+    let parents: Vec<uuid::Uuid> = d.iter().map(|x| x.task_id).collect();
+    let (writers, ended, outputs): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(DISTINCT xmin::text) FROM orchestration_tasks WHERE id = ANY($1)),
+                (SELECT count(*) FROM task_attempts WHERE task_id = ANY($1) AND status = 'succeeded'
+                    AND report IS NOT NULL AND tokens = 3 AND finished_at IS NOT NULL),
+                (SELECT count(*) FROM orchestration_tasks WHERE id = ANY($1)
+                    AND status = 'succeeded' AND output = '{\"answer\": 42}'::jsonb)",
+    )
+    .bind(&parents[..])
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(writers, 1, "the four successes were not one transaction");
+    assert_eq!(ended, 4, "every attempt ended with its report");
+    assert_eq!(outputs, 4, "every task succeeded with its output");
+    for id in &missions {
+        // Each child was promoted once although both its parents ended in
+        // the same statement, and each mission's events stay gapless.
+        let (queued, child_events, events, max_seq, cards): (i64, i64, i64, i64, i64) =
+            sqlx::query_as(
+                "SELECT (SELECT count(*) FROM orchestration_tasks WHERE run_id = $1 AND task_key = 'c'
+                            AND status IN ('queued', 'running')),
+                        (SELECT count(*) FROM orchestration_events e JOIN orchestration_tasks t ON t.id = e.task_id
+                            WHERE e.run_id = $1 AND t.task_key = 'c' AND e.kind = 'task.queued'),
+                        (SELECT count(*) FROM orchestration_events WHERE run_id = $1),
+                        (SELECT max(seq) FROM orchestration_events WHERE run_id = $1),
+                        (SELECT count(*) FROM board_tasks b JOIN orchestration_tasks t ON t.id = b.source_id
+                            WHERE t.run_id = $1 AND t.status = 'succeeded' AND b.column_name = 'done')",
+            )
+            .bind(uuid::Uuid::parse_str(id).unwrap())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        assert_eq!(queued, 1, "mission {id}: the child was not promoted");
+        assert_eq!(child_events, 1, "mission {id}: the child was queued twice");
+        assert_eq!(events, max_seq, "mission {id}: a gap in the event sequence");
+        assert_eq!(cards, 2, "mission {id}: the parents' cards did not move");
+    }
+    let (held, wins): (i32, i64) = sqlx::query_as(
+        "SELECT (SELECT running_count FROM agents WHERE agent_id = 'solo'),
+                (SELECT succeeded FROM agent_task_stats WHERE agent_id = 'solo' AND task_type = 'research')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    // The children may already have been claimed by the engine.
+    assert!(held <= 2, "four slots were not given back: {held} held");
+    assert_eq!(wins, 4, "the agent's past success missed some");
+    // The children, reported, finish both missions.
+    let http = reqwest::Client::new();
+    for n in 5..=6 {
+        let c = worker.dispatch(n).await;
+        let (s, r) = report(
+            &http,
+            &c,
+            &c.callback.token.clone(),
+            json!({"status": "succeeded"}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+    }
+    for id in &missions {
+        let m = app.wait_for_status(id, &["completed", "failed"]).await;
+        assert_eq!(m["status"], "completed", "{m}");
+    }
+    let report = coordinator::audit::audit(&app.pool).await.unwrap();
+    assert!(report.is_clean(), "{}", report.summary());
+    app.stop().await;
+}
+
 /// `n` replicas, workers that call back (so reports go through each
 /// replica's group commit, several committers at once), many missions: the
 /// auditor finds nothing doubled, lost, stale, over cap or out of sequence.

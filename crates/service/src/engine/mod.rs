@@ -13,6 +13,7 @@ pub mod planning;
 pub mod reconcile;
 pub mod report_batch;
 pub mod reports;
+mod successes;
 pub mod task_outcome;
 
 use std::{

@@ -23,8 +23,9 @@ use uuid::Uuid;
 use super::{
     EngineConfig,
     reports::{self, Applied, Origin, ReportError},
+    successes::{self, Incoming},
 };
-use crate::{store::attempts, worker::protocol::WorkerReport};
+use crate::worker::protocol::WorkerReport;
 
 /// Committers per replica: batches applied at once, each on one connection.
 pub const COMMITTERS: usize = 4;
@@ -211,15 +212,10 @@ async fn apply_items(
     cfg: &EngineConfig,
     items: Vec<Item>,
 ) -> Vec<Result<Applied, ReportError>> {
-    if items.len() > 1 {
-        // Missions are locked in id order (the global lock order).
-        let mut order: Vec<usize> = (0..items.len()).collect();
-        let ids: Vec<Uuid> = items.iter().map(|i| i.attempt_id).collect();
-        match attempts::missions_of(pool, &ids).await {
-            Ok(runs) => order
-                .sort_by_key(|&i| (runs.get(&items[i].attempt_id).copied(), items[i].attempt_id)),
-            Err(e) => tracing::warn!(error = %e, "could not order a report batch"),
-        }
+    if !items.is_empty() {
+        // The batch locks all its missions up front, in id order (the
+        // global lock order): the order of the items no longer matters.
+        let order: Vec<usize> = (0..items.len()).collect();
         match together(pool, cfg, &items, &order).await {
             Ok(answers) => return answers,
             Err(e) => {
@@ -253,10 +249,32 @@ async fn together(
     order: &[usize],
 ) -> Result<Vec<Result<Applied, ReportError>>, ReportError> {
     let mut tx = pool.begin().await?;
-    let mut done: Vec<Option<Result<reports::Done, ReportError>>> =
-        (0..items.len()).map(|_| None).collect();
+    // The successes first, set-wise; the rest one by one below.
+    let incoming: Vec<Incoming<'_>> = items
+        .iter()
+        .map(|i| Incoming {
+            attempt_id: i.attempt_id,
+            report: &i.report,
+            origin: i.source.origin(),
+            span: &i.span,
+        })
+        .collect();
     let mut releases = Vec::with_capacity(items.len());
+    let mut done: Vec<Option<Result<reports::Done, ReportError>>> =
+        successes::apply(&mut tx, cfg, &incoming)
+            .await?
+            .into_iter()
+            .map(|d| {
+                d.map(|mut d| {
+                    releases.extend(d.release.take());
+                    Ok(d)
+                })
+            })
+            .collect();
     for &i in order {
+        if done[i].is_some() {
+            continue;
+        }
         let item = &items[i];
         let applied = reports::apply_in(
             &mut tx,

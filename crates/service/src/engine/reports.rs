@@ -152,15 +152,32 @@ impl Done {
     }
 }
 
+impl Done {
+    /// A success applied by a batch's set-wise pass ([`super::successes`]).
+    pub(super) fn succeeded(
+        release: Release,
+        tokens: i64,
+        cost: f64,
+        cancelled: Vec<attempts::Cancelled>,
+    ) -> Done {
+        Done {
+            applied: Applied::Applied(TaskStatus::Succeeded),
+            release: Some(release),
+            figures: (tokens, cost, None),
+            cancelled,
+        }
+    }
+}
+
 /// What an attempt's end changes of its agent, applied by
 /// [`release_agents`] as the transaction's last writes.
 pub(super) struct Release {
-    workspace_id: Uuid,
-    agent_id: String,
-    task_type: String,
-    outcome: Option<bool>,
-    reach: attempts::Reach,
-    error: Option<String>,
+    pub(super) workspace_id: Uuid,
+    pub(super) agent_id: String,
+    pub(super) task_type: String,
+    pub(super) outcome: Option<bool>,
+    pub(super) reach: attempts::Reach,
+    pub(super) error: Option<String>,
 }
 
 /// Applies a report inside `tx` (which the caller commits), except the
@@ -404,6 +421,17 @@ pub(super) async fn release_agents(
     mut releases: Vec<Release>,
 ) -> Result<(), ReportError> {
     releases.sort_by(|a, b| (a.workspace_id, &a.agent_id).cmp(&(b.workspace_id, &b.agent_id)));
+    if releases.len() > 1
+        && releases
+            .iter()
+            .all(|r| r.reach == attempts::Reach::Answered)
+    {
+        // The common case, one statement for all: nothing here can make an
+        // agent unreachable, and the agents are locked in key order.
+        let (agents, tallies) = super::successes::tally_answered(&releases);
+        attempts::release_answered(&mut *tx, &agents, &tallies, cfg.local_wake.is_none()).await?;
+        return Ok(());
+    }
     for r in releases {
         let made_unreachable = attempts::release(
             &mut *tx,
@@ -609,7 +637,7 @@ async fn fail_task(
 }
 
 /// What a report means for its task.
-enum Next {
+pub(super) enum Next {
     /// A busy worker: try again after its Retry-After, no failure counted.
     Deferred { retry_after: Duration },
     /// The task is done with this output.
@@ -638,7 +666,7 @@ enum Next {
 
 /// Judges a report: deterministic `must_pass` checks on a result, a
 /// verifier's verdict, continuation limits.
-fn judge(
+pub(super) fn judge(
     task: &tasks::TaskRow,
     verifying: bool,
     verifier: bool,

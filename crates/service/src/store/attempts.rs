@@ -85,6 +85,49 @@ pub async fn get_for_report(
     }))
 }
 
+/// [`get_for_report`] for several attempts at once (unknown ones left out).
+pub async fn get_for_reports(
+    conn: &mut PgConnection,
+    ids: &[Uuid],
+    verifier_skill: &str,
+) -> sqlx::Result<Vec<(AttemptRow, bool)>> {
+    let rows = sqlx::query!(
+        r#"SELECT a.id, a.workspace_id, a.run_id, a.task_id, a.attempt_number, a.agent_id,
+                  a.worker_url, a.token_hash, a.status, a.report, a.purpose,
+                  EXISTS (
+                      SELECT 1 FROM agents g
+                      WHERE g.workspace_id = a.workspace_id AND g.kind = 'roster' AND g.status NOT IN ('offline', 'unreachable', 'retired')
+                        AND EXISTS (SELECT 1 FROM unnest(g.skills) s WHERE lower(s) = lower($2))
+                  ) AS "verifier!"
+           FROM task_attempts a WHERE a.id = ANY($1)"#,
+        ids,
+        verifier_skill
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            (
+                AttemptRow {
+                    id: r.id,
+                    workspace_id: r.workspace_id,
+                    run_id: r.run_id,
+                    task_id: r.task_id,
+                    attempt_number: r.attempt_number,
+                    agent_id: r.agent_id,
+                    worker_url: r.worker_url,
+                    token_hash: r.token_hash,
+                    status: r.status,
+                    report: r.report,
+                    purpose: r.purpose,
+                },
+                r.verifier,
+            )
+        })
+        .collect())
+}
+
 /// The stored hash of an attempt's token, to authenticate its callbacks.
 pub async fn token_hash(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Vec<u8>>> {
     sqlx::query_scalar!("SELECT token_hash FROM task_attempts WHERE id = $1", id)
@@ -231,6 +274,95 @@ pub async fn release(
     )
     .fetch_one(conn)
     .await
+}
+
+/// Slots an agent gives back at once, all from attempts its worker answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// The agent.
+    pub agent_id: String,
+    /// Attempts that ended.
+    pub slots: i32,
+}
+
+/// An agent's past success on one task type, to add to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tally {
+    /// Workspace.
+    pub workspace_id: Uuid,
+    /// The agent.
+    pub agent_id: String,
+    /// The task type.
+    pub task_type: String,
+    /// Successes to add.
+    pub succeeded: i32,
+    /// Failures to add.
+    pub failed: i32,
+}
+
+/// [`release`] for many attempts whose workers answered, in one
+/// statement: `agents` (one row per agent, sorted by key, locked in that
+/// order) give their slots back and are seen now, `tallies` (one row per
+/// agent and task type) are added to their past success.
+pub async fn release_answered(
+    conn: &mut PgConnection,
+    agents: &[Answered],
+    tallies: &[Tally],
+    broadcast: bool,
+) -> sqlx::Result<()> {
+    let a_ws: Vec<Uuid> = agents.iter().map(|a| a.workspace_id).collect();
+    let a_id: Vec<String> = agents.iter().map(|a| a.agent_id.clone()).collect();
+    let a_n: Vec<i32> = agents.iter().map(|a| a.slots).collect();
+    let t_ws: Vec<Uuid> = tallies.iter().map(|t| t.workspace_id).collect();
+    let t_id: Vec<String> = tallies.iter().map(|t| t.agent_id.clone()).collect();
+    let t_type: Vec<String> = tallies.iter().map(|t| t.task_type.clone()).collect();
+    let t_ok: Vec<i32> = tallies.iter().map(|t| t.succeeded).collect();
+    let t_bad: Vec<i32> = tallies.iter().map(|t| t.failed).collect();
+    sqlx::query!(
+        r#"WITH input AS (
+               SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::int[]) AS u(workspace_id, agent_id, n)
+           ),
+           locked AS (
+               SELECT a.workspace_id, a.agent_id, i.n FROM agents a
+               JOIN input i ON a.workspace_id = i.workspace_id AND a.agent_id = i.agent_id
+               ORDER BY a.workspace_id, a.agent_id
+               FOR NO KEY UPDATE OF a
+           ),
+           slot AS (
+               UPDATE agents a SET running_count = GREATEST(a.running_count - l.n, 0),
+                      status = CASE WHEN a.status = 'working' AND a.running_count <= l.n THEN 'idle'
+                                    ELSE a.status END,
+                      dispatch_failures = 0, last_seen_at = now(),
+                      version = a.version + 1, updated_at = now()
+               FROM locked l
+               WHERE a.workspace_id = l.workspace_id AND a.agent_id = l.agent_id
+           ),
+           stats AS (
+               INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
+               SELECT * FROM UNNEST($4::uuid[], $5::text[], $6::text[], $7::int[], $8::int[])
+                        AS t(workspace_id, agent_id, task_type, succeeded, failed)
+               ORDER BY 1, 2, 3
+               ON CONFLICT (workspace_id, agent_id, task_type) DO UPDATE
+               SET succeeded = agent_task_stats.succeeded + EXCLUDED.succeeded,
+                   failed = agent_task_stats.failed + EXCLUDED.failed
+           )
+           -- Wakes every replica's dispatcher at commit (see missions::notify_wake).
+           SELECT CASE WHEN $9 THEN pg_notify('coordinator_wake', '') END AS woke"#,
+        &a_ws,
+        &a_id,
+        &a_n,
+        &t_ws,
+        &t_id,
+        &t_type,
+        &t_ok,
+        &t_bad,
+        broadcast
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(())
 }
 
 /// Records a heartbeat and extends the task's lease. Two single-row

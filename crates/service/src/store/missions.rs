@@ -117,6 +117,28 @@ pub async fn lock_for_attempt(
     .await
 }
 
+/// Locks the missions of `attempt_ids` in id order (the global lock
+/// order), for a batch of reports. Unknown attempts are left out.
+pub async fn lock_for_attempts(
+    conn: &mut PgConnection,
+    attempt_ids: &[Uuid],
+) -> sqlx::Result<Vec<MissionRow>> {
+    sqlx::query_as!(
+        MissionRow,
+        "SELECT id, workspace_id, goal, autonomy, status, priority, plan_version, budget_limit,
+                budget_spent, constraints, planner, failure_reason, version, created_at, updated_at,
+                started_at, finished_at, escalation_replans, budget_warned,
+                title, deadline, labels, archived_at
+         FROM orchestration_runs
+         WHERE id IN (SELECT run_id FROM task_attempts WHERE id = ANY($1))
+         ORDER BY id
+         FOR NO KEY UPDATE",
+        attempt_ids
+    )
+    .fetch_all(conn)
+    .await
+}
+
 /// Reads a mission without locking it.
 pub async fn get(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> sqlx::Result<Option<MissionRow>> {
     sqlx::query_as!(

@@ -26,5 +26,6 @@ pub mod tasks;
 pub mod team_decisions;
 pub mod templates;
 pub mod tool_approvals;
+pub mod transitions;
 pub mod webhooks;
 pub mod workforce;
