@@ -264,7 +264,7 @@ fn print_memory(m: &MemoryReport, line: &mut Vec<String>) {
 fn print_long(l: &LongReport, line: &mut Vec<String>) {
     for (i, w) in l.windows.iter().enumerate() {
         println!(
-            "long run, window {} ({} s): {:.0} tasks/s; claim probe {:.0} µs, {} buffers; queue {} KiB, {} dead rows, {} autovacuums; {} tasks stored",
+            "long run, window {} ({} s): {:.0} tasks/s; claim probe {:.0} µs, {} buffers; queue {} KiB, {} dead rows, {} autovacuums; {} tasks stored; {} checkpoints, {} autovacuums in all, vacuuming [{}]",
             i + 1,
             l.window.as_secs(),
             w.tasks_per_s,
@@ -273,7 +273,10 @@ fn print_long(l: &LongReport, line: &mut Vec<String>) {
             w.queue_kib,
             w.queue_dead,
             w.queue_vacuums,
-            w.tasks_stored
+            w.tasks_stored,
+            w.checkpoints,
+            w.vacuums,
+            w.vacuuming.join(", ")
         );
     }
     if let (Some(f), Some(z)) = (l.windows.first(), l.windows.last()) {

@@ -756,21 +756,23 @@ fn render_long(w: &mut String, l: &LongReport, st: &RunSettings) {
         "One replica, instant workers, {} fan-out missions kept in flight through the API \
          for {} s; tasks completed per {} s window. At each window's end the claim query is \
          probed read-only (fastest of seven, buffers touched) and the ready queue's size, \
-         dead rows and autovacuum runs are read.\n",
+         dead rows and autovacuum runs are read, with the server's checkpoints and \
+         autovacuum runs on all tables so far and the tables autovacuum is working on at \
+         that moment.\n",
         st.long_inflight,
         num(secs as f64, 0),
         l.window.as_secs()
     );
     let _ = writeln!(
         w,
-        "| window | tasks/s | × first | claim probe µs | buffers | queue KiB | dead rows | autovacuums | tasks stored |\n\
-         | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| window | tasks/s | × first | claim probe µs | buffers | queue KiB | dead rows | autovacuums | tasks stored | checkpoints | autovacuums, all tables | vacuuming at the end |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     );
     let first = l.windows.first().map_or(f64::NAN, |f| f.tasks_per_s);
     for (i, win) in l.windows.iter().enumerate() {
         let _ = writeln!(
             w,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             i + 1,
             num(win.tasks_per_s, 0),
             x(win.tasks_per_s / first),
@@ -779,7 +781,14 @@ fn render_long(w: &mut String, l: &LongReport, st: &RunSettings) {
             num(win.queue_kib as f64, 0),
             num(win.queue_dead as f64, 0),
             win.queue_vacuums,
-            num(win.tasks_stored as f64, 0)
+            num(win.tasks_stored as f64, 0),
+            win.checkpoints,
+            win.vacuums,
+            if win.vacuuming.is_empty() {
+                "–".to_owned()
+            } else {
+                win.vacuuming.join(", ")
+            }
         );
     }
     if let (Some(f), Some(z)) = (l.windows.first(), l.windows.last()) {

@@ -94,6 +94,9 @@ fn engine() -> EngineFigures {
         tasks_stored: stored,
         queue_dead: 10,
         queue_vacuums: 2,
+        checkpoints: 1,
+        vacuums: 5,
+        vacuuming: vec!["orchestration_tasks".into()],
     };
     let level = |missions: usize, tick: f64, hot: f64, sweep: f64| IdleLevel {
         missions,
