@@ -428,7 +428,7 @@ pub(super) async fn release_agents(
     {
         // The common case, one statement for all: nothing here can make an
         // agent unreachable, and the agents are locked in key order.
-        let (agents, tallies) = super::successes::tally_answered(&releases);
+        let (agents, tallies) = tally_answered(&releases);
         attempts::release_answered(&mut *tx, &agents, &tallies, cfg.local_wake.is_none()).await?;
         return Ok(());
     }
@@ -466,6 +466,47 @@ pub(super) async fn release_agents(
         }
     }
     Ok(())
+}
+
+/// Answered releases (sorted by agent key) summed per agent, and their
+/// outcomes per agent and task type.
+fn tally_answered(releases: &[Release]) -> (Vec<attempts::Answered>, Vec<attempts::Tally>) {
+    let mut agents: Vec<attempts::Answered> = Vec::new();
+    let mut tallies: std::collections::BTreeMap<(Uuid, &str, &str), (i32, i32)> =
+        std::collections::BTreeMap::new();
+    for r in releases {
+        match agents.last_mut() {
+            Some(a) if a.workspace_id == r.workspace_id && a.agent_id == r.agent_id => a.slots += 1,
+            _ => agents.push(attempts::Answered {
+                workspace_id: r.workspace_id,
+                agent_id: r.agent_id.clone(),
+                slots: 1,
+            }),
+        }
+        if let Some(ok) = r.outcome {
+            let t = tallies
+                .entry((r.workspace_id, &r.agent_id, &r.task_type))
+                .or_default();
+            if ok {
+                t.0 += 1;
+            } else {
+                t.1 += 1;
+            }
+        }
+    }
+    let tallies = tallies
+        .into_iter()
+        .map(
+            |((workspace_id, agent_id, task_type), (succeeded, failed))| attempts::Tally {
+                workspace_id,
+                agent_id: agent_id.to_owned(),
+                task_type: task_type.to_owned(),
+                succeeded,
+                failed,
+            },
+        )
+        .collect();
+    (agents, tallies)
 }
 
 /// Missions are intentions: a verifier finding the task's design wrong is
