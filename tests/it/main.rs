@@ -24,6 +24,7 @@ mod contract_net;
 mod deploy;
 mod docs_run;
 mod egress;
+mod event_notify;
 mod failures;
 mod fuzz_regressions;
 mod governance;

@@ -343,6 +343,9 @@ impl Application {
         if settings.run_engine {
             engine.local_wake = Some(Arc::new(tokio::sync::Notify::new()));
         }
+        // The engine's claims and reports announce their events after
+        // committing, so they do not queue on NOTIFY's commit lock.
+        engine.events_notifier = Some(crate::store::event_notify::Notifier::start(&pool));
         // Group commit of reports: its committers use a configuration
         // without the queue itself.
         if engine.report_batch > 1 {

@@ -95,6 +95,10 @@ pub struct EngineConfig {
     /// work ready, instead of a NOTIFY to every replica (`None`: no engine
     /// runs here, so reports NOTIFY the others).
     pub local_wake: Option<Arc<tokio::sync::Notify>>,
+    /// Announces the claims' and reports' event writes after their commits
+    /// (`None`: the event log's trigger notifies inside them; see
+    /// [`crate::store::event_notify`]).
+    pub events_notifier: Option<crate::store::event_notify::Notifier>,
 }
 
 impl EngineConfig {
@@ -130,6 +134,25 @@ impl EngineConfig {
             report_batch: 32,
             reports: None,
             local_wake: None,
+            events_notifier: None,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Begins one of the engine's hot transactions (claims, reports): its
+    /// event writes are announced by [`EngineConfig::committed`].
+    pub(crate) async fn begin(
+        &self,
+        pool: &PgPool,
+    ) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        crate::store::event_notify::begin(pool, self.events_notifier.as_ref()).await
+    }
+
+    /// After the commit of a transaction from [`EngineConfig::begin`].
+    pub(crate) fn committed(&self) {
+        if let Some(n) = &self.events_notifier {
+            n.committed();
         }
     }
 }

@@ -252,7 +252,7 @@ async fn together(
     items: &[Item],
     order: &[usize],
 ) -> Result<Vec<Result<Applied, ReportError>>, ReportError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = cfg.begin(pool).await?;
     // The successes first, set-wise; the rest one by one below.
     let incoming: Vec<Incoming<'_>> = items
         .iter()
@@ -305,6 +305,7 @@ async fn together(
     }
     reports::release_agents(&mut tx, cfg, releases).await?;
     tx.commit().await?;
+    cfg.committed();
     Ok(done
         .into_iter()
         .map(|d| match d {

@@ -115,10 +115,11 @@ pub(super) async fn apply_alone(
     report: &WorkerReport,
     origin: Origin<'_>,
 ) -> Result<Applied, ReportError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = cfg.begin(pool).await?;
     let mut done = apply_in(&mut tx, cfg, attempt_id, report, origin).await?;
     release_agents(&mut tx, cfg, done.release.take().into_iter().collect()).await?;
     tx.commit().await?;
+    cfg.committed();
     Ok(done.committed(cfg))
 }
 

@@ -12,6 +12,7 @@ pub mod bdi;
 pub mod blackboard;
 pub mod board;
 pub mod contract_net;
+pub mod event_notify;
 pub mod events;
 pub mod governance;
 pub mod handoffs;

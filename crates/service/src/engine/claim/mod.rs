@@ -106,7 +106,7 @@ type Chosen<'a> = (&'a tasks::TaskRow, usize, assignment::Score);
 /// one transaction: lock, choose, take slots, write, then build the requests.
 pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Vec<Dispatch>> {
     let claimed_at = std::time::Instant::now();
-    let mut tx = pool.begin().await?;
+    let mut tx = cfg.begin(pool).await?;
     let Some(mut locked) = lock_ready(&mut tx, cfg).await? else {
         return Ok(Vec::new());
     };
@@ -159,6 +159,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     }
     if chosen.is_empty() {
         tx.commit().await?;
+        cfg.committed();
         return Ok(Vec::new());
     }
     let (attempt_ids, tokens) =
@@ -189,6 +190,7 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         })
         .collect();
     tx.commit().await?;
+    cfg.committed();
     Ok(dispatches)
 }
 
