@@ -348,6 +348,11 @@ const GLOBAL_BY_DESIGN: &[(&str, &str, &str)] = &[
     ),
     (
         "crates/service/src/store/agents.rs",
+        "fold_returns",
+        "slots reports gave back to agents of any workspace are folded by whichever replica ticks",
+    ),
+    (
+        "crates/service/src/store/agents.rs",
         "claim_probes",
         "unreachable agents of any workspace are probed by whichever replica looks",
     ),

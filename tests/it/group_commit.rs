@@ -113,11 +113,32 @@ async fn reports_applied_together_share_one_commit_and_keep_their_own_answers() 
             .await
             .unwrap();
     assert_eq!(refused, "running", "the refused report changed its task");
-    let held: i32 = sqlx::query_scalar("SELECT running_count FROM agents WHERE agent_id = 'solo'")
-        .fetch_one(&app.pool)
+    // The slots came back through the agent's pending returns, without
+    // touching its row; a fold (the next claim, or the tick) applies them.
+    let (row, pending): (i32, i32) = sqlx::query_as(
+        "SELECT running_count, agent_pending_slots(workspace_id, agent_id)
+         FROM agents WHERE agent_id = 'solo'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(row - pending, 1, "three slots given back, one still held");
+    let (_, agent) = app.get("/v1/agents/solo").await;
+    assert_eq!(
+        agent["running_count"], 1,
+        "the agent's view counts what is pending"
+    );
+    coordinator::store::agents::fold_returns(&app.pool)
         .await
         .unwrap();
-    assert_eq!(held, 1, "three slots given back, one still held");
+    let (row, pending): (i32, i32) = sqlx::query_as(
+        "SELECT running_count, agent_pending_slots(workspace_id, agent_id)
+         FROM agents WHERE agent_id = 'solo'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((row, pending), (1, 0), "folded into the agent's row");
 
     // The refused one, reported properly, finishes the mission.
     let http = reqwest::Client::new();
@@ -228,8 +249,12 @@ async fn successes_of_several_missions_are_applied_set_wise_and_keep_every_rule(
         assert_eq!(events, max_seq, "mission {id}: a gap in the event sequence");
         assert_eq!(cards, 2, "mission {id}: the parents' cards did not move");
     }
+    coordinator::store::agents::fold_returns(&app.pool)
+        .await
+        .unwrap();
     let (held, wins): (i32, i64) = sqlx::query_as(
-        "SELECT (SELECT running_count FROM agents WHERE agent_id = 'solo'),
+        "SELECT (SELECT running_count - agent_pending_slots(workspace_id, agent_id)
+                 FROM agents WHERE agent_id = 'solo'),
                 (SELECT succeeded FROM agent_task_stats WHERE agent_id = 'solo' AND task_type = 'research')",
     )
     .fetch_one(&app.pool)

@@ -55,7 +55,7 @@ async fn two_replicas_never_dispatch_the_same_attempt_twice() {
     eprintln!("{tasks} tasks dispatched by {replicas} replica(s)");
     // Every slot was given back.
     let (held,): (i64,) =
-        sqlx::query_as("SELECT coalesce(sum(running_count), 0)::bigint FROM agents")
+        sqlx::query_as("SELECT coalesce(sum(running_count - agent_pending_slots(workspace_id, agent_id)), 0)::bigint FROM agents")
             .fetch_one(&a.pool)
             .await
             .unwrap();
@@ -148,7 +148,8 @@ async fn work_leased_by_a_killed_replica_finishes_on_another() {
 async fn live_and_held(app: &TestApp) -> (i64, i64) {
     sqlx::query_as(
         "SELECT (SELECT count(*) FROM task_attempts WHERE status IN ('dispatching', 'running')),
-                (SELECT running_count::bigint FROM agents WHERE agent_id = 'solo')",
+                (SELECT (running_count - agent_pending_slots(workspace_id, agent_id))::bigint
+                 FROM agents WHERE agent_id = 'solo')",
     )
     .fetch_one(&app.pool)
     .await
@@ -316,10 +317,98 @@ async fn a_claim_racing_another_for_slots_gets_only_what_is_left() {
             .is_empty()
     );
     third.rollback().await.unwrap();
-    let held: i32 = sqlx::query_scalar("SELECT running_count FROM agents WHERE agent_id = 'solo'")
+    let held: i32 = sqlx::query_scalar(
+        "SELECT running_count - agent_pending_slots(workspace_id, agent_id) FROM agents WHERE agent_id = 'solo'",
+    )
         .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(held, 3);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_folding_returned_slots_at_once_count_each_return_once() {
+    use coordinator::store::{
+        agents,
+        attempts::{self, Answered},
+    };
+    let app = spawn_app().await;
+    let (status, body) = app
+        .post(
+            "/v1/agents",
+            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
+                   "endpoint_url": "http://127.0.0.1:9/", "max_concurrency": 3}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let ws: uuid::Uuid =
+        sqlx::query_scalar("SELECT workspace_id FROM agents WHERE agent_id = 'solo'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let ids = vec!["solo".to_owned()];
+    let take = |n: i32| {
+        let (pool, ids) = (app.pool.clone(), ids.clone());
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            let g = agents::take_slots(&mut tx, &[ws], &ids, &[n])
+                .await
+                .unwrap();
+            (tx, g.iter().map(|g| g.slots).sum::<i32>())
+        }
+    };
+    let give_back = |n: i32| {
+        let pool = app.pool.clone();
+        async move {
+            let mut conn = pool.acquire().await.unwrap();
+            let back = [Answered {
+                workspace_id: ws,
+                agent_id: "solo".into(),
+                slots: n,
+            }];
+            attempts::release_answered(&mut conn, &back, &[], false)
+                .await
+                .unwrap();
+        }
+    };
+    let (tx, got) = take(3).await;
+    tx.commit().await.unwrap();
+    assert_eq!(got, 3, "full");
+    // One slot comes back. Two claims race for it: the first folds it
+    // and takes it; the second waits on the row, then finds the return
+    // already folded (not counted twice) and the agent full.
+    give_back(1).await;
+    let (first, got) = take(1).await;
+    assert_eq!(got, 1);
+    let second = tokio::spawn(take(1));
+    wait_until("the second claim to wait on the agent's row", || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        (waiting > 0).then_some(())
+    })
+    .await;
+    // A return committed while the second claim waits is newer than its
+    // statement: left for the next fold, never over-admitted.
+    give_back(1).await;
+    first.commit().await.unwrap();
+    let (tx, got) = second.await.unwrap();
+    tx.commit().await.unwrap();
+    assert!(got <= 1, "granted {got} with one slot free");
+    let (tx, more) = take(3).await;
+    tx.commit().await.unwrap();
+    assert_eq!(got + more, 1, "the second return was granted exactly once");
+    let (row, pending): (i32, i32) = sqlx::query_as(
+        "SELECT running_count, agent_pending_slots(workspace_id, agent_id)
+         FROM agents WHERE agent_id = 'solo'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((row, pending), (3, 0));
     app.stop().await;
 }

@@ -267,7 +267,8 @@ pub async fn audit(pool: &PgPool) -> anyhow::Result<AuditReport> {
     .await?;
     r.slots_held = count(
         &mut tx,
-        "SELECT coalesce(sum(greatest(g.running_count - coalesce(l.live, 0), 0)), 0)::bigint
+        "SELECT coalesce(sum(greatest(g.running_count - agent_pending_slots(g.workspace_id, g.agent_id)
+                                      - coalesce(l.live, 0), 0)), 0)::bigint
          FROM agents g
          LEFT JOIN (SELECT workspace_id, agent_id, count(*) AS live FROM task_attempts
                     WHERE status IN ('dispatching', 'running')

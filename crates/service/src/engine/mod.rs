@@ -358,6 +358,14 @@ impl Engine {
         {
             tracing::warn!(error = %e, "reconcile failed");
         }
+        // Slots reports gave back to agents no claim has locked since: their
+        // rows (running count, status, LAST SEEN) catch up within a tick.
+        if let Err(e) = crate::store::agents::fold_returns(&self.pool)
+            .instrument(phase("tick.reconcile"))
+            .await
+        {
+            tracing::warn!(error = %e, "folding agents' returned slots failed");
+        }
         self.cfg.metrics.tick_phase(Phase::Reconcile, started);
         let started = Instant::now();
         if let Err(e) = reconcile::progress_checks(&self.pool, &self.cfg)

@@ -411,29 +411,29 @@ async fn settle_attempt(
 }
 
 /// Gives the agents their slots back and counts the outcomes for them, as
-/// the transaction's last writes, in agent key order (the global lock
-/// order): an agent's row is hot (every claim and report of the agent
-/// updates it), so it is locked only from here to the commit. Without a
-/// local engine (an API-only replica), the first release queues the NOTIFY
-/// that wakes the other replicas' dispatchers at commit.
+/// the transaction's last writes. Attempts whose worker answered (the
+/// common case) go, all in one statement, to the agents' pending returns,
+/// which lock nothing shared: the agent rows are hot (every claim takes
+/// slots there) and are folded by the next claim instead. The others (a
+/// worker that could not be reached, an outcome unknown) update their
+/// agent's row at once, in agent key order (the global lock order), since
+/// they may make the agent unreachable. Without a local engine (an
+/// API-only replica), the first release queues the NOTIFY that wakes the
+/// other replicas' dispatchers at commit.
 pub(super) async fn release_agents(
     tx: &mut PgConnection,
     cfg: &EngineConfig,
     mut releases: Vec<Release>,
 ) -> Result<(), ReportError> {
     releases.sort_by(|a, b| (a.workspace_id, &a.agent_id).cmp(&(b.workspace_id, &b.agent_id)));
-    if releases.len() > 1
-        && releases
-            .iter()
-            .all(|r| r.reach == attempts::Reach::Answered)
-    {
-        // The common case, one statement for all: nothing here can make an
-        // agent unreachable, and the agents are locked in key order.
-        let (agents, tallies) = tally_answered(&releases);
+    let (answered, others): (Vec<Release>, Vec<Release>) = releases
+        .into_iter()
+        .partition(|r| r.reach == attempts::Reach::Answered);
+    if !answered.is_empty() {
+        let (agents, tallies) = tally_answered(&answered);
         attempts::release_answered(&mut *tx, &agents, &tallies, cfg.local_wake.is_none()).await?;
-        return Ok(());
     }
-    for r in releases {
+    for r in others {
         let made_unreachable = attempts::release(
             &mut *tx,
             attempts::Settle {

@@ -1,8 +1,12 @@
 //! The agent registry.
 //!
-//! `running_count` is raised when an attempt is created and lowered when it
-//! ends, in the same transaction, guarded by `max_concurrency`, so no agent
-//! ever holds more live attempts than its cap, whatever the replica count.
+//! `running_count` is raised when an attempt is created, guarded by
+//! `max_concurrency`, so no agent ever holds more live attempts than its
+//! cap, whatever the replica count. It is lowered when the attempt ends: in
+//! the same transaction on the rare paths (failures, cancels, expired
+//! leases), and, for attempts whose worker answered, through
+//! `agent_slot_returns`, which the next claim on the agent (or the engine's
+//! periodic [`fold_returns`]) folds in; readers subtract what is pending.
 
 use std::collections::BTreeMap;
 
@@ -129,9 +133,12 @@ pub async fn list(pool: &PgPool, workspace_id: Uuid) -> sqlx::Result<Vec<AgentRo
     sqlx::query_as!(
         AgentRow,
         r#"SELECT agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
-                  max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
-                  profile_version AS version, last_seen_at, retired_at, created_at
-           FROM agents WHERE workspace_id = $1 ORDER BY agent_id"#,
+                  max_concurrency, running AS "running_count!", trust, cost_per_task,
+                  CASE WHEN status = 'working' AND running = 0 THEN 'idle' ELSE status END AS "status!",
+                  heartbeat_timeout_secs, profile_version AS version, last_seen_at, retired_at, created_at
+           FROM agents,
+                LATERAL (SELECT GREATEST(running_count - agent_pending_slots(workspace_id, agent_id), 0) AS running) p
+           WHERE workspace_id = $1 ORDER BY agent_id"#,
         workspace_id
     )
     .fetch_all(pool)
@@ -147,9 +154,12 @@ pub async fn get(
     sqlx::query_as!(
         AgentRow,
         r#"SELECT agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
-                  max_concurrency, running_count, trust, cost_per_task, status, heartbeat_timeout_secs,
-                  profile_version AS version, last_seen_at, retired_at, created_at
-           FROM agents WHERE workspace_id = $1 AND agent_id = $2"#,
+                  max_concurrency, running AS "running_count!", trust, cost_per_task,
+                  CASE WHEN status = 'working' AND running = 0 THEN 'idle' ELSE status END AS "status!",
+                  heartbeat_timeout_secs, profile_version AS version, last_seen_at, retired_at, created_at
+           FROM agents,
+                LATERAL (SELECT GREATEST(running_count - agent_pending_slots(workspace_id, agent_id), 0) AS running) p
+           WHERE workspace_id = $1 AND agent_id = $2"#,
         workspace_id,
         agent_id
     )
@@ -183,14 +193,16 @@ pub async fn free_candidates(
     // failed]}), so locking the candidates stays one round trip.
     let rows = sqlx::query!(
         r#"SELECT a.workspace_id, a.agent_id, a.role, a.skills, a.tools, a.trust, a.cost_per_task,
-                  a.max_concurrency, a.running_count, a.endpoint_url, a.model_tier, a.mission_id,
+                  a.max_concurrency, p.running AS "running_count!", a.endpoint_url, a.model_tier, a.mission_id,
                   (SELECT jsonb_object_agg(s.task_type, jsonb_build_array(s.succeeded, s.failed))
                    FROM agent_task_stats s
                    WHERE s.workspace_id = a.workspace_id AND s.agent_id = a.agent_id) AS history
-           FROM agents a
+           FROM agents a,
+                LATERAL (SELECT GREATEST(a.running_count - agent_pending_slots(a.workspace_id, a.agent_id), 0)
+                                AS running) p
            WHERE a.workspace_id = ANY($1) AND a.status NOT IN ('offline', 'unreachable', 'retired')
              AND (a.kind = 'roster' OR (a.kind = 'contractor' AND a.mission_id = ANY($2)))
-             AND a.running_count < a.max_concurrency
+             AND p.running < a.max_concurrency
            ORDER BY a.workspace_id, a.agent_id"#,
         workspaces,
         missions
@@ -449,6 +461,8 @@ pub async fn lock(
     workspace_id: Uuid,
     agent_id: &str,
 ) -> sqlx::Result<Option<AgentRow>> {
+    // Its pending returns first, so the row read (and written back) is current.
+    take_slots(&mut *conn, &[workspace_id], &[agent_id.to_owned()], &[0]).await?;
     sqlx::query_as!(
         AgentRow,
         r#"SELECT agent_id, role, display_name, kind, skills, tools, model, model_tier, endpoint_url,
@@ -654,10 +668,14 @@ pub struct Granted {
 
 /// Takes up to `n[i]` slots of agent `ids[i]` in workspace `workspaces[i]`,
 /// as many as its cap still allows (agents that went offline, unreachable
-/// or retired get none), and returns what each agent granted. The guarded
-/// increment cannot over-admit: the rows are locked in key order and read
-/// at their latest version, so a concurrent claim on another replica sees
-/// this one's slots taken. Only agents granted something are returned.
+/// or retired get none), and returns what each agent granted. Each agent's
+/// pending returns (`agent_slot_returns`, written by reports) are folded in
+/// first: its running count lowered, its tallies added, its LAST SEEN
+/// moved; with `n[i] = 0` this only folds. The guarded increment cannot
+/// over-admit: the rows are locked in key order and read at their latest
+/// version, so a concurrent claim on another replica sees this one's slots
+/// taken, and a return not yet visible here only leaves the count high.
+/// Only agents granted something are returned.
 pub async fn take_slots(
     conn: &mut PgConnection,
     workspaces: &[Uuid],
@@ -666,28 +684,90 @@ pub async fn take_slots(
 ) -> sqlx::Result<Vec<Granted>> {
     sqlx::query_as!(
         Granted,
-        r#"WITH cur AS (
-               SELECT a.workspace_id, a.agent_id,
-                      LEAST(u.n, a.max_concurrency - a.running_count) AS granted
+        r#"WITH input AS (
+               SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::int[]) AS u(workspace_id, agent_id, n)
+           ),
+           locked AS (
+               SELECT a.workspace_id, a.agent_id, a.running_count, a.max_concurrency, a.status, i.n
                FROM agents a
-               JOIN UNNEST($1::uuid[], $2::text[], $3::int[]) AS u(workspace_id, agent_id, n)
-                 ON a.workspace_id = u.workspace_id AND a.agent_id = u.agent_id
-               WHERE a.running_count < a.max_concurrency
-                 AND a.status NOT IN ('offline', 'unreachable', 'retired')
+               JOIN input i ON a.workspace_id = i.workspace_id AND a.agent_id = i.agent_id
                ORDER BY a.workspace_id, a.agent_id
                FOR NO KEY UPDATE OF a
+           ),
+           -- Only rows this statement deletes count: a return folded by a
+           -- claim that committed meanwhile is skipped, one committed after
+           -- this statement began stays for the next fold.
+           returned AS (
+               DELETE FROM agent_slot_returns r USING locked l
+               WHERE r.workspace_id = l.workspace_id AND r.agent_id = l.agent_id
+               RETURNING r.workspace_id, r.agent_id, r.slots, r.task_type, r.succeeded, r.failed, r.seen_at
+           ),
+           back AS (
+               SELECT workspace_id, agent_id, sum(slots)::int AS slots, max(seen_at) AS seen_at
+               FROM returned GROUP BY workspace_id, agent_id
+           ),
+           stats AS (
+               INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
+               SELECT workspace_id, agent_id, task_type, sum(succeeded), sum(failed)
+               FROM returned WHERE task_type IS NOT NULL
+               GROUP BY workspace_id, agent_id, task_type
+               ORDER BY 1, 2, 3
+               ON CONFLICT (workspace_id, agent_id, task_type) DO UPDATE
+               SET succeeded = agent_task_stats.succeeded + EXCLUDED.succeeded,
+                   failed = agent_task_stats.failed + EXCLUDED.failed
+           ),
+           cur AS (
+               SELECT l.workspace_id, l.agent_id, b.seen_at, b.slots IS NOT NULL AS folded,
+                      GREATEST(l.running_count - coalesce(b.slots, 0), 0) AS running,
+                      CASE WHEN l.status IN ('offline', 'unreachable', 'retired') THEN 0
+                           ELSE GREATEST(LEAST(l.n, l.max_concurrency
+                                              - GREATEST(l.running_count - coalesce(b.slots, 0), 0)), 0)
+                      END AS granted
+               FROM locked l
+               LEFT JOIN back b ON b.workspace_id = l.workspace_id AND b.agent_id = l.agent_id
+           ),
+           changed AS (
+               UPDATE agents a SET running_count = c.running + c.granted,
+                      status = CASE WHEN c.granted > 0 THEN 'working'
+                                    WHEN a.status = 'working' AND c.running = 0 THEN 'idle'
+                                    ELSE a.status END,
+                      -- An answer from its worker: reachable, and seen then.
+                      dispatch_failures = CASE WHEN c.folded THEN 0 ELSE a.dispatch_failures END,
+                      last_seen_at = GREATEST(a.last_seen_at, c.seen_at),
+                      version = a.version + 1, updated_at = now()
+               FROM cur c
+               WHERE a.workspace_id = c.workspace_id AND a.agent_id = c.agent_id
+                 AND (c.granted > 0 OR c.folded)
+               RETURNING a.workspace_id, a.agent_id, c.granted
            )
-           UPDATE agents a SET running_count = a.running_count + c.granted, status = 'working',
-                  version = a.version + 1, updated_at = now()
-           FROM cur c
-           WHERE a.workspace_id = c.workspace_id AND a.agent_id = c.agent_id AND c.granted > 0
-           RETURNING a.workspace_id, a.agent_id, c.granted AS "slots!""#,
+           SELECT workspace_id, agent_id, granted AS "slots!" FROM changed WHERE granted > 0"#,
         workspaces,
         ids,
         n
     )
     .fetch_all(conn)
     .await
+}
+
+/// Folds the pending returns of every agent that has some (see
+/// [`take_slots`]), for agents no claim has locked lately; the count folded.
+pub async fn fold_returns(pool: &PgPool) -> sqlx::Result<usize> {
+    let pending = sqlx::query!(
+        "SELECT DISTINCT workspace_id, agent_id FROM agent_slot_returns
+         ORDER BY workspace_id, agent_id LIMIT 1000"
+    )
+    .fetch_all(pool)
+    .await?;
+    if pending.is_empty() {
+        return Ok(0);
+    }
+    let workspaces: Vec<Uuid> = pending.iter().map(|p| p.workspace_id).collect();
+    let ids: Vec<String> = pending.into_iter().map(|p| p.agent_id).collect();
+    let zeros = vec![0; ids.len()];
+    let mut tx = pool.begin().await?;
+    take_slots(&mut tx, &workspaces, &ids, &zeros).await?;
+    tx.commit().await?;
+    Ok(ids.len())
 }
 
 /// Gives back one slot when an attempt ends.

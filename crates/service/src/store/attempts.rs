@@ -302,10 +302,12 @@ pub struct Tally {
     pub failed: i32,
 }
 
-/// [`release`] for many attempts whose workers answered, in one
-/// statement: `agents` (one row per agent, sorted by key, locked in that
-/// order) give their slots back and are seen now, `tallies` (one row per
-/// agent and task type) are added to their past success.
+/// [`release`] for many attempts whose workers answered, in one statement
+/// that locks nothing shared: `agents` (one row per agent) give their slots
+/// back and `tallies` (one row per agent and task type) add to their past
+/// success as rows of `agent_slot_returns`, which the next claim on each
+/// agent folds in ([`crate::store::agents::take_slots`]). With `broadcast`,
+/// every replica's dispatcher is woken at commit.
 pub async fn release_answered(
     conn: &mut PgConnection,
     agents: &[Answered],
@@ -321,32 +323,14 @@ pub async fn release_answered(
     let t_ok: Vec<i32> = tallies.iter().map(|t| t.succeeded).collect();
     let t_bad: Vec<i32> = tallies.iter().map(|t| t.failed).collect();
     sqlx::query!(
-        r#"WITH input AS (
-               SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::int[]) AS u(workspace_id, agent_id, n)
-           ),
-           locked AS (
-               SELECT a.workspace_id, a.agent_id, i.n FROM agents a
-               JOIN input i ON a.workspace_id = i.workspace_id AND a.agent_id = i.agent_id
-               ORDER BY a.workspace_id, a.agent_id
-               FOR NO KEY UPDATE OF a
-           ),
-           slot AS (
-               UPDATE agents a SET running_count = GREATEST(a.running_count - l.n, 0),
-                      status = CASE WHEN a.status = 'working' AND a.running_count <= l.n THEN 'idle'
-                                    ELSE a.status END,
-                      dispatch_failures = 0, last_seen_at = now(),
-                      version = a.version + 1, updated_at = now()
-               FROM locked l
-               WHERE a.workspace_id = l.workspace_id AND a.agent_id = l.agent_id
-           ),
-           stats AS (
-               INSERT INTO agent_task_stats (workspace_id, agent_id, task_type, succeeded, failed)
-               SELECT * FROM UNNEST($4::uuid[], $5::text[], $6::text[], $7::int[], $8::int[])
-                        AS t(workspace_id, agent_id, task_type, succeeded, failed)
-               ORDER BY 1, 2, 3
-               ON CONFLICT (workspace_id, agent_id, task_type) DO UPDATE
-               SET succeeded = agent_task_stats.succeeded + EXCLUDED.succeeded,
-                   failed = agent_task_stats.failed + EXCLUDED.failed
+        r#"WITH returned AS (
+               INSERT INTO agent_slot_returns (workspace_id, agent_id, slots, task_type, succeeded, failed)
+               SELECT workspace_id, agent_id, n, NULL, 0, 0
+               FROM UNNEST($1::uuid[], $2::text[], $3::int[]) AS u(workspace_id, agent_id, n)
+               UNION ALL
+               SELECT workspace_id, agent_id, 0, task_type, succeeded, failed
+               FROM UNNEST($4::uuid[], $5::text[], $6::text[], $7::int[], $8::int[])
+                    AS t(workspace_id, agent_id, task_type, succeeded, failed)
            )
            -- Wakes every replica's dispatcher at commit (see missions::notify_wake).
            SELECT CASE WHEN $9 THEN pg_notify('coordinator_wake', '') END AS woke"#,

@@ -262,11 +262,12 @@ pub async fn prospects(
 ) -> sqlx::Result<Vec<ProspectRow>> {
     sqlx::query_as!(
         ProspectRow,
-        "SELECT agent_id, role, skills, tools, trust, cost_per_task, max_concurrency,
-                running_count, model_tier, status
+        r#"SELECT agent_id, role, skills, tools, trust, cost_per_task, max_concurrency,
+                GREATEST(running_count - agent_pending_slots(workspace_id, agent_id), 0) AS "running_count!",
+                model_tier, status
          FROM agents
          WHERE workspace_id = $1 AND (kind = 'roster' OR mission_id = $2)
-         ORDER BY agent_id",
+         ORDER BY agent_id"#,
         workspace_id,
         mission_id
     )
