@@ -168,3 +168,28 @@ async fn the_engines_claims_and_reports_are_announced_after_their_commit() {
     while next(&mut l).await != DEFERRED_PAYLOAD {}
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_announced_after_its_commit_still_wakes_the_dispatcher_at_once() {
+    // The tick is a minute away: only a wake-up can dispatch in time.
+    let mut settings = test_settings();
+    settings.engine.tick_interval = Duration::from_secs(60);
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    let worker = ManualWorker::spawn().await;
+    app.register_fleet(&worker.url, 4).await;
+    let m = app
+        .create_mission(json!({"goal": "approve me", "plan": parallel_plan(3)}))
+        .await;
+    let id = m["id"].as_str().unwrap();
+    let mut l = PgListener::connect_with(&app.pool).await.unwrap();
+    l.listen("coordinator_wake").await.unwrap();
+    let (status, body) = app.post(&format!("/v1/missions/{id}/approve"), json!({})).await;
+    assert_eq!(status, axum::http::StatusCode::OK, "{body}");
+    // Sent by the notifier after the commit: the approval was deferred.
+    tokio::time::timeout(Duration::from_secs(10), l.recv())
+        .await
+        .expect("a wake-up within 10 s")
+        .unwrap();
+    worker.dispatch_within(1, Duration::from_secs(10)).await;
+    app.stop().await;
+}

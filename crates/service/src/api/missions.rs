@@ -286,7 +286,16 @@ async fn approve(
 ) -> ApiResult<Json<MissionView>> {
     who.require(APPROVERS)?;
     let req: ApproveRequest = optional_body(&body)?;
-    Ok(Json(missions::approve(&state.pool, &who, id, req).await?))
+    Ok(Json(
+        missions::approve(
+            &state.pool,
+            state.engine.events_notifier.as_ref(),
+            &who,
+            id,
+            req,
+        )
+        .await?,
+    ))
 }
 
 /// Rejects the proposed plan: replans with the feedback, or takes a replacement plan.

@@ -100,6 +100,7 @@ impl AppState {
             http: &self.http,
             approval_timeout_secs: self.engine.tool_approval_timeout.as_secs(),
             wake: &self.wake,
+            notifier: self.engine.events_notifier.as_ref(),
         }
     }
 }

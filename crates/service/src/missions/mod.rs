@@ -31,6 +31,7 @@ use crate::{
     },
     store::{
         agents, attempts,
+        event_notify::{self, Notifier},
         events::{self, NewEvent},
         missions::{self, MissionRow, NewMission, TransitionError},
         tasks,
@@ -327,7 +328,7 @@ pub(crate) async fn plan_ready(
         .await
         .map_err(transition_error)?;
     if run.status() == MissionStatus::Executing {
-        start_execution(tx, run, actor).await?;
+        start_execution(tx, run, actor, true).await?;
     }
     Ok(())
 }
@@ -363,13 +364,18 @@ pub(crate) async fn request_llm_plan(
     Ok(())
 }
 
+/// Queues the mission's ready tasks; with `broadcast`, every replica's
+/// dispatcher is woken at commit (else the caller announces the commit).
 pub(crate) async fn start_execution(
     tx: &mut sqlx::PgConnection,
     run: &MissionRow,
     actor: &str,
+    broadcast: bool,
 ) -> Result<(), MissionError> {
     tasks::promote_ready(tx, run.workspace_id, run.id, None, run.priority, actor).await?;
-    missions::notify_wake(tx).await?;
+    if broadcast {
+        missions::notify_wake(tx).await?;
+    }
     Ok(())
 }
 
@@ -429,15 +435,18 @@ pub struct ApproveRequest {
 }
 
 /// Approves the plan of a mission in `awaiting_approval` (optionally pinning
-/// tasks to agents) and starts it.
+/// tasks to agents) and starts it. With `notifier`, the commit is announced
+/// after it (see [`crate::store::event_notify`]): approvals arriving
+/// together do not queue on NOTIFY's commit lock.
 pub async fn approve(
     pool: &PgPool,
+    notifier: Option<&Notifier>,
     who: &Principal,
     id: Uuid,
     req: ApproveRequest,
 ) -> Result<MissionView, MissionError> {
     let actor = who.actor();
-    let mut tx = pool.begin().await?;
+    let mut tx = event_notify::begin(pool, notifier).await?;
     let mut run = locked(&mut tx, who, id).await?;
     if !req.assignments.is_empty() {
         check_assignments(&mut tx, who, id, &req.assignments).await?;
@@ -446,8 +455,11 @@ pub async fn approve(
     missions::transition(&mut tx, &mut run, MissionEvent::Approve, &actor, None)
         .await
         .map_err(transition_error)?;
-    start_execution(&mut tx, &run, &actor).await?;
+    start_execution(&mut tx, &run, &actor, notifier.is_none()).await?;
     tx.commit().await?;
+    if let Some(n) = notifier {
+        n.work_ready();
+    }
     view(pool, who.workspace_id, id).await
 }
 
@@ -584,7 +596,7 @@ pub async fn resume(
     missions::transition(&mut tx, &mut run, MissionEvent::Resume, &actor, None)
         .await
         .map_err(transition_error)?;
-    start_execution(&mut tx, &run, &actor).await?;
+    start_execution(&mut tx, &run, &actor, true).await?;
     let cancelled = finish::finish_mission_if_done(&mut tx, &mut run, &actor)
         .await
         .map_err(|e| MissionError::Unexpected(anyhow::anyhow!("{e}")))?;

@@ -13,7 +13,13 @@
 //! replica. A notification lost to a crash is covered by the listeners' own
 //! periodic re-check.
 
-use std::time::Duration;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU8, Ordering},
+    },
+    time::Duration,
+};
 
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 use tokio::sync::mpsc;
@@ -29,21 +35,29 @@ pub const DEFERRED_PAYLOAD: &str = "deferred";
 /// How long the notifier waits before reconnecting after an error.
 const RECONNECT: Duration = Duration::from_secs(1);
 
-/// This replica's coalescing sender of `coordinator_events` notifications;
-/// it stops (and closes its connection) when the last clone is dropped.
+/// What a notification owes: the event log's listeners, and with [`WAKE`]
+/// also every replica's dispatcher (`coordinator_wake`).
+const EVENTS: u8 = 1;
+/// See [`EVENTS`].
+const WAKE: u8 = 2;
+
+/// This replica's coalescing sender of `coordinator_events` (and
+/// `coordinator_wake`) notifications; it stops (and closes its connection)
+/// when the last clone is dropped.
 #[derive(Debug, Clone)]
 pub struct Notifier {
     poke: mpsc::Sender<()>,
+    owed: Arc<AtomicU8>,
 }
 
 impl Notifier {
     /// Starts the sender over its own connection to `pool`'s database.
     pub fn start(pool: &PgPool) -> Notifier {
         // Capacity one: pokes while a notification is owed coalesce into it.
-        let (poke, mut owed) = mpsc::channel::<()>(1);
-        let (options, pool) = (pool.connect_options(), pool.clone());
+        let (poke, mut pokes) = mpsc::channel::<()>(1);
+        let owed = Arc::new(AtomicU8::new(0));
+        let (options, pool, bits) = (pool.connect_options(), pool.clone(), owed.clone());
         tokio::spawn(async move {
-            let mut pending = false;
             while !pool.is_closed() {
                 let sent = async {
                     let mut conn = PgConnection::connect_with(&options).await?;
@@ -51,24 +65,32 @@ impl Notifier {
                         .execute(&mut conn)
                         .await?;
                     loop {
-                        if !pending {
-                            match owed.recv().await {
-                                Some(()) => pending = true,
-                                None => return Ok::<(), sqlx::Error>(()),
-                            }
+                        if bits.load(Ordering::Acquire) == 0 && pokes.recv().await.is_none() {
+                            return Ok::<(), sqlx::Error>(());
                         }
-                        sqlx::query("SELECT pg_notify('coordinator_events', $1)")
-                            .bind(DEFERRED_PAYLOAD)
-                            .execute(&mut conn)
-                            .await?;
-                        pending = false;
+                        let due = bits.swap(0, Ordering::AcqRel);
+                        if due == 0 {
+                            continue;
+                        }
+                        let sent = sqlx::query(
+                            "SELECT pg_notify('coordinator_events', $1),
+                                    CASE WHEN $2 THEN pg_notify('coordinator_wake', '') END",
+                        )
+                        .bind(DEFERRED_PAYLOAD)
+                        .bind(due & WAKE != 0)
+                        .execute(&mut conn)
+                        .await;
+                        if let Err(e) = sent {
+                            // Still owed after reconnecting.
+                            bits.fetch_or(due, Ordering::AcqRel);
+                            return Err(e);
+                        }
                     }
                 }
                 .await;
                 match sent {
-                    Ok(_) => return,
-                    // Listeners re-check on their own meanwhile; a
-                    // notification owed stays owed until reconnected.
+                    Ok(()) => return,
+                    // Listeners re-check on their own meanwhile.
                     Err(e) => {
                         tracing::debug!(error = %e, "event notifier connection lost; reconnecting");
                         tokio::time::sleep(RECONNECT).await;
@@ -76,12 +98,23 @@ impl Notifier {
                 }
             }
         });
-        Notifier { poke }
+        Notifier { poke, owed }
     }
 
     /// Announces a commit that may have written events.
     pub fn committed(&self) {
-        // Full means a notification is already owed, which covers this one.
+        self.owe(EVENTS);
+    }
+
+    /// Announces a commit that wrote events and made tasks ready: every
+    /// replica's dispatcher is woken too.
+    pub fn work_ready(&self) {
+        self.owe(EVENTS | WAKE);
+    }
+
+    fn owe(&self, what: u8) {
+        self.owed.fetch_or(what, Ordering::AcqRel);
+        // Full means the sender is already due to look, which covers this.
         let _ = self.poke.try_send(());
     }
 }

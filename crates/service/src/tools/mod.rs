@@ -54,6 +54,8 @@ pub struct ToolContext<'a> {
     pub approval_timeout_secs: u64,
     /// Ticks whenever events are written (long-polling tools wait on it).
     pub wake: &'a tokio::sync::watch::Receiver<u64>,
+    /// Announces commits after them (see [`crate::store::event_notify`]).
+    pub notifier: Option<&'a crate::store::event_notify::Notifier>,
 }
 
 /// Reads are open to every role, as `GET /v1/missions` is.
@@ -243,7 +245,7 @@ impl Tool {
             Kind::ApprovePlan => {
                 let id = mission_id(&mut args)?;
                 let req: ApproveRequest = request(args)?;
-                let view = missions::approve(cx.pool, who, id, req).await?;
+                let view = missions::approve(cx.pool, cx.notifier, who, id, req).await?;
                 Ok(mission_result(&view, false))
             }
             Kind::RejectPlan => {
