@@ -183,7 +183,9 @@ async fn an_approval_announced_after_its_commit_still_wakes_the_dispatcher_at_on
     let id = m["id"].as_str().unwrap();
     let mut l = PgListener::connect_with(&app.pool).await.unwrap();
     l.listen("coordinator_wake").await.unwrap();
-    let (status, body) = app.post(&format!("/v1/missions/{id}/approve"), json!({})).await;
+    let (status, body) = app
+        .post(&format!("/v1/missions/{id}/approve"), json!({}))
+        .await;
     assert_eq!(status, axum::http::StatusCode::OK, "{body}");
     // Sent by the notifier after the commit: the approval was deferred.
     tokio::time::timeout(Duration::from_secs(10), l.recv())

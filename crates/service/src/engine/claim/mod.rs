@@ -103,7 +103,8 @@ struct Coordination {
 type Chosen<'a> = (&'a tasks::TaskRow, usize, assignment::Score);
 
 /// Claims up to `cfg.batch_size` ready tasks and creates their attempts, in
-/// one transaction: lock, choose, take slots, write, then build the requests.
+/// one transaction: lock, choose, take slots, write; then, committed, reads
+/// what the requests carry (parents' outputs, blackboards) and builds them.
 pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Vec<Dispatch>> {
     let claimed_at = std::time::Instant::now();
     let mut tx = cfg.begin(pool).await?;
@@ -127,17 +128,6 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         &locked.coordination,
     )
     .await?;
-    // Reads first, so the agent rows the slots lock are held only for the
-    // writes and the commit.
-    let (upstream, boards) = if chosen.is_empty() {
-        Default::default()
-    } else {
-        let claimed_ids: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.id).collect();
-        (
-            upstream_outputs(&mut tx, &claimed_ids).await?,
-            blackboards(&mut tx, &chosen).await?,
-        )
-    };
     let (chosen, dropped) = take_slots(&mut tx, chosen, &locked.candidates).await?;
     for task in refused {
         // A mission whose chosen task lost its slot counted that task's
@@ -164,6 +154,18 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     }
     let (attempt_ids, tokens) =
         write_attempts(&mut tx, cfg, &actor, &chosen, &locked.candidates).await?;
+    tx.commit().await?;
+    cfg.committed();
+    // What the requests carry is read after the commit, so the missions and
+    // agents are not held for it: a parent's output no longer changes once
+    // it succeeded, and a blackboard snapshot taken now is as current as
+    // one taken inside. Should these reads fail, the attempts wait out
+    // their lease, as after a crash between commit and send.
+    let claimed_ids: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.id).collect();
+    let mut conn = pool.acquire().await?;
+    let upstream = upstream_outputs(&mut conn, &claimed_ids).await?;
+    let boards = blackboards(&mut conn, &chosen).await?;
+    drop(conn);
     let deadline = OffsetDateTime::now_utc() + cfg.lease;
     let dispatches = chosen
         .iter()
@@ -189,8 +191,6 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
             ),
         })
         .collect();
-    tx.commit().await?;
-    cfg.committed();
     Ok(dispatches)
 }
 
