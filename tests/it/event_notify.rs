@@ -97,7 +97,7 @@ async fn the_notifier_coalesces_pokes_and_stops_with_its_last_handle() {
     let app = spawn_app().await;
     let mut l = PgListener::connect_with(&app.pool).await.unwrap();
     l.listen(CHANNEL).await.unwrap();
-    let notifier = Notifier::start(&app.pool);
+    let notifier = Notifier::start(&app.pool, None);
     for _ in 0..100 {
         notifier.committed();
     }

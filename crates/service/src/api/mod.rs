@@ -346,7 +346,10 @@ impl Application {
         }
         // The engine's claims and reports announce their events after
         // committing, so they do not queue on NOTIFY's commit lock.
-        engine.events_notifier = Some(crate::store::event_notify::Notifier::start(&pool));
+        engine.events_notifier = Some(crate::store::event_notify::Notifier::start(
+            &pool,
+            engine.local_wake.clone(),
+        ));
         // Group commit of reports: its committers use a configuration
         // without the queue itself.
         if engine.report_batch > 1 {

@@ -149,6 +149,14 @@ impl EngineConfig {
         crate::store::event_notify::begin(pool, self.events_notifier.as_ref()).await
     }
 
+    /// [`EngineConfig::begin`] on a connection the caller keeps.
+    pub(crate) async fn begin_on<'c>(
+        &self,
+        conn: &'c mut sqlx::PgConnection,
+    ) -> sqlx::Result<sqlx::Transaction<'c, sqlx::Postgres>> {
+        crate::store::event_notify::begin_on(conn, self.events_notifier.as_ref()).await
+    }
+
     /// After the commit of a transaction from [`EngineConfig::begin`].
     pub(crate) fn committed(&self) {
         if let Some(n) = &self.events_notifier {

@@ -22,7 +22,7 @@ use std::{
 };
 
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 /// `BEGIN` for a transaction whose event writes are announced afterwards
 /// by [`Notifier::committed`] instead of by the trigger.
@@ -48,11 +48,15 @@ const WAKE: u8 = 2;
 pub struct Notifier {
     poke: mpsc::Sender<()>,
     owed: Arc<AtomicU8>,
+    /// This replica's own dispatcher, woken in-process by [`Notifier::work_ready`]
+    /// without waiting for the round trip through the server.
+    local: Option<Arc<Notify>>,
 }
 
 impl Notifier {
-    /// Starts the sender over its own connection to `pool`'s database.
-    pub fn start(pool: &PgPool) -> Notifier {
+    /// Starts the sender over its own connection to `pool`'s database;
+    /// `local` is this replica's dispatcher, if one runs here.
+    pub fn start(pool: &PgPool, local: Option<Arc<Notify>>) -> Notifier {
         // Capacity one: pokes while a notification is owed coalesce into it.
         let (poke, mut pokes) = mpsc::channel::<()>(1);
         let owed = Arc::new(AtomicU8::new(0));
@@ -98,7 +102,7 @@ impl Notifier {
                 }
             }
         });
-        Notifier { poke, owed }
+        Notifier { poke, owed, local }
     }
 
     /// Announces a commit that may have written events.
@@ -109,6 +113,9 @@ impl Notifier {
     /// Announces a commit that wrote events and made tasks ready: every
     /// replica's dispatcher is woken too.
     pub fn work_ready(&self) {
+        if let Some(local) = &self.local {
+            local.notify_one();
+        }
         self.owe(EVENTS | WAKE);
     }
 
@@ -129,5 +136,16 @@ pub async fn begin(
     match notifier {
         Some(_) => pool.begin_with(DEFERRED_BEGIN).await,
         None => pool.begin().await,
+    }
+}
+
+/// [`begin`] on a connection the caller holds (and keeps after the commit).
+pub async fn begin_on<'c>(
+    conn: &'c mut PgConnection,
+    notifier: Option<&Notifier>,
+) -> sqlx::Result<Transaction<'c, Postgres>> {
+    match notifier {
+        Some(_) => conn.begin_with(DEFERRED_BEGIN).await,
+        None => conn.begin().await,
     }
 }

@@ -107,7 +107,9 @@ type Chosen<'a> = (&'a tasks::TaskRow, usize, assignment::Score);
 /// what the requests carry (parents' outputs, blackboards) and builds them.
 pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Vec<Dispatch>> {
     let claimed_at = std::time::Instant::now();
-    let mut tx = cfg.begin(pool).await?;
+    // One connection for the claim and the reads after its commit.
+    let mut conn = pool.acquire().await?;
+    let mut tx = cfg.begin_on(&mut conn).await?;
     let Some(mut locked) = lock_ready(&mut tx, cfg).await? else {
         return Ok(Vec::new());
     };
@@ -162,7 +164,6 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     // one taken inside. Should these reads fail, the attempts wait out
     // their lease, as after a crash between commit and send.
     let claimed_ids: Vec<Uuid> = chosen.iter().map(|(t, _, _)| t.id).collect();
-    let mut conn = pool.acquire().await?;
     let upstream = upstream_outputs(&mut conn, &claimed_ids).await?;
     let boards = blackboards(&mut conn, &chosen).await?;
     drop(conn);
