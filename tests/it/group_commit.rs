@@ -33,14 +33,7 @@ fn succeeded() -> WorkerReport {
 async fn reports_applied_together_share_one_commit_and_keep_their_own_answers() {
     let app = spawn_app().await;
     let worker = ManualWorker::spawn().await;
-    let (status, body) = app
-        .post(
-            "/v1/agents",
-            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
-                   "endpoint_url": worker.url, "max_concurrency": 8}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    register_solo(&app, &worker.url, 8).await;
     let m = app
         .create_mission(
             json!({"goal": "batch", "autonomy": "autonomous", "plan": parallel_plan(4)}),
@@ -115,13 +108,7 @@ async fn reports_applied_together_share_one_commit_and_keep_their_own_answers() 
     assert_eq!(refused, "running", "the refused report changed its task");
     // The slots came back through the agent's pending returns, without
     // touching its row; a fold (the next claim, or the tick) applies them.
-    let (row, pending): (i32, i32) = sqlx::query_as(
-        "SELECT running_count, agent_pending_slots(workspace_id, agent_id)
-         FROM agents WHERE agent_id = 'solo'",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let (row, pending) = solo_row_and_pending(&app).await;
     assert_eq!(row - pending, 1, "three slots given back, one still held");
     let (_, agent) = app.get("/v1/agents/solo").await;
     assert_eq!(
@@ -131,14 +118,11 @@ async fn reports_applied_together_share_one_commit_and_keep_their_own_answers() 
     coordinator::store::agents::fold_returns(&app.pool)
         .await
         .unwrap();
-    let (row, pending): (i32, i32) = sqlx::query_as(
-        "SELECT running_count, agent_pending_slots(workspace_id, agent_id)
-         FROM agents WHERE agent_id = 'solo'",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    assert_eq!((row, pending), (1, 0), "folded into the agent's row");
+    assert_eq!(
+        solo_row_and_pending(&app).await,
+        (1, 0),
+        "folded into the agent's row"
+    );
 
     // The refused one, reported properly, finishes the mission.
     let http = reqwest::Client::new();
@@ -172,14 +156,7 @@ fn fan_in_plan() -> serde_json::Value {
 async fn successes_of_several_missions_are_applied_set_wise_and_keep_every_rule() {
     let app = spawn_app().await;
     let worker = ManualWorker::spawn().await;
-    let (status, body) = app
-        .post(
-            "/v1/agents",
-            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
-                   "endpoint_url": worker.url, "max_concurrency": 8}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    register_solo(&app, &worker.url, 8).await;
     let mut missions = Vec::new();
     for i in 0..2 {
         let m = app

@@ -589,3 +589,31 @@ pub async fn events(app: &TestApp, id: &str, kind: &str) -> Vec<Value> {
     .await
     .expect("read the mission's events")
 }
+
+/// Registers agent `solo` (skill `research`) at `endpoint` with cap `cap`;
+/// returns its workspace.
+pub async fn register_solo(app: &TestApp, endpoint: &str, cap: i32) -> uuid::Uuid {
+    let (status, body) = app
+        .post(
+            "/v1/agents",
+            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
+                   "endpoint_url": endpoint, "max_concurrency": cap}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    sqlx::query_scalar("SELECT workspace_id FROM agents WHERE agent_id = 'solo'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Agent `solo`'s stored running count and the slots pending in its returns.
+pub async fn solo_row_and_pending(app: &TestApp) -> (i32, i32) {
+    sqlx::query_as(
+        "SELECT running_count, agent_pending_slots(workspace_id, agent_id)
+         FROM agents WHERE agent_id = 'solo'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}

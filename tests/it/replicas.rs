@@ -261,19 +261,7 @@ async fn three_replicas_racing_for_slots_never_exceed_a_cap() {
 async fn a_claim_racing_another_for_slots_gets_only_what_is_left() {
     use coordinator::store::agents;
     let app = spawn_app().await;
-    let (status, body) = app
-        .post(
-            "/v1/agents",
-            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
-                   "endpoint_url": "http://127.0.0.1:9/", "max_concurrency": 3}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let ws: uuid::Uuid =
-        sqlx::query_scalar("SELECT workspace_id FROM agents WHERE agent_id = 'solo'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let ws = register_solo(&app, "http://127.0.0.1:9/", 3).await;
     let ids = vec!["solo".to_owned()];
     // Both claims saw 3 free slots; the first takes 2.
     let mut first = app.pool.begin().await.unwrap();
@@ -334,19 +322,7 @@ async fn claims_folding_returned_slots_at_once_count_each_return_once() {
         attempts::{self, Answered},
     };
     let app = spawn_app().await;
-    let (status, body) = app
-        .post(
-            "/v1/agents",
-            json!({"agent_id": "solo", "role": "solo", "skills": ["research"], "tools": [],
-                   "endpoint_url": "http://127.0.0.1:9/", "max_concurrency": 3}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let ws: uuid::Uuid =
-        sqlx::query_scalar("SELECT workspace_id FROM agents WHERE agent_id = 'solo'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let ws = register_solo(&app, "http://127.0.0.1:9/", 3).await;
     let ids = vec!["solo".to_owned()];
     let take = |n: i32| {
         let (pool, ids) = (app.pool.clone(), ids.clone());
@@ -402,13 +378,6 @@ async fn claims_folding_returned_slots_at_once_count_each_return_once() {
     let (tx, more) = take(3).await;
     tx.commit().await.unwrap();
     assert_eq!(got + more, 1, "the second return was granted exactly once");
-    let (row, pending): (i32, i32) = sqlx::query_as(
-        "SELECT running_count, agent_pending_slots(workspace_id, agent_id)
-         FROM agents WHERE agent_id = 'solo'",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    assert_eq!((row, pending), (3, 0));
+    assert_eq!(solo_row_and_pending(&app).await, (3, 0));
     app.stop().await;
 }

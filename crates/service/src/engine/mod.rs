@@ -137,9 +137,7 @@ impl EngineConfig {
             events_notifier: None,
         }
     }
-}
 
-impl EngineConfig {
     /// Begins one of the engine's hot transactions (claims, reports): its
     /// event writes are announced by [`EngineConfig::committed`].
     pub(crate) async fn begin(
