@@ -419,8 +419,14 @@ fn statements(file: &'static str) -> Vec<Statement> {
             file,
             line: before.matches('\n').count() + 1,
             function,
+            // Comments go first: the text is collapsed onto one line.
             sql: src[body_start..body_end]
                 .replace("\\\n", " ")
+                .replace("\\\"", "\"")
+                .lines()
+                .map(|l| l.split_once("--").map_or(l, |(code, _)| code))
+                .collect::<Vec<_>>()
+                .join(" ")
                 .to_lowercase()
                 .split_whitespace()
                 .collect::<Vec<_>>()
@@ -590,4 +596,269 @@ fn the_rule_reads_comparisons_as_documented() {
         "from unnest($12::uuid[], $2::int[])"
     ));
     assert!(!unnests_uuid_parameter("from unnest($1::text[])"));
+}
+
+/// Foreign keys left without an index, each with why nothing looks rows up
+/// by them.
+const FOREIGN_KEYS_WITHOUT_INDEX: &[(&str, &str)] = &[
+    (
+        "orchestration_tasks_workspace_id_assigned_agent_id_fkey",
+        "agents are retired, never deleted",
+    ),
+    (
+        "agent_messages_workspace_id_from_agent_fkey",
+        "agents are retired, never deleted",
+    ),
+    (
+        "governance_decisions_workspace_id_requester_agent_id_fkey",
+        "agents are retired, never deleted",
+    ),
+    (
+        "tender_proposals_workspace_id_agent_id_fkey",
+        "agents are retired, never deleted",
+    ),
+];
+
+/// `table -> index -> key columns in order` of the public schema.
+async fn index_columns(pool: &PgPool) -> BTreeMap<String, Vec<Vec<String>>> {
+    let rows: Vec<(String, Vec<String>)> = sqlx::query_as(
+        "SELECT i.indrelid::regclass::text,
+                ARRAY(SELECT a.attname::text
+                      FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, n)
+                      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                      ORDER BY k.n)
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+         WHERE c.relnamespace = 'public'::regnamespace",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("read pg_index");
+    let mut out: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
+    for (table, cols) in rows {
+        out.entry(table).or_default().push(cols);
+    }
+    out
+}
+
+/// Whether some index of `table` starts with exactly the columns `cols` (in any order).
+fn led_by(indexes: &BTreeMap<String, Vec<Vec<String>>>, table: &str, cols: &[String]) -> bool {
+    indexes.get(table).is_some_and(|all| {
+        all.iter()
+            .any(|ix| ix.len() >= cols.len() && cols.iter().all(|c| ix[..cols.len()].contains(c)))
+    })
+}
+
+/// A delete of a referenced row looks its referencing rows up by the foreign
+/// key's columns (cascade, set null, or the check that none are left); without
+/// an index that is a scan of the whole referencing table per deleted row.
+#[tokio::test]
+async fn every_foreign_key_has_an_index() {
+    let pool = PgPool::connect(&fresh_database().await)
+        .await
+        .expect("connect");
+    let indexes = index_columns(&pool).await;
+    let keys: Vec<(String, String, Vec<String>)> = sqlx::query_as(
+        "SELECT c.conname::text, c.conrelid::regclass::text,
+                ARRAY(SELECT a.attname::text
+                      FROM unnest(c.conkey) WITH ORDINALITY k(attnum, n)
+                      JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+                      ORDER BY k.n)
+         FROM pg_constraint c
+         WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("read pg_constraint");
+    pool.close().await;
+    assert!(keys.len() > 50, "migrations did not run: {keys:?}");
+    let unindexed: BTreeSet<&str> = keys
+        .iter()
+        .filter(|(_, table, cols)| !led_by(&indexes, table, cols))
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    let allowed: BTreeSet<&str> = FOREIGN_KEYS_WITHOUT_INDEX.iter().map(|(k, _)| *k).collect();
+    assert_eq!(
+        unindexed, allowed,
+        "foreign keys without an index led by their columns (left) vs. the allow-list \
+         (right): add the index in a migration, or justify the key in FOREIGN_KEYS_WITHOUT_INDEX"
+    );
+}
+
+/// Hot statements whose plan scans a table whole even with sequential scans
+/// disabled, by (file, function), each with why the scan stays small.
+const HOT_SCANS_BY_DESIGN: &[(&str, &str, &str)] = &[
+    (
+        "crates/service/src/auth.rs",
+        "ensure_bootstrap",
+        "EXISTS stops at the first token",
+    ),
+    (
+        "crates/service/src/store/bdi/maintenance.rs",
+        "conflict_candidates",
+        "the maintenance cycle walks every belief by design, a keyset chunk at a time",
+    ),
+    (
+        "crates/service/src/store/metrics.rs",
+        "snapshot",
+        "a scrape counts tasks by status over all history and agents over the roster, \
+         read-only and under the snapshot's own statement timeout (docs/operations.md)",
+    ),
+    (
+        "crates/service/src/store/webhooks.rs",
+        "list",
+        "webhooks are a workspace's configuration, not history",
+    ),
+    (
+        "crates/service/src/store/agents.rs",
+        "claim_probes",
+        "agents are the roster, not history, and this runs once per tick",
+    ),
+    (
+        "crates/service/src/store/agents.rs",
+        "fold_returns",
+        "a slot return lives until the next claim or tick folds it: the table holds \
+         milliseconds of reports, not history",
+    ),
+];
+
+/// Every Rust source of the service crate, relative to the repository root.
+fn service_sources() -> Vec<&'static str> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<&'static str>) {
+        for entry in std::fs::read_dir(dir).expect("read source dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(root()).expect("under the root");
+                // Leaked: a test's lifetime, and `Statement` names its file statically.
+                out.push(Box::leak(
+                    rel.to_string_lossy().into_owned().into_boxed_str(),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join("crates/service/src"), &mut out);
+    out.sort_unstable();
+    out
+}
+
+/// The tables a plan reads whole: sequential scans, and index scans with no
+/// index condition (a walk of the whole index, taken only for its order).
+/// Partial indexes are left out: walking one is bounded by its predicate (the
+/// running tasks, say), not by history.
+fn seq_scanned(plan: &serde_json::Value, partial: &BTreeSet<String>, out: &mut BTreeSet<String>) {
+    let whole_index = matches!(
+        plan["Node Type"].as_str(),
+        Some("Index Scan" | "Index Only Scan")
+    ) && plan.get("Index Cond").is_none()
+        && !partial.contains(plan["Index Name"].as_str().unwrap_or_default());
+    if plan["Node Type"] == "Seq Scan" || whole_index {
+        let table = plan["Relation Name"].as_str().unwrap_or("?");
+        out.insert(match plan["Index Name"].as_str() {
+            Some(index) => format!("{table} (all of {index})"),
+            None => table.to_owned(),
+        });
+    }
+    for child in plan["Plans"].as_array().into_iter().flatten() {
+        seq_scanned(child, partial, out);
+    }
+}
+
+/// A hot statement that no index can serve scans its table whole, and the
+/// tables grow with history: every call then costs more the older the
+/// service is (a mission's edges read this way cost 59 ms a call after seven
+/// minutes of load). Each hot statement is prepared and its generic plan
+/// explained with sequential scans disabled, so the planner takes any index
+/// that applies (partial ones included); a sequential scan left in the plan
+/// means none does.
+#[tokio::test]
+async fn every_hot_query_can_use_an_index() {
+    let pool = PgPool::connect(&fresh_database().await)
+        .await
+        .expect("connect");
+    let mut conn = pool.acquire().await.expect("acquire");
+    // Joins are forced to nested loops: on empty tables the planner would
+    // otherwise merge-join along a whole primary key, which says nothing
+    // about whether the inner table can be reached by an index.
+    sqlx::raw_sql(
+        "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;
+         SET enable_mergejoin = off; SET enable_hashjoin = off",
+    )
+    .execute(&mut *conn)
+    .await
+    .expect("settings");
+    let partial: BTreeSet<String> = sqlx::query_scalar(
+        "SELECT indexrelid::regclass::text FROM pg_index WHERE indpred IS NOT NULL",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .expect("partial indexes")
+    .into_iter()
+    .collect();
+    let mut violations = Vec::new();
+    let mut needed = BTreeSet::new();
+    let mut explained = 0;
+    for st in service_sources().into_iter().flat_map(statements) {
+        let params = (1..=99)
+            .take_while(|n| {
+                let p = format!("${n}");
+                st.sql
+                    .match_indices(&p)
+                    .any(|(i, _)| !st.sql[i + p.len()..].starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .count();
+        let prepare = format!("PREPARE hot AS {}", st.sql);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(prepare))
+            .execute(&mut *conn)
+            .await
+            .unwrap_or_else(|e| panic!("prepare {}:{}: {e}", st.file, st.line));
+        let nulls = vec!["NULL"; params].join(", ");
+        let explain = if params == 0 {
+            "EXPLAIN (FORMAT JSON) EXECUTE hot".to_owned()
+        } else {
+            format!("EXPLAIN (FORMAT JSON) EXECUTE hot({nulls})")
+        };
+        let plan: serde_json::Value = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap_or_else(|e| panic!("explain {}:{}: {e}", st.file, st.line));
+        sqlx::raw_sql("DEALLOCATE hot")
+            .execute(&mut *conn)
+            .await
+            .expect("deallocate");
+        explained += 1;
+        let mut scanned = BTreeSet::new();
+        seq_scanned(&plan[0]["Plan"], &partial, &mut scanned);
+        let allowed = HOT_SCANS_BY_DESIGN
+            .iter()
+            .any(|(f, func, _)| *f == st.file && *func == st.function);
+        if allowed && !scanned.is_empty() {
+            needed.insert((st.file, st.function.clone()));
+        }
+        if !scanned.is_empty() && !allowed {
+            violations.push(format!(
+                "{}:{} ({}) scans {scanned:?}: {}",
+                st.file,
+                st.line,
+                st.function,
+                st.sql.chars().take(160).collect::<String>()
+            ));
+        }
+    }
+    drop(conn);
+    pool.close().await;
+    assert!(explained > 40, "explained only {explained} statements");
+    assert!(
+        violations.is_empty(),
+        "hot statements that no index can serve (add one in a migration, or justify \
+         them in HOT_SCANS_BY_DESIGN):\n{}",
+        violations.join("\n")
+    );
+    for (file, func, why) in HOT_SCANS_BY_DESIGN {
+        assert!(
+            needed.contains(&(*file, (*func).to_owned())),
+            "HOT_SCANS_BY_DESIGN entry {file} {func} ({why}) matches no scan"
+        );
+    }
 }
