@@ -47,9 +47,6 @@ CREATE INDEX agent_requests_settled_by_fk ON agent_requests (settled_by);
 -- every mission transition (each completion, pause, cancel) and priority
 -- change scanned the whole ready queue for the mission's rows,
 CREATE INDEX task_queue_run ON task_queue (run_id);
--- the latest whole-fleet BDI cycle was found by walking every agent's cycles
--- back from the newest,
-CREATE INDEX bdi_cycles_fleet ON bdi_cycles (id DESC) WHERE agent_id IS NULL;
 -- and pruning webhook deliveries read every delivery still kept to find the
 -- old ones.
 CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at);

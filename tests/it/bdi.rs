@@ -529,6 +529,73 @@ async fn maintenance_runs_on_exactly_one_replica_at_a_time() {
     b.stop().await;
 }
 
+/// The job's cycle and its status are a workspace's own: a cycle run in one
+/// workspace leaves another's intentions alone, and each workspace sees only
+/// its own record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintenance_and_its_status_belong_to_the_callers_workspace() {
+    let app = spawn_app().await;
+    let other = other_workspace_token(&app).await;
+    let as_other = |method: Method, path: &'static str, body: Option<Value>| {
+        let (app, other) = (&app, other.clone());
+        async move { app.request(method, path, body, Some(&other)).await }
+    };
+    // The same agent id in both workspaces, each with a cautious intention.
+    register(&app, "cfo").await;
+    let agent = json!({"agent_id": "cfo", "role": "cfo", "skills": ["research"],
+                       "endpoint_url": "http://127.0.0.1:9"});
+    let (s, b) = as_other(Method::POST, "/v1/agents", Some(agent)).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    let intention = json!({"description": "stalled", "strategy": "cautious"});
+    let (s, b) = app
+        .post("/v1/agents/cfo/intentions", intention.clone())
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    let (s, b) = as_other(Method::POST, "/v1/agents/cfo/intentions", Some(intention)).await;
+    assert_eq!(s, StatusCode::CREATED, "{b}");
+    sqlx::query("UPDATE bdi_intentions SET last_progress_at = now() - interval '4 days'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let marked = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM bdi_intentions WHERE needs_reconsideration",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+
+    let (s, mine) = app.post("/v1/bdi/maintenance", json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{mine}");
+    assert_eq!(mine["intentions_pruned"], 1, "{mine}");
+    assert_eq!(
+        marked().await,
+        1,
+        "the other workspace's intention was touched"
+    );
+    let (_, status) = as_other(Method::GET, "/v1/bdi/maintenance", None).await;
+    assert!(status["last_cycle"].is_null(), "{status}");
+    let (_, status) = app.get("/v1/bdi/maintenance").await;
+    assert_eq!(status["last_cycle"]["id"], mine["id"], "{status}");
+
+    let (s, theirs) = as_other(Method::POST, "/v1/bdi/maintenance", Some(json!({}))).await;
+    assert_eq!(s, StatusCode::OK, "{theirs}");
+    assert_eq!(theirs["intentions_pruned"], 1, "{theirs}");
+    assert_eq!(marked().await, 2);
+    let (_, status) = as_other(Method::GET, "/v1/bdi/maintenance", None).await;
+    assert_eq!(status["last_cycle"]["id"], theirs["id"], "{status}");
+    let (_, status) = app.get("/v1/bdi/maintenance").await;
+    assert_eq!(status["last_cycle"]["id"], mine["id"], "{status}");
+    let unscoped: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM bdi_cycles WHERE workspace_id IS NULL")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(unscoped, 0);
+    app.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missions_are_intentions_whose_triggers_consult_the_strategy() {
     let app = spawn_app().await;

@@ -694,8 +694,9 @@ const HOT_SCANS_BY_DESIGN: &[(&str, &str, &str)] = &[
     ),
     (
         "crates/service/src/store/bdi/maintenance.rs",
-        "conflict_candidates",
-        "the maintenance cycle walks every belief by design, a keyset chunk at a time",
+        "workspaces_with_state",
+        "the maintenance job visits every workspace by design, once per interval \
+         (30 minutes by default)",
     ),
     (
         "crates/service/src/store/metrics.rs",

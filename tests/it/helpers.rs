@@ -617,3 +617,23 @@ pub async fn solo_row_and_pending(app: &TestApp) -> (i32, i32) {
     .await
     .unwrap()
 }
+
+/// An admin token of another workspace ("elsewhere", made on first use).
+pub async fn other_workspace_token(app: &TestApp) -> String {
+    let mut conn = app.pool.acquire().await.unwrap();
+    let other = coordinator::auth::workspace_by_name(&mut conn, "elsewhere")
+        .await
+        .unwrap();
+    let token = coordinator::auth::generate_token();
+    coordinator::auth::insert_token(
+        &mut conn,
+        other,
+        coordinator::auth::Role::Admin,
+        "elsewhere",
+        None,
+        &token,
+    )
+    .await
+    .unwrap();
+    token
+}

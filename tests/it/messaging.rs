@@ -465,6 +465,20 @@ async fn messages_and_subscribed_events_are_pushed_to_worker_endpoints() {
     assert_eq!(s, StatusCode::NO_CONTENT);
     let (_, subs) = app.get("/v1/agents/pushed/subscriptions").await;
     assert_eq!(subs["webhooks"][0]["active"], false);
+    // Another workspace's agent is as unknown as one that never existed.
+    let (s, b) = app.get("/v1/agents/ghost/subscriptions").await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{b}");
+    let other = other_workspace_token(&app).await;
+    let (s, b) = app
+        .request(
+            Method::GET,
+            "/v1/agents/pushed/subscriptions",
+            None,
+            Some(&other),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{b}");
+    assert_eq!(b["error"]["code"], "not_found", "{b}");
     app.stop().await;
 }
 

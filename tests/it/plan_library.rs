@@ -61,26 +61,6 @@ async fn plan_created(app: &TestApp, id: &str) -> Value {
         .unwrap_or_else(|| panic!("no plan.created in {page}"))
 }
 
-/// An admin token of another workspace.
-async fn other_workspace_token(app: &TestApp) -> String {
-    let mut conn = app.pool.acquire().await.unwrap();
-    let other = coordinator::auth::workspace_by_name(&mut conn, "elsewhere")
-        .await
-        .unwrap();
-    let token = coordinator::auth::generate_token();
-    coordinator::auth::insert_token(
-        &mut conn,
-        other,
-        coordinator::auth::Role::Admin,
-        "elsewhere",
-        None,
-        &token,
-    )
-    .await
-    .unwrap();
-    token
-}
-
 fn error_code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("")
 }

@@ -141,7 +141,8 @@ async fn subscribe(
     responses(
         (status = 200, description = "The subscriptions", body = WebhookList),
         (status = 401, response = doc::Unauthorized),
-        (status = 403, response = doc::Forbidden)
+        (status = 403, response = doc::Forbidden),
+        (status = 404, response = doc::NotFound)
     ),
     security(("api_token" = []))
 )]
@@ -151,6 +152,13 @@ async fn list_subscriptions(
     Path(agent_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
+    // An agent of another workspace is as unknown as one that never existed.
+    if crate::store::agents::get(&state.pool, who.workspace_id, &agent_id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::NotFound(format!("no agent '{agent_id}'")));
+    }
     let hooks = store::subscriptions(&state.pool, who.workspace_id, &agent_id).await?;
     Ok(Json(json!({ "webhooks": hooks })))
 }

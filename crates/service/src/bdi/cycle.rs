@@ -70,7 +70,7 @@ pub async fn run_for_agent(
         let mut conn = pool.acquire().await?;
         require_agent(&mut conn, workspace_id, agent_id).await?;
     }
-    let counts = maintain(pool, Some((workspace_id, agent_id)), actor).await?;
+    let counts = maintain(pool, store::Scope::Agent(workspace_id, agent_id), actor).await?;
     let mut tx = pool.begin().await?;
     let beliefs = store::list_beliefs(&mut tx, workspace_id, agent_id, None, None).await?;
     let mut by_category = serde_json::Map::new();
@@ -125,7 +125,13 @@ pub async fn run_for_agent(
         &phases,
     )
     .await?;
-    store::attribute_conflicts(&mut tx, cycle_id, started, Some((workspace_id, agent_id))).await?;
+    store::attribute_conflicts(
+        &mut tx,
+        cycle_id,
+        started,
+        store::Scope::Agent(workspace_id, agent_id),
+    )
+    .await?;
     tx.commit().await?;
     let duration_ms = (OffsetDateTime::now_utc() - started).whole_milliseconds();
     Ok(AgentCycle {

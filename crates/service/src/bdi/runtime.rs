@@ -13,12 +13,17 @@
 //!    transaction: same subject, both certainties > 0.7, contradictory
 //!    content → one report per pair per day (`GET /v1/bdi/conflicts`);
 //! 4. writes the cycle's audit record (counts per phase).
+//!
+//! A cycle covers one workspace at a time and writes a record per workspace,
+//! so a workspace's status and counts are its own: the schedule covers every
+//! workspace with BDI state in turn, `POST /v1/bdi/maintenance` the caller's.
 
 use std::time::Duration;
 
 use sqlx::PgPool;
 use time::OffsetDateTime;
 use tokio_cron_scheduler::{Job, JobScheduler};
+use uuid::Uuid;
 
 use super::rules::{self, BELIEF_CHUNK, BeliefFact};
 use crate::store::{
@@ -36,12 +41,25 @@ pub const DEFAULT_INTERVAL_SECS: u32 = 1800;
 pub enum CycleOutcome {
     /// Another replica holds the lock; nothing done.
     Busy,
-    /// The cycle ran; its audit record.
-    Ran(CycleView),
+    /// The cycle ran; its audit records, one per workspace it covered.
+    Ran(Vec<CycleView>),
+}
+
+/// The workspaces a cycle covers.
+#[derive(Debug, Clone, Copy)]
+pub enum Covers {
+    /// Every workspace with BDI state, each with its own record (the schedule).
+    All,
+    /// One workspace (`POST /v1/bdi/maintenance`, for the caller's).
+    One(Uuid),
 }
 
 /// Runs one cycle if no other replica is running one.
-pub async fn run_once(pool: &PgPool, replica: &str) -> anyhow::Result<CycleOutcome> {
+pub async fn run_once(
+    pool: &PgPool,
+    replica: &str,
+    covers: Covers,
+) -> anyhow::Result<CycleOutcome> {
     let mut lock_conn = pool.acquire().await?;
     let locked = sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "locked!""#, LOCK_KEY)
         .fetch_one(&mut *lock_conn)
@@ -49,7 +67,18 @@ pub async fn run_once(pool: &PgPool, replica: &str) -> anyhow::Result<CycleOutco
     if !locked {
         return Ok(CycleOutcome::Busy);
     }
-    let result = cycle(pool, replica).await;
+    let result = async {
+        let workspaces = match covers {
+            Covers::One(w) => vec![w],
+            Covers::All => store::workspaces_with_state(&mut lock_conn).await?,
+        };
+        let mut records = Vec::with_capacity(workspaces.len());
+        for w in workspaces {
+            records.push(cycle(pool, replica, w).await?);
+        }
+        anyhow::Ok(records)
+    }
+    .await;
     let unlocked = sqlx::query_scalar!("SELECT pg_advisory_unlock($1)", LOCK_KEY)
         .fetch_one(&mut *lock_conn)
         .await;
@@ -61,21 +90,24 @@ pub async fn run_once(pool: &PgPool, replica: &str) -> anyhow::Result<CycleOutco
     result.map(CycleOutcome::Ran)
 }
 
-async fn cycle(pool: &PgPool, replica: &str) -> anyhow::Result<CycleView> {
+/// One workspace's cycle with its audit record.
+async fn cycle(pool: &PgPool, replica: &str, workspace_id: Uuid) -> anyhow::Result<CycleView> {
     let started = OffsetDateTime::now_utc();
     let actor = format!("bdi:{replica}");
-    let counts = maintain(pool, None, &actor).await?;
+    let scope = store::Scope::Workspace(workspace_id);
+    let counts = maintain(pool, scope, &actor).await?;
 
     // 4. The audit record.
     let mut tx = pool.begin().await?;
-    let record = store::insert_cycle(&mut tx, started, replica, counts).await?;
-    store::attribute_conflicts(&mut tx, record.id, started, None).await?;
+    let record = store::insert_cycle(&mut tx, workspace_id, started, replica, counts).await?;
+    store::attribute_conflicts(&mut tx, record.id, started, scope).await?;
     tx.commit().await?;
     Ok(record)
 }
 
 /// The maintenance phases (pruning, re-sorting, conflict detection) over the
-/// scope — every agent, or one — each in short transactions; their counts.
+/// scope (a workspace's agents, or one agent), each in short transactions;
+/// their counts.
 pub(super) async fn maintain(
     pool: &PgPool,
     scope: store::Scope<'_>,
@@ -188,12 +220,12 @@ pub async fn schedule(
             let pool = pool.clone();
             let replica = replica.clone();
             Box::pin(async move {
-                match run_once(&pool, &replica).await {
-                    Ok(CycleOutcome::Ran(c)) => tracing::info!(
-                        cycle = c.id,
-                        pruned = c.intentions_pruned,
-                        resorted = c.desires_resorted,
-                        conflicts = c.conflicts_found,
+                match run_once(&pool, &replica, Covers::All).await {
+                    Ok(CycleOutcome::Ran(records)) => tracing::info!(
+                        workspaces = records.len(),
+                        pruned = records.iter().map(|c| c.intentions_pruned).sum::<i32>(),
+                        resorted = records.iter().map(|c| c.desires_resorted).sum::<i32>(),
+                        conflicts = records.iter().map(|c| c.conflicts_found).sum::<i32>(),
                         "bdi: maintenance cycle done"
                     ),
                     Ok(CycleOutcome::Busy) => {}

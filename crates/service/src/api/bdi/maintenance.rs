@@ -7,11 +7,13 @@ use super::*;
 pub struct MaintenanceStatus {
     /// Seconds between scheduled cycles on each replica.
     pub interval_secs: u32,
-    /// The last cycle that ran (any replica), with its counts per phase.
+    /// The job's last cycle over this workspace (by any replica), with its
+    /// counts per phase; none before the first (the schedule skips
+    /// workspaces without intentions, desires or beliefs).
     pub last_cycle: Option<CycleView>,
 }
 
-/// The BDI maintenance job: its interval and the last cycle's time and results.
+/// The BDI maintenance job: its interval and its last cycle over this workspace, with the cycle's time and results.
 ///
 /// Roles: any token of the workspace.
 #[utoipa::path(
@@ -27,17 +29,17 @@ pub struct MaintenanceStatus {
 )]
 pub(crate) async fn maintenance_status(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
 ) -> ApiResult<Json<MaintenanceStatus>> {
     let mut conn = state.pool.acquire().await?;
-    let last_cycle = store::last_cycle(&mut conn).await?;
+    let last_cycle = store::last_cycle(&mut conn, who.workspace_id).await?;
     Ok(Json(MaintenanceStatus {
         interval_secs: state.bdi_interval_secs,
         last_cycle,
     }))
 }
 
-/// Runs a BDI maintenance cycle now (intention pruning, desire re-sorting, belief conflict detection). Only one replica runs a cycle at a time: while another runs, this is a 409 `maintenance_running`.
+/// Runs a BDI maintenance cycle over this workspace now (intention pruning, desire re-sorting, belief conflict detection). One cycle runs at a time across replicas and workspaces: while another runs, this is a 409 `maintenance_running`.
 ///
 /// Roles: admin, operator.
 #[utoipa::path(
@@ -58,8 +60,13 @@ pub(crate) async fn run_maintenance(
     who: Principal,
 ) -> ApiResult<Json<CycleView>> {
     who.require(&[Role::Admin, Role::Operator])?;
-    match runtime::run_once(&state.pool, &state.engine.replica_id).await? {
-        CycleOutcome::Ran(c) => Ok(Json(c)),
+    let covers = runtime::Covers::One(who.workspace_id);
+    match runtime::run_once(&state.pool, &state.engine.replica_id, covers).await? {
+        CycleOutcome::Ran(mut records) => records.pop().map(Json).ok_or_else(|| {
+            ApiError::Unexpected(anyhow::anyhow!(
+                "a cycle over one workspace wrote no record"
+            ))
+        }),
         CycleOutcome::Busy => Err(ApiError::conflict(
             "maintenance_running",
             "a BDI maintenance cycle is running on some replica; try again shortly",

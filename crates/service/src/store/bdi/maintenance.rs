@@ -2,14 +2,22 @@
 
 use super::*;
 
-/// Which agents a maintenance cycle covers: every agent of every workspace
-/// (`None`, the scheduled cycle) or one agent (`bdi_cycle`).
-pub type Scope<'a> = Option<(Uuid, &'a str)>;
+/// Which agents a maintenance cycle covers: every agent of one workspace
+/// (the job, which the schedule runs for each workspace in turn, and
+/// `POST /v1/bdi/maintenance` for the caller's) or one agent (`bdi_cycle`).
+/// Never more than a workspace: a cycle's counts are a workspace's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// Every agent of the workspace.
+    Workspace(Uuid),
+    /// One agent.
+    Agent(Uuid, &'a str),
+}
 
-fn scope_parts(scope: Scope<'_>) -> (Option<Uuid>, Option<&str>) {
+fn scope_parts(scope: Scope<'_>) -> (Uuid, Option<&str>) {
     match scope {
-        Some((w, a)) => (Some(w), Some(a)),
-        None => (None, None),
+        Scope::Workspace(w) => (w, None),
+        Scope::Agent(w, a) => (w, Some(a)),
     }
 }
 
@@ -24,7 +32,7 @@ pub async fn mark_stale_intentions(
     let rows = sqlx::query!(
         "UPDATE bdi_intentions SET needs_reconsideration = true, version = version + 1, updated_at = now()
          WHERE status = 'active' AND NOT needs_reconsideration
-           AND ($1::uuid IS NULL OR (workspace_id = $1 AND agent_id = $2::text))
+           AND workspace_id = $1 AND ($2::text IS NULL OR agent_id = $2)
            AND ((strategy = 'open-minded' AND last_progress_at < now() - interval '7 days')
              OR (strategy = 'cautious' AND last_progress_at < now() - interval '3 days'))
          RETURNING id, workspace_id, agent_id, strategy",
@@ -50,7 +58,7 @@ pub async fn resort_desires(conn: &mut PgConnection, scope: Scope<'_>) -> sqlx::
                     base_priority * 0.30 + importance * 0.25 + urgency * 0.25
                       + strategic_alignment * 0.15 + dependency_status * 0.05 AS p
              FROM bdi_desires WHERE status = 'active'
-               AND ($1::uuid IS NULL OR (workspace_id = $1 AND agent_id = $2::text))),
+               AND workspace_id = $1 AND ($2::text IS NULL OR agent_id = $2)),
          ordered AS (
              SELECT d.id, r.p,
                     row_number() OVER (PARTITION BY d.workspace_id, d.agent_id
@@ -85,7 +93,7 @@ pub async fn conflict_candidates(
         r#"SELECT workspace_id, agent_id, subject FROM bdi_beliefs
            WHERE certainty > $4
              AND ($1::uuid IS NULL OR (workspace_id, agent_id, subject) > ($1, $2::text, $3::text))
-             AND ($6::uuid IS NULL OR (workspace_id = $6 AND agent_id = $7::text))
+             AND workspace_id = $6 AND ($7::text IS NULL OR agent_id = $7)
            GROUP BY workspace_id, agent_id, subject HAVING count(*) > 1
            ORDER BY workspace_id, agent_id, subject LIMIT $5"#,
         w,
@@ -161,7 +169,7 @@ pub async fn attribute_conflicts(
     let (w, a) = scope_parts(scope);
     sqlx::query!(
         "UPDATE bdi_conflicts SET cycle_id = $1 WHERE cycle_id IS NULL AND detected_at >= $2
-           AND ($3::uuid IS NULL OR (workspace_id = $3 AND agent_id = $4::text))",
+           AND workspace_id = $3 AND ($4::text IS NULL OR agent_id = $4)",
         cycle_id,
         since,
         w,
@@ -187,9 +195,10 @@ pub struct CycleCounts {
     pub conflicts_found: i32,
 }
 
-/// Writes a cycle's audit record.
+/// Writes the audit record of the job's cycle over a workspace.
 pub async fn insert_cycle(
     conn: &mut PgConnection,
+    workspace_id: Uuid,
     started_at: OffsetDateTime,
     replica: &str,
     c: CycleCounts,
@@ -197,8 +206,8 @@ pub async fn insert_cycle(
     sqlx::query_as!(
         CycleView,
         "INSERT INTO bdi_cycles (started_at, replica, intentions_pruned, desires_resorted, beliefs_scanned,
-                                 belief_chunks, conflicts_found)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+                                 belief_chunks, conflicts_found, workspace_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          RETURNING id, started_at, finished_at, replica, intentions_pruned, desires_resorted, beliefs_scanned,
                    belief_chunks, conflicts_found",
         started_at,
@@ -207,7 +216,8 @@ pub async fn insert_cycle(
         c.desires_resorted,
         c.beliefs_scanned,
         c.belief_chunks,
-        c.conflicts_found
+        c.conflicts_found,
+        workspace_id
     )
     .fetch_one(conn)
     .await
@@ -242,13 +252,17 @@ pub async fn insert_agent_cycle(
     .await
 }
 
-/// The latest cycle over every agent (agents' own cycles are not it).
-pub async fn last_cycle(conn: &mut PgConnection) -> sqlx::Result<Option<CycleView>> {
+/// The job's latest cycle over the workspace (agents' own cycles are not it).
+pub async fn last_cycle(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+) -> sqlx::Result<Option<CycleView>> {
     sqlx::query_as!(
         CycleView,
         "SELECT id, started_at, finished_at, replica, intentions_pruned, desires_resorted, beliefs_scanned,
                 belief_chunks, conflicts_found
-         FROM bdi_cycles WHERE agent_id IS NULL ORDER BY id DESC LIMIT 1"
+         FROM bdi_cycles WHERE workspace_id = $1 AND agent_id IS NULL ORDER BY id DESC LIMIT 1",
+        workspace_id
     )
     .fetch_optional(conn)
     .await
@@ -306,4 +320,18 @@ pub async fn set_mission_commitment(
     .await?
     .rows_affected();
     Ok(n == 1)
+}
+
+/// The workspaces with any BDI state (intentions, desires or beliefs), in id
+/// order: the scheduled job's cycle covers each in turn.
+pub async fn workspaces_with_state(conn: &mut PgConnection) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        "SELECT w.id FROM workspaces w
+         WHERE EXISTS (SELECT 1 FROM bdi_intentions i WHERE i.workspace_id = w.id)
+            OR EXISTS (SELECT 1 FROM bdi_desires d WHERE d.workspace_id = w.id)
+            OR EXISTS (SELECT 1 FROM bdi_beliefs b WHERE b.workspace_id = w.id)
+         ORDER BY w.id"
+    )
+    .fetch_all(conn)
+    .await
 }
