@@ -68,15 +68,23 @@ pub async fn run_once(
         return Ok(CycleOutcome::Busy);
     }
     let result = async {
-        let workspaces = match covers {
-            Covers::One(w) => vec![w],
-            Covers::All => store::workspaces_with_state(&mut lock_conn).await?,
-        };
-        let mut records = Vec::with_capacity(workspaces.len());
-        for w in workspaces {
-            records.push(cycle(pool, replica, w).await?);
+        match covers {
+            Covers::One(w) => Ok(vec![cycle(pool, replica, w).await?]),
+            Covers::All => {
+                let workspaces = store::workspaces_with_state(&mut lock_conn).await?;
+                let mut records = Vec::with_capacity(workspaces.len());
+                for w in workspaces {
+                    // One workspace's failure does not hold the others back.
+                    match cycle(pool, replica, w).await {
+                        Ok(record) => records.push(record),
+                        Err(e) => {
+                            tracing::warn!(workspace_id = %w, error = %e, "bdi: maintenance cycle failed for a workspace")
+                        }
+                    }
+                }
+                anyhow::Ok(records)
+            }
         }
-        anyhow::Ok(records)
     }
     .await;
     let unlocked = sqlx::query_scalar!("SELECT pg_advisory_unlock($1)", LOCK_KEY)
