@@ -105,22 +105,7 @@ async fn roles_and_workspaces_are_enforced() {
     assert_eq!(status, StatusCode::OK, "{body}");
 
     // A token of another workspace sees nothing of this one.
-    let mut conn = app.pool.acquire().await.unwrap();
-    let other = coordinator::auth::workspace_by_name(&mut conn, "other")
-        .await
-        .unwrap();
-    let other_token = coordinator::auth::generate_token();
-    coordinator::auth::insert_token(
-        &mut conn,
-        other,
-        coordinator::auth::Role::Admin,
-        "other",
-        None,
-        &other_token,
-    )
-    .await
-    .unwrap();
-    drop(conn);
+    let other_token = other_workspace_token(&app).await;
     let (status, body) = app
         .request(
             Method::GET,
