@@ -9,10 +9,11 @@ use tokio::process::Command;
 
 use crate::helpers::{chain_plan, fresh_database, spawn_app_on, spawn_worker, test_settings};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+/// What a finished `coordinator` command printed.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl Run {
@@ -25,8 +26,9 @@ impl Run {
             .collect()
     }
 
+    /// One figure of the last line, as a number.
     #[track_caller]
-    fn figure(&self, key: &str) -> i64 {
+    pub fn figure(&self, key: &str) -> i64 {
         let figures = self.figures();
         figures
             .get(key)
@@ -36,7 +38,7 @@ impl Run {
 }
 
 /// Runs the binary with `args` and no ambient configuration; at most `limit`.
-async fn coordinator(args: &[&str], limit: Duration) -> Run {
+pub async fn coordinator(args: &[&str], limit: Duration) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_coordinator"));
     for var in ["DATABASE_URL", "COORDINATOR_LOG", "RUST_LOG"] {
         cmd.env_remove(var);

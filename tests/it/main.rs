@@ -25,6 +25,7 @@ mod deploy;
 mod docs_run;
 mod egress;
 mod event_notify;
+mod failover;
 mod failures;
 mod fuzz_regressions;
 mod governance;

@@ -77,6 +77,11 @@ async fn scrape(state: AppState) -> Response {
         "Largest size of this replica's pool (per replica).",
         f64::from(state.pool.options().get_max_connections()),
     );
+    out.counter(
+        "coordinator_db_primary_switches_total",
+        "Times this replica moved its pool to another server of a multi-host DATABASE_URL (per replica).",
+        crate::db::PRIMARY_SWITCHES.load(std::sync::atomic::Ordering::Relaxed),
+    );
     out.gauge(
         "coordinator_metrics_db_up",
         "1 if the database figures of this scrape were read, 0 if not.",

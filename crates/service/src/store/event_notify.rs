@@ -60,10 +60,13 @@ impl Notifier {
         // Capacity one: pokes while a notification is owed coalesce into it.
         let (poke, mut pokes) = mpsc::channel::<()>(1);
         let owed = Arc::new(AtomicU8::new(0));
-        let (options, pool, bits) = (pool.connect_options(), pool.clone(), owed.clone());
+        let (pool, bits) = (pool.clone(), owed.clone());
         tokio::spawn(async move {
             while !pool.is_closed() {
                 let sent = async {
+                    // Read on every reconnect: after a failover the pool
+                    // points at the new primary (see `db::follow`).
+                    let options = pool.connect_options();
                     let mut conn = PgConnection::connect_with(&options).await?;
                     sqlx::query("SET synchronous_commit = off")
                         .execute(&mut conn)

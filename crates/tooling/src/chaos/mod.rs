@@ -42,9 +42,11 @@ use crate::{
     worker::simulate::{SimulatedWorker, SimulationConfig},
 };
 
+pub mod failover;
 pub mod fleet;
 pub mod plan;
 
+use failover::{Pair, Replication};
 use fleet::{Fleet, ReplicaConfig};
 use plan::MissionSpec;
 
@@ -81,6 +83,18 @@ pub struct ChaosArgs {
     /// Do not restart PostgreSQL.
     #[arg(long, overrides_with = "pg_restart")]
     pub no_pg_restart: bool,
+    /// Fail over instead of restarting PostgreSQL: a streaming standby runs
+    /// beside the private primary, the replicas get both in a multi-host
+    /// DATABASE_URL, and halfway through the primary is SIGKILLed and the
+    /// standby promoted. `async` may lose the last acknowledged commits
+    /// (counted as lost missions); `sync` must lose none.
+    #[arg(long, value_enum, conflicts_with = "database_url")]
+    pub failover: Option<Replication>,
+    /// With --failover: stop the primary's WAL senders this long before
+    /// the primary dies, so the standby is behind (async loses what it
+    /// missed; sync makes those commits wait and loses nothing).
+    #[arg(long, default_value_t = 0, requires = "failover")]
+    pub standby_lag_ms: u64,
     /// Seed of the missions, the kill order and the worker faults (default: random, printed).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -126,6 +140,8 @@ const FLEET: [(&str, [&str; 2]); 6] = [
 struct Fed {
     /// Missions created (answered 201, or found after an ambiguous error).
     created: usize,
+    /// Goals of the missions answered 201 (a failover may lose some).
+    acked: Vec<String>,
     /// Requests retried after an error.
     retries: usize,
     /// Missions found committed after the request errored.
@@ -283,6 +299,9 @@ async fn feed(
     for (goal, r) in results {
         match r {
             Ok((tries, recovered)) => {
+                if !recovered {
+                    fed.acked.push(goal);
+                }
                 fed.created += 1;
                 fed.retries += tries;
                 fed.recovered += usize::from(recovered);
@@ -332,6 +351,8 @@ enum Server {
     Embedded(Option<LocalPostgres>, PathBuf),
     /// A database created on the caller's server: (server URL, name).
     External(String, String),
+    /// A private primary and its standby (`--failover`).
+    Pair(Pair),
 }
 
 /// Runs the chaos and prints the report; exit 0 only when every mission
@@ -339,7 +360,8 @@ enum Server {
 pub async fn run(args: ChaosArgs) -> anyhow::Result<ExitCode> {
     check(&args)?;
     let seed = args.seed.unwrap_or_else(random_seed);
-    let pg_restart = !args.no_pg_restart;
+    // A failover run has its own PostgreSQL event.
+    let pg_restart = !args.no_pg_restart && args.failover.is_none();
     println!(
         "chaos: seed {seed} (rerun with --seed {seed} for the same missions, kill order and worker faults)"
     );
@@ -358,6 +380,16 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             (url, Server::External(base.clone(), name))
+        }
+        None if args.failover.is_some() => {
+            let replication = args.failover.unwrap_or(Replication::Async);
+            let pair = Pair::start(&dir, replication).await?;
+            println!(
+                "chaos: a primary and a streaming standby ({} replication); the replicas use {}",
+                replication.as_str(),
+                redact(pair.url())
+            );
+            (pair.url().to_owned(), Server::Pair(pair))
         }
         None => {
             let data = dir.join("postgres");
@@ -383,6 +415,7 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<ExitCode> {
             conn.close().await?;
         }
         Server::External(..) => eprintln!("chaos: kept the database {url}"),
+        Server::Pair(pair) => pair.stop().await?,
     }
     if keep {
         eprintln!("chaos: kept the run directory {}", dir.display());
@@ -434,13 +467,17 @@ async fn chaos(
     drop(worker);
     pool.close().await;
 
-    let (report, duplicates) = audit_database(url).await?;
+    let (report, duplicates, lost) = audit_database(url, &fed.acked).await?;
     let outcome = Outcome {
         seed,
         report,
         requested: specs.len(),
         fed,
         duplicates,
+        lost,
+        replication: args.failover,
+        failovers: turmoil.failovers,
+        resumed_secs: turmoil.resumed_secs,
         sampled_cap_violations: sampled.load(Ordering::Relaxed) as i64,
         samples,
         kills: turmoil.kills,
@@ -563,6 +600,9 @@ struct Turmoil {
     last_report: Instant,
     kills: usize,
     pg_restarts: u32,
+    failovers: u32,
+    /// Seconds from the primary's death until a mission ended on the new one.
+    resumed_secs: Option<f64>,
 }
 
 impl Turmoil {
@@ -589,10 +629,15 @@ impl Turmoil {
             last_report: t0,
             kills: 0,
             pg_restarts: 0,
+            failovers: 0,
+            resumed_secs: None,
         };
         let mut next_kill = (args.kill_every_secs > 0).then(|| t0 + kill_every);
         let embedded = matches!(server, Server::Embedded(..));
         let mut restart_pg_at = (pg_restart && embedded).then(|| t0 + duration / 2);
+        let mut fail_over_at = matches!(server, Server::Pair(_)).then(|| t0 + duration / 2);
+        // (when the primary died, missions ended by then) until one more ends.
+        let mut waiting_since: Option<(Instant, i64)> = None;
         while t0.elapsed() < duration {
             tokio::time::sleep(Duration::from_millis(100)).await;
             fleet.revive_exited()?;
@@ -614,6 +659,29 @@ impl Turmoil {
             {
                 restart_pg_at = None;
                 turmoil.restart_postgres(pg, data).await?;
+            }
+            if let Some(at) = fail_over_at
+                && Instant::now() >= at
+                && let Server::Pair(pair) = server
+            {
+                fail_over_at = None;
+                let done = progress(pool).await.map(|(_, done)| done).unwrap_or(0);
+                let died = turmoil
+                    .fail_over(pair, Duration::from_millis(args.standby_lag_ms))
+                    .await?;
+                waiting_since = Some((died, done));
+            }
+            if let Some((since, before)) = waiting_since
+                && let Ok((_, done)) = progress(pool).await
+                && done > before
+            {
+                waiting_since = None;
+                turmoil.resumed_secs = Some(since.elapsed().as_secs_f64());
+                eprintln!(
+                    "[{:>5.1}s] a mission ended on the new primary {:.1} s after the old one died",
+                    t0.elapsed().as_secs_f64(),
+                    since.elapsed().as_secs_f64()
+                );
             }
             if turmoil.last_report.elapsed() >= Duration::from_secs(10) {
                 turmoil.last_report = Instant::now();
@@ -655,6 +723,26 @@ impl Turmoil {
         Ok(())
     }
 
+    /// SIGKILLs the primary and promotes the standby.
+    async fn fail_over(&mut self, pair: &mut Pair, lag: Duration) -> anyhow::Result<Instant> {
+        eprintln!(
+            "[{:>5.1}s] SIGKILLing the primary PostgreSQL{}…",
+            self.t0.elapsed().as_secs_f64(),
+            if lag.is_zero() {
+                String::new()
+            } else {
+                format!(" after holding the standby back {} ms", lag.as_millis())
+            }
+        );
+        let died = pair.fail_over(lag).await?;
+        self.failovers += 1;
+        eprintln!(
+            "[{:>5.1}s] the standby is promoted",
+            self.t0.elapsed().as_secs_f64()
+        );
+        Ok(died)
+    }
+
     /// The drain: no more kills; crashed replicas still come back. Waits
     /// for the feeder, then (until `--drain-secs` run out) for every mission
     /// to end; returns what was fed and whether every mission ended.
@@ -687,7 +775,8 @@ impl Turmoil {
             fleet.revive_exited()?;
             if let Ok((n, done)) = progress(pool).await
                 && n == done
-                && n as usize >= fed.created
+                // After a failover some acknowledged missions may be gone.
+                && (n as usize >= fed.created || self.failovers > 0)
             {
                 return Ok((fed, true));
             }
@@ -707,16 +796,38 @@ impl Turmoil {
 }
 
 /// Audits the database once everything has stopped, through a fresh pool
-/// (the run's saw PostgreSQL go away): the report, and duplicate missions.
-async fn audit_database(url: &str) -> anyhow::Result<(AuditReport, i64)> {
+/// (the run's saw PostgreSQL go away): the report, duplicate missions, and
+/// missions answered 201 that the database no longer has.
+async fn audit_database(url: &str, acked: &[String]) -> anyhow::Result<(AuditReport, i64, i64)> {
     let pool = db::connect(url, 2).await?;
     let report = audit::audit(&pool).await?;
     let duplicates: i64 =
         sqlx::query_scalar("SELECT count(*) - count(DISTINCT goal) FROM orchestration_runs")
             .fetch_one(&pool)
             .await?;
+    let lost: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM unnest($1::text[]) AS g(goal)
+         WHERE NOT EXISTS (SELECT 1 FROM orchestration_runs r WHERE r.goal = g.goal)",
+    )
+    .bind(acked)
+    .fetch_one(&pool)
+    .await?;
     pool.close().await;
-    Ok((report, duplicates))
+    Ok((report, duplicates, lost))
+}
+
+/// `url` with its password masked, for printing.
+fn redact(url: &str) -> String {
+    match url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+    {
+        Some((userinfo, _)) => match userinfo.split_once(':') {
+            Some((_, pw)) => url.replacen(pw, "****", 1),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
 }
 
 /// Everything a run found.
@@ -726,6 +837,11 @@ struct Outcome {
     requested: usize,
     fed: Fed,
     duplicates: i64,
+    /// Missions answered 201 that the database lost (a failover).
+    lost: i64,
+    replication: Option<Replication>,
+    failovers: u32,
+    resumed_secs: Option<f64>,
     sampled_cap_violations: i64,
     samples: u64,
     kills: usize,
@@ -743,9 +859,16 @@ impl Outcome {
         self.sampled_cap_violations + self.report.cap_violations
     }
 
+    /// Asynchronous replication may lose the last acknowledged commits;
+    /// nothing else may.
+    fn loss_allowed(&self) -> bool {
+        self.replication == Some(Replication::Async)
+    }
+
     fn passed(&self) -> bool {
         self.fed.failed.is_empty()
-            && self.report.missions == self.requested as i64
+            && (self.lost == 0 || self.loss_allowed())
+            && self.report.missions + self.lost == self.requested as i64
             && self.report.terminal == self.report.missions
             && self.duplicates == 0
             && self.cap_violations() == 0
@@ -783,6 +906,21 @@ impl Outcome {
             ),
             self.report.summary(),
         ];
+        if let Some(replication) = self.replication {
+            out.push(format!(
+                "failover ({} replication): {} missions answered 201 were lost{}; a mission ended on the new primary {}",
+                replication.as_str(),
+                self.lost,
+                if self.loss_allowed() {
+                    " (allowed: asynchronous replication)"
+                } else {
+                    ""
+                },
+                self.resumed_secs
+                    .map(|s| format!("{s:.1} s after the old one died"))
+                    .unwrap_or_else(|| "only during the drain".into())
+            ));
+        }
         for (goal, e) in self.fed.failed.iter().take(5) {
             out.push(format!("not created: {goal}: {e}"));
         }
@@ -816,6 +954,16 @@ impl Outcome {
             format!("duplicate_missions={}", self.duplicates),
             format!("kills={}", self.kills),
             format!("pg_restarts={}", self.pg_restarts),
+            format!("failovers={}", self.failovers),
+            format!(
+                "replication={}",
+                self.replication.map_or("none", Replication::as_str)
+            ),
+            format!("lost_missions={}", self.lost),
+            format!(
+                "resumed_ms={}",
+                self.resumed_secs.map_or(-1, |s| (s * 1000.0) as i64)
+            ),
             format!("replica_exits={}", self.crashes),
             format!(
                 "worker_faults={}",

@@ -29,6 +29,8 @@ use anyhow::{Context, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use sqlx::{Connection, Executor, PgConnection};
 
+mod standby;
+
 /// The database the coordinator uses inside its private cluster.
 const DATABASE: &str = "coordinator";
 /// The cluster's superuser.

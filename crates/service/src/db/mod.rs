@@ -5,11 +5,17 @@ use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use sqlx::{
-    Connection, PgPool,
-    postgres::{PgConnectOptions, PgConnection, PgPoolOptions},
+    PgPool,
+    postgres::{PgConnectOptions, PgPoolOptions},
 };
 
 use crate::local_postgres::LocalPostgres;
+
+mod follow;
+mod servers;
+
+pub use follow::PRIMARY_SWITCHES;
+pub use servers::{Servers, SessionAttrs};
 
 /// The schema migrations, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -108,25 +114,25 @@ pub async fn connect_within(
     max_connections: u32,
     wait: Duration,
 ) -> anyhow::Result<PgPool> {
-    let options: PgConnectOptions = url.parse().map_err(|e: sqlx::Error| {
+    let servers = Servers::parse(url).map_err(|e| {
         anyhow::anyhow!(
             "DATABASE_URL is not a PostgreSQL URL: {}",
-            redact_error(&e.to_string(), url)
+            redact_error(&e, url)
         )
     })?;
-    let target = Target::of(&options);
+    let target = Target::of_servers(&servers);
     let deadline = tokio::time::Instant::now() + wait;
     let mut pause = Duration::from_millis(250);
     let mut tries = 0u32;
-    loop {
+    let chosen = loop {
         tries += 1;
-        match PgConnection::connect_with(&options).await {
-            Ok(conn) => {
-                let _ = conn.close().await;
-                break;
-            }
+        match follow::first_usable(&servers).await {
+            Ok(i) => break i,
             Err(e) => {
-                let why = Failure::of(&e);
+                let why = match &e {
+                    follow::NoServer::Error(e) => Failure::of(e),
+                    follow::NoServer::ReadOnly => Failure::read_only(),
+                };
                 let now = tokio::time::Instant::now();
                 if !why.transient || now + pause > deadline {
                     let waited = if why.transient {
@@ -148,14 +154,34 @@ pub async fn connect_within(
                 pause = (pause * 2).min(Duration::from_secs(5));
             }
         }
-    }
-    PgPoolOptions::new()
+    };
+    let mut pool = PgPoolOptions::new()
         .max_connections(max_connections)
         .min_connections(1)
-        .acquire_timeout(Duration::from_secs(10))
-        .connect_with(options)
+        .acquire_timeout(Duration::from_secs(10));
+    if servers.attrs == SessionAttrs::ReadWrite {
+        // A connection opened while the pool still points at a demoted
+        // server is refused here, so it never takes a write.
+        pool = pool.after_connect(|conn, _| {
+            Box::pin(async move {
+                if follow::writable(conn).await? {
+                    Ok(())
+                } else {
+                    Err(sqlx::Error::Protocol(
+                        "the server is read-only (target_session_attrs=read-write)".into(),
+                    ))
+                }
+            })
+        });
+    }
+    let pool = pool
+        .connect_with(servers.options[chosen].clone())
         .await
-        .with_context(|| format!("connecting to PostgreSQL at {target}"))
+        .with_context(|| format!("connecting to PostgreSQL at {target}"))?;
+    if servers.is_list() {
+        follow::spawn(pool.clone(), servers, chosen);
+    }
+    Ok(pool)
 }
 
 /// Pool size when none is configured: the most one replica uses with room
@@ -215,6 +241,21 @@ struct Target {
 }
 
 impl Target {
+    /// Every server of the list, as `h1:p1,h2:p2`.
+    fn of_servers(servers: &Servers) -> Target {
+        let mut target = Target::of(&servers.options[0]);
+        if servers.is_list() {
+            target.host = servers
+                .options
+                .iter()
+                .map(|o| format!("{}:{}", o.get_host(), o.get_port()))
+                .collect::<Vec<_>>()
+                .join(",");
+            target.port = 0;
+        }
+        target
+    }
+
     fn of(o: &PgConnectOptions) -> Target {
         Target {
             host: o.get_host().to_owned(),
@@ -230,6 +271,9 @@ impl std::fmt::Display for Target {
         // A Unix socket directory is a path, not host:port.
         if self.host.starts_with('/') {
             write!(f, "socket {}/.s.PGSQL.{}", self.host, self.port)?;
+        } else if self.port == 0 {
+            // A list: each host carries its port.
+            write!(f, "{}", self.host)?;
         } else {
             write!(f, "{}:{}", self.host, self.port)?;
         }
@@ -308,6 +352,15 @@ impl Failure {
             cause,
             transient,
             hint,
+        }
+    }
+
+    /// Every server of the list answered, and none takes writes.
+    fn read_only() -> Failure {
+        Failure {
+            cause: "every server that answered is read-only (a standby, or default_transaction_read_only)".into(),
+            transient: true,
+            hint: "promote a standby, or list the primary in DATABASE_URL (target_session_attrs=read-write asks for a writable server)",
         }
     }
 
