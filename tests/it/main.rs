@@ -41,6 +41,7 @@ mod openapi;
 mod operator_day;
 mod operator_traps;
 mod organisation;
+mod outage;
 mod papercuts;
 mod peers;
 mod plan_library;

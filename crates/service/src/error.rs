@@ -135,24 +135,13 @@ impl ApiError {
     }
 }
 
-/// SQLSTATEs that mean the server, not the statement, failed: connection
-/// exceptions (08), operator intervention (57P: shutdown, crash, starting
-/// up), too many connections (53300) and a read-only standby (25006).
-fn server_went_away(code: &str) -> bool {
-    code.starts_with("08") || code.starts_with("57P") || matches!(code, "53300" | "25006")
-}
-
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         match &e {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-                tracing::warn!(error = %e, "database unavailable");
-                ApiError::Unavailable("the database is unavailable; try again shortly".into())
-            }
             // The server going away under a statement (shut down, crashed,
             // failing over, out of connections, or a standby refusing a
             // write before the pool moves on): nothing the caller did.
-            sqlx::Error::Database(db) if db.code().as_deref().is_some_and(server_went_away) => {
+            _ if crate::db::unavailable(&e) => {
                 tracing::warn!(error = %e, "database unavailable");
                 ApiError::Unavailable("the database is unavailable; try again shortly".into())
             }
@@ -345,18 +334,6 @@ fn strip_position(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_server_going_away_is_unavailable_and_a_bad_statement_is_not() {
-        for code in [
-            "08006", "08001", "57P01", "57P02", "57P03", "53300", "25006",
-        ] {
-            assert!(server_went_away(code), "{code}");
-        }
-        for code in ["23505", "40001", "42P01", "22021", "P0001"] {
-            assert!(!server_went_away(code), "{code}");
-        }
-    }
 
     fn error_of<T: serde::de::DeserializeOwned>(body: &str) -> ApiError {
         let mut de = serde_json::Deserializer::from_str(body);

@@ -77,6 +77,16 @@ async fn scrape(state: AppState) -> Response {
         "Largest size of this replica's pool (per replica).",
         f64::from(state.pool.options().get_max_connections()),
     );
+    out.gauge(
+        "coordinator_db_up",
+        "1 if this replica's database answered its last ping (once a second), 0 while it is away (per replica).",
+        if state.db_health.is_up() { 1.0 } else { 0.0 },
+    );
+    out.counter(
+        "coordinator_db_outages_total",
+        "Times this replica lost its database since it started (per replica).",
+        state.db_health.outages(),
+    );
     out.counter(
         "coordinator_db_primary_switches_total",
         "Times this replica moved its pool to another server of a multi-host DATABASE_URL (per replica).",

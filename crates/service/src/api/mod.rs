@@ -89,6 +89,8 @@ pub struct AppState {
     /// Client for webhook deliveries (webhook egress policy); `http` is the
     /// agent client (agent egress policy).
     pub webhook_http: crate::egress::Client,
+    /// Whether the database answers, as this replica's watcher sees it.
+    pub db_health: Arc<crate::db::Health>,
 }
 
 impl AppState {
@@ -368,6 +370,7 @@ impl Application {
             stop,
             state: AppState {
                 wake: stream::spawn_wake_listener(pool.clone()),
+                db_health: crate::db::watch(pool.clone()),
                 stop: stop_rx,
                 pool,
                 engine: Arc::new(engine),

@@ -233,6 +233,17 @@ fn serve(
                         _ = tokio::time::sleep(RECHECK) => {}
                     }
                 }
+                // The database is away: keep the stream open (keep-alive
+                // comments go on) and read again shortly. Ending it would
+                // send the client to a reconnect that gets 503, which an
+                // EventSource takes as final.
+                Err(e) if crate::db::unavailable(&e) => {
+                    tracing::debug!(error = %e, "event stream waits for the database");
+                    tokio::select! {
+                        _ = c.stop.changed() => {}
+                        _ = tokio::time::sleep(RECHECK) => {}
+                    }
+                }
                 Err(e) => {
                     // End the stream; the client reconnects with Last-Event-ID.
                     tracing::warn!(error = %e, "event stream read failed");
@@ -247,7 +258,7 @@ fn serve(
 impl Cursor {
     /// Whether the stream's token still works: expiry is checked every
     /// time, revocation against the database every [`TOKEN_RECHECK`] (a
-    /// failed read ends the stream too; the client reconnects).
+    /// failed read ends the stream too, except while the database is away).
     async fn token_still_valid(&mut self) -> bool {
         if self.who.expired_at(time::OffsetDateTime::now_utc()) {
             return false;
@@ -258,6 +269,9 @@ impl Cursor {
         self.token_checked = Instant::now();
         match auth::still_valid(&self.pool, &self.who).await {
             Ok(valid) => valid,
+            // Revocation cannot be read while the database is away; it is
+            // read again [`TOKEN_RECHECK`] after it is back.
+            Err(e) if crate::db::unavailable(&e) => true,
             Err(e) => {
                 tracing::warn!(error = %e, "event stream token check failed");
                 false

@@ -12,9 +12,11 @@ use sqlx::{
 use crate::local_postgres::LocalPostgres;
 
 mod follow;
+mod health;
 mod servers;
 
 pub use follow::PRIMARY_SWITCHES;
+pub use health::{Health, unavailable, watch};
 pub use servers::{Servers, SessionAttrs};
 
 /// The schema migrations, embedded in the binary.
