@@ -138,6 +138,11 @@ async fn every_loop_survives_the_database_going_away_for_30_seconds() {
     )
     .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    // Liveness does not depend on the database: nothing restarts the replica.
+    let (s, _) = app
+        .request(reqwest::Method::GET, "/healthz", None, None)
+        .await;
+    assert_eq!(s, StatusCode::OK);
     // A request answers 503, within the pool's 10 s acquire timeout.
     let asked = Instant::now();
     let (s, body) = app.get("/v1/missions").await;

@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use sqlx::PgPool;
+use sqlx::{Connection, PgConnection, PgPool};
 
 /// How often the pool is pinged.
 const PING_EVERY: Duration = Duration::from_secs(1);
@@ -75,8 +75,8 @@ pub fn watch(pool: PgPool) -> Arc<Health> {
                         state.up.store(false, Ordering::Relaxed);
                         state.outages.fetch_add(1, Ordering::Relaxed);
                         let cause = match failed {
-                            Ok(Err(e)) => e.to_string(),
-                            _ => format!("no answer within {} s", PING_TIMEOUT.as_secs()),
+                            Ok(Err(e)) if !matches!(e, sqlx::Error::PoolTimedOut) => e.to_string(),
+                            _ => why_no_connection(&pool).await,
                         };
                         tracing::warn!(%cause, "the database is unreachable: requests answer 503 and the engine, streams and jobs retry until it is back");
                     }
@@ -85,6 +85,21 @@ pub fn watch(pool: PgPool) -> Arc<Health> {
         }
     });
     health
+}
+
+/// What a fresh connection to the pool's server meets, for the log: the
+/// pool itself only says it timed out.
+async fn why_no_connection(pool: &PgPool) -> String {
+    let options = pool.connect_options();
+    match tokio::time::timeout(PING_TIMEOUT, PgConnection::connect_with(&options)).await {
+        Ok(Err(e)) => e.to_string(),
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            "the pool had no connection to spare within its timeout (the server accepts new ones)"
+                .into()
+        }
+        Err(_) => format!("no answer within {} s", PING_TIMEOUT.as_secs()),
+    }
 }
 
 /// Whether `e` says the database (not the statement) failed: no connection
