@@ -2,7 +2,7 @@
 # Fuzzes the HTTP API with schemathesis against the OpenAPI document the
 # service serves, with an admin token (see docs/fuzzing.md). Long; not run in CI.
 #
-#   scripts/fuzz.sh [--quick] [--max-examples N] [--seed N] [--max-time SECS]
+#   scripts/fuzz.sh [--quick] [--max-examples N] [--seed N] [--max-time SECS] [--checks LIST|all]
 #   COORDINATOR_BIN=path/to/coordinator scripts/fuzz.sh   # skip the build
 #
 # Installs schemathesis into .venv-fuzz on first use, builds the binary, starts
@@ -20,12 +20,14 @@ quick=0
 max_examples=""
 seed=""
 max_time=""
+checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --max-examples) max_examples="$2"; shift ;;
     --seed) seed="$2"; shift ;;
     --max-time) max_time="$2"; shift ;;
+    --checks) checks="$2"; shift ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -125,7 +127,6 @@ api POST "/v1/missions/$cancel_id/cancel" '{}' >/dev/null
 api POST /v1/webhooks '{"url":"http://127.0.0.1:9/hook","events":["task.*"],"secret":"fuzz-secret-0123456789"}' >/dev/null
 api POST /v1/tokens '{"role":"viewer","name":"fuzz-viewer"}' >/dev/null || true
 
-checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method
 st_args=(run "$base/openapi.json"
   -H "Authorization: Bearer $token"
   --checks "$checks"

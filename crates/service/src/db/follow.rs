@@ -19,8 +19,10 @@ use super::servers::{Servers, SessionAttrs};
 
 /// How often the watcher checks the pool's server.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
-/// How long one check or one connection attempt may take.
+/// How long one check of the pool's server may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long connecting to one server may take (TLS to a distant server is slow).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Times this process moved its pools to another server of the list
 /// (`coordinator_db_primary_switches_total`).
@@ -62,7 +64,7 @@ pub(super) async fn first_usable(servers: &Servers) -> Result<usize, NoServer> {
 /// Whether one server is up and, for `read-write`, takes writes.
 async fn usable(options: &PgConnectOptions, attrs: SessionAttrs) -> sqlx::Result<bool> {
     let connect = PgConnection::connect_with(options);
-    let mut conn = tokio::time::timeout(CHECK_TIMEOUT, connect)
+    let mut conn = tokio::time::timeout(CONNECT_TIMEOUT, connect)
         .await
         .map_err(|_| sqlx::Error::Io(std::io::ErrorKind::TimedOut.into()))??;
     let ok = match attrs {
