@@ -64,7 +64,8 @@ base="http://127.0.0.1:$port"
 
 # No rate limit: the run exercises the handlers, not the limiter (a 429 is
 # documented on every /v1 route and tested in tests/it/security.rs).
-serve_args=(serve --listen "127.0.0.1:$port" --bootstrap-token "$token" --rate-limit-per-sec 0)
+# Loopback webhooks are refused by default; the seeded one points at 127.0.0.1.
+serve_args=(serve --listen "127.0.0.1:$port" --bootstrap-token "$token" --rate-limit-per-sec 0 --webhook-networks 127.0.0.0/8)
 db=""
 if [ -n "${DATABASE_URL:-}" ]; then
   db="fuzz_$(date +%s)_$$"

@@ -59,6 +59,9 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Kill real replicas while workers misbehave, then audit every invariant.
     Chaos(crate::chaos::ChaosArgs),
+    /// Hold real replicas under a steady, faulty load with event-stream
+    /// subscribers; fail if memory or latency grows over the run.
+    Soak(crate::soak::SoakArgs),
     /// Check a database's invariants (exit 1 if any is violated).
     Audit(AuditArgs),
     /// Missions on a running service: create, list, show, watch, edit, approve,
@@ -651,7 +654,7 @@ pub async fn main() -> ExitCode {
         // The demo and the benchmark print their own output; logs would drown it.
         Command::Demo(_) | Command::Bench(_) | Command::Audit(_) => "warn",
         // Refused and retried worker callbacks are the point of a chaos run.
-        Command::Chaos(_) => "warn,coordinator_workers=error",
+        Command::Chaos(_) | Command::Soak(_) => "warn,coordinator_workers=error",
         // Client commands print their own output; a failure is one error line.
         Command::Mission(_) | Command::Agent(_) | Command::Operator(_) | Command::Workspace(_) => {
             "warn"
@@ -790,6 +793,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => demo::run(args).await,
         Command::Bench(args) => crate::bench::run(args).await.map(|()| ExitCode::SUCCESS),
         Command::Chaos(args) => crate::chaos::run(args).await,
+        Command::Soak(args) => crate::soak::run(args).await,
         Command::Audit(args) => audit(args).await,
         Command::Mission(args) => Ok(cli_client::mission(args).await),
         Command::Agent(args) => Ok(cli_client::agent(args).await),

@@ -27,7 +27,7 @@ pub mod worker {
     pub use coordinator_service::worker::*;
     pub use coordinator_workers::{harness, llm, simulate};
 }
-pub use coordinator_tooling::{audit, bench, chaos, demo};
+pub use coordinator_tooling::{audit, bench, chaos, demo, soak};
 
 pub mod cli;
 pub mod cli_client;

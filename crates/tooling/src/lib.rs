@@ -1,6 +1,7 @@
 //! Tools around the service, kept out of its library:
 //! - [`bench`]: `coordinator bench`, the engine benchmark and the suite's report.
 //! - [`chaos`]: `coordinator chaos`, real replicas killed while workers misbehave.
+//! - [`soak`]: `coordinator soak`, real replicas under a long faulty load, watched for growth.
 //! - [`audit`]: `coordinator audit`, the read-only check of a database's invariants.
 //! - [`demo`]: `coordinator demo`, the embedded one-mission demo.
 
@@ -17,3 +18,4 @@ pub mod audit;
 pub mod bench;
 pub mod chaos;
 pub mod demo;
+pub mod soak;

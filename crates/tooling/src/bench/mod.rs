@@ -185,6 +185,22 @@ pub(crate) struct Api {
 }
 
 impl Api {
+    /// GETs `path`; any non-2xx answer is an error naming the status.
+    pub(crate) async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await?;
+        let status = resp.status();
+        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("{path}: {status} {body}");
+        }
+        Ok(body)
+    }
+
     /// POSTs `body`; any non-2xx answer is an error naming the status.
     pub(crate) async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
         let resp = self

@@ -121,6 +121,14 @@ impl Fleet {
             .collect()
     }
 
+    /// The process id of each running replica.
+    pub fn pids(&self) -> Vec<u32> {
+        self.replicas
+            .iter()
+            .filter_map(|r| r.child.as_ref()?.id())
+            .collect()
+    }
+
     /// The log file of replica `index`.
     pub fn log_path(&self, index: usize) -> PathBuf {
         self.config.log_dir.join(format!("replica-{index}.log"))

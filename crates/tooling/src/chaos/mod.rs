@@ -126,7 +126,7 @@ pub struct ChaosArgs {
 
 /// The simulated fleet: (role, skills); each registered twice, so every
 /// skill of [`plan::SKILLS`] has four agents and "another agent" exists.
-const FLEET: [(&str, [&str; 2]); 6] = [
+pub(crate) const FLEET: [(&str, [&str; 2]); 6] = [
     ("researcher", ["research", "analysis"]),
     ("analyst", ["analysis", "writing"]),
     ("writer", ["writing", "review"]),
