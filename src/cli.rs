@@ -654,7 +654,8 @@ pub async fn main() -> ExitCode {
         // The demo and the benchmark print their own output; logs would drown it.
         Command::Demo(_) | Command::Bench(_) | Command::Audit(_) => "warn",
         // Refused and retried worker callbacks are the point of a chaos run.
-        Command::Chaos(_) | Command::Soak(_) => "warn,coordinator_workers=error",
+        // (The soak's per-window figures are one slow query by design.)
+        Command::Chaos(_) | Command::Soak(_) => "warn,coordinator_workers=error,sqlx::query=error",
         // Client commands print their own output; a failure is one error line.
         Command::Mission(_) | Command::Agent(_) | Command::Operator(_) | Command::Workspace(_) => {
             "warn"

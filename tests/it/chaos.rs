@@ -18,7 +18,7 @@ pub struct Run {
 
 impl Run {
     /// The last line's `key=value` figures.
-    fn figures(&self) -> BTreeMap<String, String> {
+    pub fn figures(&self) -> BTreeMap<String, String> {
         let last = self.stdout.lines().last().unwrap_or_default();
         last.split_whitespace()
             .filter_map(|kv| kv.split_once('='))

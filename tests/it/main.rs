@@ -52,6 +52,7 @@ mod real_llm;
 mod replicas;
 mod scripted_model;
 mod security;
+mod soak;
 mod streams;
 mod sweeps;
 mod team_decisions;

@@ -72,21 +72,46 @@ fn is_json(headers: &axum::http::HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// Deserializes a body, saying where it went wrong.
+/// Deserializes a body, saying where it went wrong. A number with no
+/// fraction (`2379.0`) is read as the integer it is: JSON Schema, and so
+/// the OpenAPI document, counts it as one, and serde would refuse it for an
+/// integer field.
 pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::undeserializable("Failed to parse the request body as JSON", ".", &e)
+    })?;
+    integral_floats_as_integers(&mut value);
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         ApiError::undeserializable(
             "Failed to deserialize the JSON body into the target type",
             &path,
             &e.into_inner(),
         )
-    })?;
-    de.end().map_err(|e| {
-        ApiError::undeserializable("Failed to parse the request body as JSON", ".", &e)
-    })?;
-    Ok(value)
+    })
+}
+
+/// Rewrites every float with no fractional part that fits an `i64` (or a
+/// `u64`) as that integer, in place.
+fn integral_floats_as_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            // 2^63 and 2^64 as floats: the first values past each range.
+            if f.fract() == 0.0
+                && f >= -9_223_372_036_854_775_808.0
+                && f < 9_223_372_036_854_775_808.0
+            {
+                *value = Value::from(f as i64);
+            } else if f.fract() == 0.0 && f >= 0.0 && f < 18_446_744_073_709_551_616.0 {
+                *value = Value::from(f as u64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(integral_floats_as_integers),
+        _ => {}
+    }
 }
 
 /// A raw body, for routes whose JSON body is optional: one that is sent
@@ -279,4 +304,45 @@ pub async fn not_found() -> ApiError {
 pub async fn method_not_allowed() -> Response {
     let body = json!({ "error": { "code": "method_not_allowed", "message": "this route does not support that method", "details": null } });
     (StatusCode::METHOD_NOT_ALLOWED, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    struct Body {
+        version: i64,
+        ttl: u32,
+        share: f64,
+        items: Vec<i32>,
+    }
+
+    #[test]
+    fn integral_floats_read_as_integers_and_fractions_stay_refused() {
+        let b: Body = parse_body(
+            br#"{"version": 2379.0, "ttl": 3655.0, "share": 0.5, "items": [1.0, -2.0]}"#,
+        )
+        .expect("integral floats are integers");
+        assert_eq!(
+            b,
+            Body {
+                version: 2379,
+                ttl: 3655,
+                share: 0.5,
+                items: vec![1, -2]
+            }
+        );
+        let b: Body = parse_body(br#"{"version": 1, "ttl": 1, "share": 2.0, "items": []}"#)
+            .expect("an integral float still fills a float field");
+        assert_eq!(b.share, 2.0);
+        assert!(
+            parse_body::<Body>(br#"{"version": 1.5, "ttl": 1, "share": 0, "items": []}"#).is_err()
+        );
+        assert!(
+            parse_body::<Body>(br#"{"version": 1e300, "ttl": 1, "share": 0, "items": []}"#)
+                .is_err()
+        );
+        assert!(parse_body::<Body>(br#"{"version": 1} trailing"#).is_err());
+    }
 }

@@ -414,7 +414,8 @@ async fn steer(api: Api, spec: MissionSpec, fate: Fate, pause: Duration, s: Arc<
             // waits (the first tries may find it still being made).
             let path = format!("/v1/missions/{id}/approve");
             let mut approved = false;
-            for _ in 0..20 {
+            // (A loaded replica may take a while to make it.)
+            for _ in 0..120 {
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 if api.post(&path, json!({})).await.is_ok() {
                     s.approved.fetch_add(1, Ordering::Relaxed);

@@ -17,6 +17,8 @@ use tokio::task::JoinHandle;
 
 /// How many subscribers time their events (the rest only count them).
 const TIMED: usize = 20;
+/// Subscribers sharing one source address.
+const PER_ADDRESS: usize = 100;
 
 /// What the subscribers share with the soak.
 #[derive(Default)]
@@ -44,14 +46,23 @@ impl Tally {
 /// Starts `count` subscribers over `urls` (round robin) with `token`.
 pub fn start(count: usize, urls: &[String], token: &str) -> (Arc<Tally>, Vec<JoinHandle<()>>) {
     let tally = Arc::new(Tally::default());
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .build()
-        .unwrap_or_default();
+    // Subscribers are many clients, not one: each hundred connects from an
+    // address of its own on the loopback network (127.0.1.x), so the
+    // replicas' per-address connection cap sees them as a crowd would.
+    let clients: Vec<reqwest::Client> = (0..count.div_ceil(PER_ADDRESS))
+        .map(|k| {
+            reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .local_address(std::net::IpAddr::from([127, 0, 1, (k % 250 + 1) as u8]))
+                .build()
+                .unwrap_or_default()
+        })
+        .collect();
     let handles = (0..count)
         .map(|i| {
             let url = format!("{}/v1/events", urls[i % urls.len()]);
-            let (tally, http, token) = (tally.clone(), http.clone(), token.to_owned());
+            let http = clients[i / PER_ADDRESS].clone();
+            let (tally, token) = (tally.clone(), token.to_owned());
             tokio::spawn(subscribe(http, url, token, tally, i < TIMED))
         })
         .collect();
