@@ -100,11 +100,10 @@ fn integral_floats_as_integers(value: &mut serde_json::Value) {
             let f = n.as_f64().unwrap_or(f64::NAN);
             // 2^63 and 2^64 as floats: the first values past each range.
             if f.fract() == 0.0
-                && f >= -9_223_372_036_854_775_808.0
-                && f < 9_223_372_036_854_775_808.0
+                && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f)
             {
                 *value = Value::from(f as i64);
-            } else if f.fract() == 0.0 && f >= 0.0 && f < 18_446_744_073_709_551_616.0 {
+            } else if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) {
                 *value = Value::from(f as u64);
             }
         }
