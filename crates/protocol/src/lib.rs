@@ -165,9 +165,11 @@ pub struct WorkerReport {
     pub failure_kind: Option<FailureKind>,
     /// What the attempt cost, in the budget's currency.
     #[serde(default)]
+    #[schema(minimum = 0)]
     pub cost: f64,
     /// Tokens the attempt used.
     #[serde(default)]
+    #[schema(minimum = 0)]
     pub tokens: i64,
     /// For failures: wait at least this long before the next attempt (a
     /// provider's `Retry-After`); the failure still counts.

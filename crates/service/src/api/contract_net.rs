@@ -36,6 +36,7 @@ struct ListParams {
     /// Only this mission's tenders.
     mission: Option<Uuid>,
     /// Only tenders with this status (`open`, `awarded`, `no_proposals`).
+    #[param(value_type = Option<coordinator_core::contract_net::TenderStatus>)]
     status: Option<String>,
 }
 

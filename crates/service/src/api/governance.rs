@@ -108,6 +108,7 @@ async fn check(
 #[into_params(parameter_in = Query)]
 struct ListParams {
     /// Only decisions with this status (`pending`, `approved`, `rejected`, `deferred`, `modified`).
+    #[param(value_type = Option<coordinator_core::governance::DecisionStatus>)]
     status: Option<String>,
     /// At most this many (1–500, default 100).
     #[serde(default)]

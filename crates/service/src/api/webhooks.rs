@@ -41,6 +41,7 @@ pub struct Subscribe {
     #[serde(default)]
     pub events: Vec<String>,
     /// HMAC-SHA256 key for the signature header, 16–256 characters (as for webhooks).
+    #[schema(min_length = 16, max_length = 256)]
     pub secret: String,
 }
 

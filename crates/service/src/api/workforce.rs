@@ -58,11 +58,13 @@ struct ContractorParams {
     /// Comma-separated skills; only contractors having all of them.
     skills: Option<String>,
     /// Only contractors with at least this trust (0–1).
+    #[param(minimum = 0, maximum = 1)]
     min_trust: Option<f64>,
     /// Only contractors with this availability.
-    #[param(value_type = Option<String>)]
+    #[param(inline)]
     availability: Option<Availability>,
     /// At most this many (1–500, default 500).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 
@@ -236,7 +238,7 @@ async fn update_trust(
 #[into_params(parameter_in = Query)]
 struct PackageParams {
     /// Only packages in this status.
-    #[param(value_type = Option<String>)]
+    #[param(inline)]
     status: Option<PackageStatus>,
     /// Only packages assigned to this contractor.
     contractor: Option<Uuid>,
@@ -245,6 +247,7 @@ struct PackageParams {
     /// Only packages of this mission.
     mission: Option<Uuid>,
     /// At most this many (1–500, default 500).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 

@@ -35,12 +35,14 @@ pub fn parse_value<T: std::str::FromStr<Err = UnknownValue>>(
 #[serde(deny_unknown_fields)]
 pub struct PutBelief {
     /// `environment`, `self`, `agent` or `case`.
+    #[schema(value_type = coordinator_core::bdi::BeliefCategory)]
     pub category: String,
     /// What it is about (1–256 bytes); one belief per (category, subject).
     pub subject: String,
     /// What the agent holds true (1–4000 bytes).
     pub content: String,
     /// Certainty in [0, 1].
+    #[schema(minimum = 0, maximum = 1)]
     pub certainty: f64,
     /// Why (logged with the revision; at most 1000 bytes).
     #[serde(default)]
@@ -67,17 +69,23 @@ pub struct CreateDesire {
     /// What is desired (1–4000 bytes).
     pub description: String,
     /// `terminal` or `instrumental`.
+    #[schema(value_type = coordinator_core::bdi::DesireKind)]
     pub kind: String,
     /// Weight 0.30.
+    #[schema(minimum = 0, maximum = 1)]
     pub base_priority: f64,
     /// Weight 0.25.
+    #[schema(minimum = 0, maximum = 1)]
     pub importance: f64,
     /// Weight 0.25.
+    #[schema(minimum = 0, maximum = 1)]
     pub urgency: f64,
     /// Weight 0.15.
+    #[schema(minimum = 0, maximum = 1)]
     pub strategic_alignment: f64,
     /// Weight 0.05 (default 1: all dependencies met).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
     pub dependency_status: Option<f64>,
     /// For an instrumental desire: the active desires it serves (at least one).
     #[serde(default)]
@@ -122,6 +130,7 @@ pub struct CreateGoal {
     /// What to reach (1–4000 bytes).
     pub description: String,
     /// `strategic`, `tactical` or `operational`.
+    #[schema(value_type = coordinator_core::bdi::GoalTier)]
     pub tier: String,
     /// Parent goal of the same agent, at this tier or above.
     #[serde(default)]
@@ -159,6 +168,7 @@ pub struct CommitIntention {
     pub description: String,
     /// `single-minded`, `open-minded` (default) or `cautious`.
     #[serde(default)]
+    #[schema(value_type = Option<coordinator_core::bdi::CommitmentStrategy>)]
     pub strategy: Option<String>,
     /// The goal pursued.
     #[serde(default)]
@@ -168,6 +178,7 @@ pub struct CommitIntention {
     pub desire_id: Option<Uuid>,
     /// Priority in [0, 1] when no desire is named (default 0.5).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
     pub priority: Option<f64>,
 }
 

@@ -103,6 +103,7 @@ pub struct ProposeRequest {
     #[serde(default)]
     pub id: Option<Uuid>,
     /// What is to be decided (1–500 characters).
+    #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
     pub topic: String,
     /// 2–10 options with unique labels.
     pub options: Vec<TeamOption>,
@@ -139,6 +140,7 @@ pub struct VoteRequest {
 #[serde(deny_unknown_fields)]
 pub struct CancelRequest {
     /// Why (1–2000 characters).
+    #[schema(min_length = 1, max_length = 2000, pattern = r"\S")]
     pub reason: String,
 }
 

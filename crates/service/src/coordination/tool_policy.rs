@@ -126,6 +126,7 @@ pub struct ResolveApproval {
     /// `approved` or `denied`.
     pub outcome: Outcome,
     /// Why (1–4000 characters; logged).
+    #[schema(min_length = 1, max_length = 4000, pattern = r"\S")]
     pub rationale: String,
 }
 

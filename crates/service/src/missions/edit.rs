@@ -106,7 +106,7 @@ pub struct UpdateMission {
     pub priority: Option<i32>,
     /// Spending limit, not below what is already spent (422 `budget_below_spent`); `null` removes the limit. Not on a finished mission.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<f64>, minimum = 0)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 1_000_000_000)]
     pub budget: Option<Option<f64>>,
     /// When the mission should be done (RFC 3339, in the future; informative); `null` clears it. Not on a finished mission.
     #[serde(default, deserialize_with = "present_time")]

@@ -87,6 +87,7 @@ pub const MAX_FEEDBACK_CHARS: usize = 5_000;
 #[serde(deny_unknown_fields)]
 pub struct RejectPlanRequest {
     /// What is wrong with the plan (kept on the event, given to the LLM planner).
+    #[schema(min_length = 1, max_length = 5000, pattern = r"\S")]
     pub feedback: String,
     /// A replacement plan, instead of asking the planner again.
     #[serde(default)]
@@ -98,6 +99,7 @@ pub struct RejectPlanRequest {
 #[serde(deny_unknown_fields)]
 pub struct InstructionsRequest {
     /// What should change.
+    #[schema(min_length = 1, max_length = 5000, pattern = r"\S")]
     pub instructions: String,
     /// The new plan for the work not started yet (may depend on kept tasks by key).
     #[serde(default)]

@@ -35,11 +35,13 @@ pub const DEFAULT_KINDS: &[&str] = &["task.*"];
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
     /// Where to POST deliveries (http or https, no userinfo); public addresses only unless the service lists more (`--webhook-networks`). Redirects are not followed.
+    #[schema(max_length = 2048, pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@]+")]
     pub url: String,
     /// Event kinds to deliver (`task.*` style prefixes allowed); empty or absent: `task.*`.
     #[serde(default)]
     pub events: Vec<String>,
     /// Shared secret for the HMAC signature (16 to 256 characters).
+    #[schema(min_length = 16, max_length = 256)]
     pub secret: String,
 }
 

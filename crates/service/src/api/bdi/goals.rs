@@ -72,11 +72,12 @@ pub(crate) async fn list_goals(
     Ok(Json(GoalList { goals }))
 }
 
-/// A status change.
+/// `POST …/status` body of a goal.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetStatus {
     /// The new status.
+    #[schema(value_type = coordinator_core::bdi::GoalStatus)]
     pub status: String,
     /// The version read; a different current version is a 409 `version_conflict`.
     #[serde(default)]

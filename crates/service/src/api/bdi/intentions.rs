@@ -86,7 +86,7 @@ pub(crate) async fn list_intentions(
         ("agent_id" = String, Path, description = "Agent id"),
         ("intention_id" = Uuid, Path, description = "Intention id")
     ),
-    request_body = SetStatus,
+    request_body = IntentionStatusChange,
     responses(
         (status = 200, description = "Moved", body = IntentionView),
         (status = 400, response = doc::BadRequest),
@@ -102,7 +102,7 @@ pub(crate) async fn intention_status(
     State(state): State<AppState>,
     who: Principal,
     Path((agent_id, intention_id)): Path<(String, Uuid)>,
-    Json(req): Json<SetStatus>,
+    Json(req): Json<IntentionStatusChange>,
 ) -> ApiResult<Json<IntentionView>> {
     require_writer(&who, &agent_id)?;
     let to: IntentionStatus = parse_value("status", &req.status)?;
@@ -121,11 +121,24 @@ pub(crate) async fn intention_status(
     Ok(Json(it))
 }
 
+/// `POST …/status` body of an intention.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IntentionStatusChange {
+    /// The new status.
+    #[schema(value_type = coordinator_core::bdi::IntentionStatus)]
+    pub status: String,
+    /// The version read; a different current version is a 409 `version_conflict`.
+    #[serde(default)]
+    pub version: Option<i64>,
+}
+
 /// `POST …/progress` body.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IntentionProgress {
     /// Fraction done, in [0, 1].
+    #[schema(minimum = 0, maximum = 1)]
     pub progress: f64,
     /// The version read; a different current version is a 409 `version_conflict`.
     #[serde(default)]

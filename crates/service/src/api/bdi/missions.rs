@@ -50,6 +50,7 @@ pub(crate) async fn show_commitment(
 #[serde(deny_unknown_fields)]
 pub struct PutCommitment {
     /// `single-minded`, `open-minded` or `cautious`; null derives it from autonomy again.
+    #[schema(value_type = Option<coordinator_core::bdi::CommitmentStrategy>)]
     pub strategy: Option<String>,
 }
 

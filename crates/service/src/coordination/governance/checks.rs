@@ -7,6 +7,7 @@ use super::*;
 #[serde(deny_unknown_fields)]
 pub struct CheckRequest {
     /// The action's category: `budget`, `hiring`, `strategy`, `operational` or a custom one.
+    #[schema(min_length = 1, max_length = 64, pattern = r"\S")]
     pub action_type: String,
     /// Free-form details of the action (kept for the decision, not judged).
     #[serde(default)]

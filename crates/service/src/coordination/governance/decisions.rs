@@ -27,9 +27,11 @@ pub struct DecisionRequest {
     #[serde(default)]
     pub agent_id: Option<String>,
     /// What is to be decided (1–2000 characters).
+    #[schema(min_length = 1, max_length = 2000, pattern = r"\S")]
     pub description: String,
     /// The action's category (default `operational`).
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 64, pattern = r"\S")]
     pub action_type: Option<String>,
     /// What the action would cost or hire.
     #[serde(default)]
