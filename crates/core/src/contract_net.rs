@@ -169,10 +169,19 @@ pub const MIN_WINDOW_MS: i32 = 100;
 /// Longest tender window (a day), in milliseconds.
 pub const MAX_WINDOW_MS: i32 = 86_400_000;
 
+/// How a mission's tasks get their agent: the deterministic scorer, or a
+/// call for proposals per task.
+pub const ALLOCATIONS: [&str; 2] = ["score", "tender"];
+
+/// The schema of an allocation field: one of [`ALLOCATIONS`].
+pub fn allocation_schema() -> utoipa::openapi::Object {
+    crate::domain::string_enum(&ALLOCATIONS)
+}
+
 /// Checks a mission's allocation setting: `score` or `tender`, and the
 /// tender window when one is given.
 pub fn check_allocation(allocation: &str, window_ms: Option<i32>) -> Result<(), Invalid> {
-    if !matches!(allocation, "score" | "tender") {
+    if !ALLOCATIONS.contains(&allocation) {
         return Err(Invalid::new(
             "allocation",
             "allocation must be 'score' or 'tender'",

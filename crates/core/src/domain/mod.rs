@@ -143,6 +143,17 @@ macro_rules! text_enum {
 }
 pub use crate::text_enum;
 
+/// The OpenAPI schema of a string limited to `values`, for fields checked
+/// against a list of names rather than parsed into a [`text_enum!`] type
+/// (`#[schema(schema_with = …)]` on a function that calls this with the
+/// list the check uses).
+pub fn string_enum(values: &[&str]) -> utoipa::openapi::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(values.iter().copied()))
+        .build()
+}
+
 /// A text value that is not one of an enum's values. Its message names the
 /// kind in words (`MissionStatus` → "mission status"), never the Rust type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

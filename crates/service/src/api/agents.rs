@@ -252,7 +252,18 @@ async fn show(
 struct Heartbeat {
     /// The state the agent reports: `idle`, `working`, `blocked` or `done` (RFC-001). Informational: dispatch only skips `offline` and `retired` agents, and the engine sets `working`/`idle` as attempts start and end.
     #[serde(default)]
+    #[schema(schema_with = reportable_statuses)]
     status: Option<String>,
+}
+
+/// The statuses an agent may report: those [`AgentStatus::reportable`] allows.
+fn reportable_statuses() -> utoipa::openapi::Object {
+    let names: Vec<&str> = coordinator_core::agents::AgentStatus::ALL
+        .iter()
+        .filter(|s| s.reportable())
+        .map(|s| s.as_str())
+        .collect();
+    coordinator_core::domain::string_enum(&names)
 }
 
 /// Records that the agent is alive (an offline agent comes back; a retired one does not), optionally with the state it reports.

@@ -87,6 +87,7 @@ pub struct WriteKey {
     pub value: Value,
     /// Compare-and-set: write only if the key is at this version (0: it must not exist).
     #[serde(default)]
+    #[schema(minimum = 0)]
     pub expected_version: Option<i64>,
 }
 
@@ -95,6 +96,7 @@ pub struct WriteKey {
 #[into_params(parameter_in = Query)]
 struct DeleteParams {
     /// Compare-and-set: delete only if the key is at this version.
+    #[param(minimum = 0)]
     expected_version: Option<i64>,
 }
 

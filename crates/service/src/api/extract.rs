@@ -80,7 +80,12 @@ pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::undeserializable("Failed to parse the request body as JSON", ".", &e)
     })?;
-    integral_floats_as_integers(&mut value);
+    if !integral_floats_as_integers(&mut value) {
+        return Err(ApiError::invalid(
+            "body",
+            "numbers must lie within ±1e300 (larger ones do not survive storage as JSON)",
+        ));
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         ApiError::undeserializable(
@@ -92,12 +97,16 @@ pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 /// Rewrites every float with no fractional part that fits an `i64` (or a
-/// `u64`) as that integer, in place.
-fn integral_floats_as_integers(value: &mut serde_json::Value) {
+/// `u64`) as that integer, in place; false if a number lies beyond ±1e300,
+/// which PostgreSQL's `jsonb` would give back as a decimal too long to read.
+fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
     use serde_json::Value;
     match value {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(f64::NAN);
+            if f.is_nan() || f.abs() > 1e300 {
+                return false;
+            }
             // 2^63 and 2^64 as floats: the first values past each range.
             if f.fract() == 0.0
                 && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f)
@@ -106,10 +115,11 @@ fn integral_floats_as_integers(value: &mut serde_json::Value) {
             } else if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) {
                 *value = Value::from(f as u64);
             }
+            true
         }
-        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
-        Value::Object(fields) => fields.values_mut().for_each(integral_floats_as_integers),
-        _ => {}
+        Value::Array(items) => items.iter_mut().all(integral_floats_as_integers),
+        Value::Object(fields) => fields.values_mut().all(integral_floats_as_integers),
+        _ => true,
     }
 }
 
@@ -343,5 +353,14 @@ mod tests {
                 .is_err()
         );
         assert!(parse_body::<Body>(br#"{"version": 1} trailing"#).is_err());
+        // Beyond ±1e300 anywhere in the body: refused before any field is read
+        // (jsonb would give it back as a decimal serde cannot read: a 500).
+        let huge = br#"{"version": 1, "ttl": 1, "share": 1.7976931348623157e308, "items": []}"#;
+        assert!(matches!(
+            parse_body::<Body>(huge),
+            Err(ApiError::BadRequest { .. })
+        ));
+        let fine = br#"{"version": 1, "ttl": 1, "share": -1e299, "items": []}"#;
+        assert!(parse_body::<Body>(fine).is_ok());
     }
 }

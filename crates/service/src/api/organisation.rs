@@ -138,6 +138,13 @@ pub struct Validation {
     security(("api_token" = []))
 )]
 async fn validate(_who: Principal, Json(doc): Json<Value>) -> ApiResult<Json<Validation>> {
+    // A spec is a JSON object; anything else is not a spec to judge.
+    if !doc.is_object() {
+        return Err(ApiError::invalid(
+            "body",
+            "send the spec document as a JSON object",
+        ));
+    }
     let problems = OrgSpec::parse(&doc).err().unwrap_or_default();
     Ok(Json(Validation {
         valid: problems.is_empty(),
@@ -150,6 +157,7 @@ async fn validate(_who: Principal, Json(doc): Json<Value>) -> ApiResult<Json<Val
 #[into_params(parameter_in = Query)]
 struct VerdictParams {
     /// The task's type.
+    #[param(min_length = 1, pattern = r"\S")]
     task_type: String,
     /// The task's key (goals may name keys as well as types).
     task_key: Option<String>,

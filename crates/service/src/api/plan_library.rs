@@ -30,11 +30,13 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 struct SearchParams {
     /// The goal to find similar cases for (required).
+    #[param(required = true, min_length = 1, pattern = r"\S")]
     goal: Option<String>,
     /// The context to compare, as a JSON object `{constraints?, budget?, autonomy?}`;
     /// without it cases are scored by the goal alone.
     context: Option<String>,
     /// Most results, 1–100 (default 10).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
     limit: Option<String>,
     /// `success`, `failure` or `any` (default).
     #[param(inline)]

@@ -106,18 +106,22 @@ pub struct ProposeRequest {
     #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
     pub topic: String,
     /// 2–10 options with unique labels.
+    #[schema(min_items = 2, max_items = 10)]
     pub options: Vec<TeamOption>,
     /// Facts, links, measurements (at most 50 entries, each 1–2000 characters).
     #[serde(default)]
+    #[schema(max_items = 50, min_length = 1, max_length = 2000)]
     pub evidence: Vec<String>,
     /// The proposer's recommendation (a label); it breaks ties.
     #[serde(default)]
     pub recommended_option: Option<String>,
     /// Who may vote (default: the agents assigned to the mission's tasks).
     #[serde(default)]
+    #[schema(min_items = 1, max_items = 100)]
     pub eligible_agents: Option<Vec<String>>,
     /// Voting window in seconds (1–604800, default 300).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 604_800)]
     pub window_secs: Option<u64>,
     /// A (blocked) task of the mission that raises it.
     #[serde(default)]

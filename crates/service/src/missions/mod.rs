@@ -138,9 +138,11 @@ pub struct CreateMission {
     pub plan: Option<PlanSpec>,
     /// How tasks get their agent: `score` (default, the deterministic scorer) or `tender` (contract net: a call for proposals per task).
     #[serde(default)]
+    #[schema(schema_with = coordinator_core::contract_net::allocation_schema)]
     pub allocation: Option<String>,
     /// Proposal window of each tender in ms, 100 – 86400000 (default 30000); with `allocation: tender`.
     #[serde(default)]
+    #[schema(minimum = 100, maximum = 86_400_000)]
     pub tender_window_ms: Option<i32>,
 }
 
@@ -610,6 +612,7 @@ pub async fn resume(
 #[serde(deny_unknown_fields)]
 pub struct ReviewRequest {
     /// `accept` or `reject`.
+    #[schema(schema_with = review_decisions)]
     pub decision: String,
     /// Why (kept on the event; required to reject).
     #[serde(default)]
@@ -617,6 +620,14 @@ pub struct ReviewRequest {
     /// With `reject`: the tasks to redo, by key or id (their dependents are redone too).
     #[serde(default)]
     pub tasks: Vec<String>,
+}
+
+/// The decisions a review takes (the match in [`review`] handles each).
+pub const REVIEW_DECISIONS: [&str; 2] = ["accept", "reject"];
+
+/// The schema of [`ReviewRequest::decision`].
+fn review_decisions() -> utoipa::openapi::Object {
+    coordinator_core::domain::string_enum(&REVIEW_DECISIONS)
 }
 
 /// Accepts the results of a mission in `awaiting_review` (approve mode).

@@ -79,6 +79,7 @@ pub(crate) async fn run_maintenance(
 #[into_params(parameter_in = Query)]
 pub(crate) struct ConflictParams {
     /// UTC day, `YYYY-MM-DD` (default today).
+    #[param(format = Date)]
     day: Option<String>,
 }
 

@@ -557,6 +557,7 @@ pub struct OpenTender {
     pub task_id: Uuid,
     /// Proposal window in milliseconds (100 ms – 1 day; default: the mission's).
     #[serde(default)]
+    #[schema(minimum = 100, maximum = 86_400_000)]
     pub window_ms: Option<i32>,
 }
 
@@ -761,9 +762,11 @@ async fn award_tender(pool: &PgPool, who: &Principal, id: Uuid) -> Result<Tender
 #[serde(deny_unknown_fields)]
 pub struct AllocationRequest {
     /// `score` (default of every mission) or `tender`.
+    #[schema(schema_with = coordinator_core::contract_net::allocation_schema)]
     pub allocation: String,
     /// Proposal window of its tenders, 100 ms – 1 day (default 30 s).
     #[serde(default)]
+    #[schema(minimum = 100, maximum = 86_400_000)]
     pub tender_window_ms: Option<i32>,
 }
 

@@ -19,8 +19,9 @@ pub struct ProfileRequest {
     /// Categories that need no review (numeric thresholds still apply).
     #[serde(default)]
     pub auto_approve_categories: Vec<String>,
-    /// Free-form (frequency, channels…), kept for clients.
+    /// Free-form (frequency, channels…), kept for clients: a JSON object.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     pub communication_preferences: Option<Value>,
     /// The profile version being replaced (409 `version_conflict` if stale).
     #[serde(default)]

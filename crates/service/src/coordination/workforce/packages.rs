@@ -440,8 +440,9 @@ pub struct AssignRequest {
     /// The version read (409 `version_conflict` if newer).
     #[serde(default)]
     pub version: Option<i64>,
-    /// A note to append.
+    /// A note to append (1–4000 characters).
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 4000, pattern = r"\S")]
     pub note: Option<String>,
 }
 
@@ -478,9 +479,11 @@ pub async fn assign(
 pub struct ProgressRequest {
     /// Percent done, 0–100.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 100)]
     pub progress: Option<i32>,
     /// A note to append (at most 4000 characters).
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 4000, pattern = r"\S")]
     pub note: Option<String>,
     /// The version read (409 `version_conflict` if newer).
     #[serde(default)]
