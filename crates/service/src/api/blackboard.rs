@@ -83,7 +83,6 @@ pub struct BlackboardList {
 #[serde(deny_unknown_fields)]
 pub struct WriteKey {
     /// Any JSON value but null (at most 64 KiB).
-    #[schema(value_type = Object)]
     pub value: Value,
     /// Compare-and-set: write only if the key is at this version (0: it must not exist).
     #[serde(default)]

@@ -14,7 +14,6 @@ pub struct Entry {
     /// The key.
     pub key: String,
     /// The value (null once deleted).
-    #[schema(value_type = Object)]
     pub value: Option<Value>,
     /// Bumped by every write and delete; what a compare-and-set names.
     pub version: i64,
