@@ -80,11 +80,14 @@ pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::undeserializable("Failed to parse the request body as JSON", ".", &e)
     })?;
-    if !integral_floats_as_integers(&mut value) {
-        return Err(ApiError::invalid(
-            "body",
-            "numbers must lie within ±1e300 (larger ones do not survive storage as JSON)",
-        ));
+    if let Err(path) = integral_floats_as_integers(&mut value, "") {
+        return Err(ApiError::BadRequest {
+            code: "invalid_request",
+            message: format!(
+                "{path}: numbers must lie within ±1e308 (larger ones do not survive storage as JSON)"
+            ),
+            details: serde_json::json!({ "field": path }),
+        });
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
@@ -97,15 +100,28 @@ pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 /// Rewrites every float with no fractional part that fits an `i64` (or a
-/// `u64`) as that integer, in place; false if a number lies beyond ±1e300,
-/// which PostgreSQL's `jsonb` would give back as a decimal too long to read.
-fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
+/// `u64`) as that integer, in place. Refuses (with the number's path) one
+/// beyond ±1e308: PostgreSQL's `jsonb` gives such a number back as a
+/// decimal too long for serde to read, so storing it would break every
+/// later read.
+fn integral_floats_as_integers(value: &mut serde_json::Value, path: &str) -> Result<(), String> {
     use serde_json::Value;
+    let at = |key: &dyn std::fmt::Display| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
     match value {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(f64::NAN);
-            if f.is_nan() || f.abs() > 1e300 {
-                return false;
+            if f.is_nan() || f.abs() > 1e308 {
+                return Err(if path.is_empty() {
+                    "body".into()
+                } else {
+                    path.to_owned()
+                });
             }
             // 2^63 and 2^64 as floats: the first values past each range.
             if f.fract() == 0.0
@@ -115,11 +131,16 @@ fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
             } else if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) {
                 *value = Value::from(f as u64);
             }
-            true
+            Ok(())
         }
-        Value::Array(items) => items.iter_mut().all(integral_floats_as_integers),
-        Value::Object(fields) => fields.values_mut().all(integral_floats_as_integers),
-        _ => true,
+        Value::Array(items) => items
+            .iter_mut()
+            .enumerate()
+            .try_for_each(|(i, v)| integral_floats_as_integers(v, &format!("{path}[{i}]"))),
+        Value::Object(fields) => fields
+            .iter_mut()
+            .try_for_each(|(k, v)| integral_floats_as_integers(v, &at(k))),
+        _ => Ok(()),
     }
 }
 
@@ -353,14 +374,14 @@ mod tests {
                 .is_err()
         );
         assert!(parse_body::<Body>(br#"{"version": 1} trailing"#).is_err());
-        // Beyond ±1e300 anywhere in the body: refused before any field is read
-        // (jsonb would give it back as a decimal serde cannot read: a 500).
+        // Near f64::MAX anywhere in the body: refused, naming where (jsonb
+        // would give it back as a decimal serde cannot read: a 500).
         let huge = br#"{"version": 1, "ttl": 1, "share": 1.7976931348623157e308, "items": []}"#;
-        assert!(matches!(
-            parse_body::<Body>(huge),
-            Err(ApiError::BadRequest { .. })
-        ));
-        let fine = br#"{"version": 1, "ttl": 1, "share": -1e299, "items": []}"#;
+        let Err(ApiError::BadRequest { details, .. }) = parse_body::<Body>(huge) else {
+            panic!("a number near f64::MAX is a 400");
+        };
+        assert_eq!(details["field"], "share");
+        let fine = br#"{"version": 1, "ttl": 1, "share": -1e308, "items": []}"#;
         assert!(parse_body::<Body>(fine).is_ok());
     }
 }
