@@ -15,6 +15,12 @@
 # Extra arguments go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A full disk fails every test after it with errors that do not say so
+# (PostgreSQL cannot write): warn first. A build and a run need ~12 GB.
+free_kib=$(df -Pk . | awk 'NR == 2 { print $4 }')
+if [ "${free_kib:-0}" -lt $((12 * 1024 * 1024)) ]; then
+  echo "WARNING: only $((free_kib / 1024 / 1024)) GiB free here; the build and the test databases need about 12 GiB" >&2
+fi
 scripts/ensure-postgres.sh
 scripts/test-peers.sh
 if [ -z "${COORDINATOR_TEST_LLM_URL:-}" ]; then
