@@ -188,7 +188,8 @@ pub fn check_allocation(allocation: &str, window_ms: Option<i32>) -> Result<(), 
         ));
     }
     if let Some(ms) = window_ms {
-        check_window(ms)?;
+        // Missions and their allocation setting call it `tender_window_ms`.
+        check_window(ms).map_err(|e| Invalid::new("tender_window_ms", e.message))?;
     }
     Ok(())
 }
@@ -282,7 +283,7 @@ mod tests {
         );
         assert_eq!(
             check_allocation("tender", Some(99)).map_err(|e| e.field),
-            Err("window_ms".to_owned())
+            Err("tender_window_ms".to_owned())
         );
         assert!(check_window(MAX_WINDOW_MS + 1).is_err());
     }
