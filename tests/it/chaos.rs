@@ -37,6 +37,18 @@ impl Run {
     }
 }
 
+/// The figures of a chaos run that must be 0 whatever else happened.
+pub const MUST_BE_ZERO: [&str; 8] = [
+    "doubled",
+    "doubled_events",
+    "stale_accepted",
+    "cap_violations",
+    "event_gaps",
+    "replay_mismatches",
+    "slots_held",
+    "duplicate_missions",
+];
+
 /// Runs the binary with `args` and no ambient configuration; at most `limit`.
 pub async fn coordinator(args: &[&str], limit: Duration) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_coordinator"));
@@ -94,16 +106,7 @@ async fn a_short_chaos_run_keeps_every_invariant() {
     assert_eq!(run.figure("terminal"), 20, "{context}");
     assert!(run.figure("kills") >= 1, "{context}");
     assert_eq!(run.figure("pg_restarts"), 0, "{context}");
-    for zero in [
-        "doubled",
-        "doubled_events",
-        "stale_accepted",
-        "cap_violations",
-        "event_gaps",
-        "replay_mismatches",
-        "slots_held",
-        "duplicate_missions",
-    ] {
+    for zero in MUST_BE_ZERO {
         assert_eq!(run.figure(zero), 0, "{zero}: {context}");
     }
     // The faults really happened.

@@ -187,29 +187,19 @@ pub(crate) struct Api {
 impl Api {
     /// GETs `path`; any non-2xx answer is an error naming the status.
     pub(crate) async fn get(&self, path: &str) -> anyhow::Result<Value> {
-        let resp = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .send()
-            .await?;
-        let status = resp.status();
-        let body: Value = resp.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            bail!("{path}: {status} {body}");
-        }
-        Ok(body)
+        self.send(path, self.http.get(format!("{}{path}", self.base)))
+            .await
     }
 
     /// POSTs `body`; any non-2xx answer is an error naming the status.
     pub(crate) async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
-        let resp = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await?;
+        let req = self.http.post(format!("{}{path}", self.base)).json(&body);
+        self.send(path, req).await
+    }
+
+    /// Sends `req` with the token; the JSON answer, or an error naming `path` and the status.
+    async fn send(&self, path: &str, req: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+        let resp = req.bearer_auth(&self.token).send().await?;
         let status = resp.status();
         let body: Value = resp.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
