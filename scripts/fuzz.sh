@@ -144,7 +144,7 @@ st_args=(run "$base/openapi.json"
 [ "$quick" = 1 ] && st_args+=(--phases examples,coverage,fuzzing)
 echo "fuzz: schemathesis ${st_args[*]//$token/***}" >&2
 st_status=0
-"$venv/bin/schemathesis" "${st_args[@]}" | tee "$work/schemathesis.log" >&2 || st_status=$?
+"$venv/bin/schemathesis" --config-file scripts/schemathesis.toml "${st_args[@]}" | tee "$work/schemathesis.log" >&2 || st_status=$?
 
 # Figures from the run's summary: operations tested, test cases sent, and the
 # unique failures by schemathesis code (ST101/ST102 server errors, ST108-ST111

@@ -132,7 +132,6 @@ async fn patch_changes_each_field_and_bad_input_changes_nothing() {
             "heartbeat_timeout_secs",
         ),
         (json!({"status": "retired"}), "status"),
-        (json!({}), "body"),
     ] {
         let (s, b) = patch(&app, "a1", body.clone(), &app.token).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{body}: {b}");
@@ -149,6 +148,10 @@ async fn patch_changes_each_field_and_bad_input_changes_nothing() {
     }
     let (_, after) = app.get("/v1/agents/a1").await;
     assert_eq!(after, now, "bad input changed nothing");
+    // A patch naming no field is a no-op (RFC 7396): the agent as it is.
+    let (s, b) = patch(&app, "a1", json!({}), &app.token).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    assert_eq!(b["version"], now["version"], "{b}");
 
     // Optimistic concurrency.
     let v = now["version"].as_i64().unwrap();

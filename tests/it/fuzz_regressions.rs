@@ -125,14 +125,15 @@ async fn every_operation_with_input_documents_400() {
 }
 
 /// A NUL character in a query parameter or a JSON string reached PostgreSQL,
-/// which refuses it in text and jsonb: a 500 for what is bad input.
+/// which refuses it in text and jsonb: a 500 for what is bad input. Now a
+/// 422 `unstorable_value`: the request is one the document allows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nul_characters_in_input_are_a_400() {
+async fn nul_characters_in_input_are_a_422() {
     let app = spawn_app().await;
     app.register_fleet("http://127.0.0.1:9", 1).await;
     let (status, body) = app.get("/v1/agents/reviewer/beliefs?subject=%00").await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(body["error"]["code"], "invalid_request", "{body}");
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "unstorable_value", "{body}");
 
     let (status, body) = app
         .post(
@@ -140,7 +141,7 @@ async fn nul_characters_in_input_are_a_400() {
             json!({"goal": "Write a report\u{0}on tidal power", "autonomy": "approve"}),
         )
         .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     let (status, body) = app
         .request(
             Method::PUT,
@@ -150,7 +151,7 @@ async fn nul_characters_in_input_are_a_400() {
             Some(&app.token),
         )
         .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     // Nothing was stored.
     let (status, body) = app.get("/v1/missions").await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -194,7 +195,8 @@ async fn the_document_and_the_handlers_agree_on_bodies_the_fuzzer_sent() {
 
     // A number near f64::MAX in free-form JSON was stored, then could not
     // be read back (jsonb prints it as a 309-digit decimal): every read of
-    // the profile answered 500. It is refused on the way in.
+    // the profile answered 500. It is refused on the way in (422: the
+    // document allows any number there, storage does not).
     let huge = r#"{"decision_style": "exception-based", "risk_tolerance": "conservative",
                    "communication_preferences": {"x": 1.7976931348623157e308}}"#;
     let resp = app
@@ -206,7 +208,7 @@ async fn the_document_and_the_handlers_agree_on_bodies_the_fuzzer_sent() {
         .send()
         .await
         .expect("request");
-    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let (s, body) = app.get("/v1/governance/profile").await;
     assert!(
         s == StatusCode::OK || s == StatusCode::NOT_FOUND,

@@ -10,6 +10,10 @@ pub struct Invalid {
     pub field: String,
     /// What is wrong, for a person.
     pub message: String,
+    /// Set for a rule no JSON Schema can state (a reference to another part
+    /// of the same request): the request is well-formed but cannot be
+    /// carried out, answered 422 with this code instead of 400.
+    pub unprocessable: Option<&'static str>,
 }
 
 impl Invalid {
@@ -18,6 +22,19 @@ impl Invalid {
         Self {
             field: field.into(),
             message: message.into(),
+            unprocessable: None,
+        }
+    }
+
+    /// `field` breaks a rule between parts of the request (422 `code`).
+    pub fn unprocessable(
+        code: &'static str,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            unprocessable: Some(code),
+            ..Self::new(field, message)
         }
     }
 }

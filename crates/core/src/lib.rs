@@ -24,6 +24,8 @@
 //! - [`workforce`]: the work-package lifecycle, the trust formula and
 //!   contractor auto-matching.
 //! - [`invalid`]: the field error every use case's error enum shares.
+//! - [`objects`]: nested structs read from JSON objects only.
+//! - [`text`]: rules for text fields, shared by the checks and the API document.
 //! - [`bdi`]: the BDI formulas: belief revision, desire priority and
 //!   conflicts, goal tiers, intention lifecycles, commitment strategies.
 
@@ -37,11 +39,13 @@ pub mod handoffs;
 pub mod invalid;
 pub mod messages;
 pub mod numbers;
+pub mod objects;
 pub mod organisation;
 pub mod paging;
 pub mod planning;
 pub mod reservations;
 pub mod team_decisions;
+pub mod text;
 pub mod tool_policy;
 pub mod verification;
 pub mod workforce;

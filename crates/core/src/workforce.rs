@@ -223,18 +223,23 @@ fn round9(x: f64) -> f64 {
     (x * 1e9).round() / 1e9
 }
 
+/// Most characters of one skill name.
+pub const MAX_SKILL_CHARS: usize = 64;
+/// Most skill names in one list.
+pub const MAX_SKILLS: usize = 100;
+
 /// Trims, lower-cases and de-duplicates skill names; refuses bad ones.
 pub fn normalise_skills(field: &str, skills: &[String]) -> Result<Vec<String>, Invalid> {
-    if skills.len() > 100 {
-        return Err(Invalid::new(field, format!("at most 100 {field}")));
+    if skills.len() > MAX_SKILLS {
+        return Err(Invalid::new(field, format!("at most {MAX_SKILLS} {field}")));
     }
     let mut out: Vec<String> = Vec::with_capacity(skills.len());
     for s in skills {
         let s = s.trim().to_lowercase();
-        if s.is_empty() || s.chars().count() > 64 {
+        if s.is_empty() || s.chars().count() > MAX_SKILL_CHARS {
             return Err(Invalid::new(
                 field,
-                format!("each of {field} must be 1–64 characters"),
+                format!("each of {field} must be 1–{MAX_SKILL_CHARS} characters"),
             ));
         }
         if !out.contains(&s) {

@@ -146,12 +146,13 @@ impl From<sqlx::Error> for ApiError {
                 ApiError::Unavailable("the database is unavailable; try again shortly".into())
             }
             // PostgreSQL refuses NUL characters in text (22021) and `\u0000` in
-            // jsonb (22P05); only user input carries them, so it is a bad request.
+            // jsonb (22P05); only user input carries them. The request is
+            // well-formed JSON the document allows, but cannot be stored: 422.
             sqlx::Error::Database(db)
                 if matches!(db.code().as_deref(), Some("22021" | "22P05")) =>
             {
-                ApiError::BadRequest {
-                    code: "invalid_request",
+                ApiError::Unprocessable {
+                    code: "unstorable_value",
                     message: "text must not contain NUL characters (\\u0000)".into(),
                     details: Value::Null,
                 }
@@ -173,10 +174,17 @@ impl From<IllegalTransition> for ApiError {
 
 impl From<coordinator_core::invalid::Invalid> for ApiError {
     fn from(e: coordinator_core::invalid::Invalid) -> Self {
-        ApiError::BadRequest {
-            code: "invalid_request",
-            message: e.message,
-            details: json!({ "field": e.field }),
+        match e.unprocessable {
+            Some(code) => ApiError::Unprocessable {
+                code,
+                message: e.message,
+                details: json!({ "field": e.field }),
+            },
+            None => ApiError::BadRequest {
+                code: "invalid_request",
+                message: e.message,
+                details: json!({ "field": e.field }),
+            },
         }
     }
 }

@@ -10,10 +10,14 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use super::MissionStatus;
-use crate::invalid::Invalid;
+use crate::{invalid::Invalid, text::Text};
 
 /// Longest title, in characters.
 pub const MAX_TITLE_CHARS: usize = 200;
+/// A mission's title: one line of 1–200 characters, not blank (`null` removes it).
+pub const TITLE: Text = Text::required(MAX_TITLE_CHARS).without_control();
+/// A label as sent (before case folding): a slug.
+pub const LABEL_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._-]*$";
 /// Most labels on one mission.
 pub const MAX_LABELS: usize = 20;
 /// Longest label, in characters.
@@ -148,15 +152,9 @@ fn names(fields: &[EditField]) -> String {
 }
 
 /// Checks each value of a request on its own and normalises it (a title
-/// trimmed, labels trimmed, lowercased and without repeats). Refuses a
-/// request that names no field.
+/// trimmed, labels trimmed, lowercased and without repeats). A request
+/// that names no field is a valid no-op (a merge patch of `{}`).
 pub fn check(edit: Edit) -> Result<Edit, Invalid> {
-    if edit.is_empty() {
-        return Err(Invalid::new(
-            "body",
-            "name at least one field to change: title, priority, budget, deadline or labels",
-        ));
-    }
     let title = match edit.title {
         Some(Some(t)) => Some(Some(check_title(&t)?)),
         other => other,
@@ -183,26 +181,8 @@ pub fn check(edit: Edit) -> Result<Edit, Invalid> {
 
 /// A title: one line of 1–200 characters once trimmed.
 pub fn check_title(title: &str) -> Result<String, Invalid> {
-    let t = title.trim();
-    if t.is_empty() {
-        return Err(Invalid::new(
-            "title",
-            "title must not be blank (null removes it)",
-        ));
-    }
-    if t.chars().count() > MAX_TITLE_CHARS {
-        return Err(Invalid::new(
-            "title",
-            format!("title is longer than {MAX_TITLE_CHARS} characters"),
-        ));
-    }
-    if t.chars().any(char::is_control) {
-        return Err(Invalid::new(
-            "title",
-            "title must be one line without control characters",
-        ));
-    }
-    Ok(t.to_owned())
+    TITLE.check("title", title)?;
+    Ok(title.trim().to_owned())
 }
 
 /// Labels: at most 20 slugs of 1–64 characters, each a lowercase letter or
@@ -364,8 +344,8 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_request_is_refused() {
-        assert_eq!(field(check(Edit::default()).unwrap_err()), "body");
+    fn an_empty_request_is_a_no_op() {
+        assert_eq!(check(Edit::default()).unwrap(), Edit::default());
     }
 
     #[test]

@@ -123,10 +123,12 @@ async fn list(
             "after must be an event id (>= 0)",
         ));
     }
+    // Checked for pages too, where it is ignored: a malformed header is 400 either way.
+    let resume = stream::last_event_id(&headers)?;
     if stream::wants_stream(&headers) {
         // A stream without a cursor starts from now: replaying the whole log
         // to every new subscriber is what `after=0` is for.
-        let after = match stream::last_event_id(&headers)?.or(p.after) {
+        let after = match resume.or(p.after) {
             Some(id) => resolve(&state, &who, id).await?,
             None => events::tail(&state.pool, who.workspace_id).await?,
         };

@@ -80,9 +80,19 @@ pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::undeserializable("Failed to parse the request body as JSON", ".", &e)
     })?;
-    if let Err(path) = integral_floats_as_integers(&mut value, "") {
+    // Every body is an object; serde would also read a struct from an
+    // array of its fields in order (`[null, null]`), which no client means.
+    if !value.is_object() {
         return Err(ApiError::BadRequest {
             code: "invalid_request",
+            message: "the body must be a JSON object".into(),
+            details: serde_json::json!({ "field": "body" }),
+        });
+    }
+    if let Err(path) = integral_floats_as_integers(&mut value, "") {
+        // Valid JSON the document allows, but not storable: 422.
+        return Err(ApiError::Unprocessable {
+            code: "unstorable_value",
             message: format!(
                 "{path}: numbers must lie within ±1e308 (larger ones do not survive storage as JSON)"
             ),
@@ -374,12 +384,15 @@ mod tests {
                 .is_err()
         );
         assert!(parse_body::<Body>(br#"{"version": 1} trailing"#).is_err());
+        // A struct is never read from an array of its fields.
+        assert!(parse_body::<Body>(br#"[1, 1, 0, []]"#).is_err());
         // Near f64::MAX anywhere in the body: refused, naming where (jsonb
         // would give it back as a decimal serde cannot read: a 500).
         let huge = br#"{"version": 1, "ttl": 1, "share": 1.7976931348623157e308, "items": []}"#;
-        let Err(ApiError::BadRequest { details, .. }) = parse_body::<Body>(huge) else {
-            panic!("a number near f64::MAX is a 400");
+        let Err(ApiError::Unprocessable { details, code, .. }) = parse_body::<Body>(huge) else {
+            panic!("a number near f64::MAX is a 422");
         };
+        assert_eq!(code, "unstorable_value");
         assert_eq!(details["field"], "share");
         let fine = br#"{"version": 1, "ttl": 1, "share": -1e308, "items": []}"#;
         assert!(parse_body::<Body>(fine).is_ok());

@@ -690,9 +690,10 @@ async fn list_events(
     Query(p): Query<EventParams>,
     headers: axum::http::HeaderMap,
 ) -> ApiResult<Response> {
+    // Checked for pages too, where it is ignored: a malformed header is 400 either way.
+    let resume = crate::api::stream::last_event_id(&headers)?;
     if crate::api::stream::wants_stream(&headers) {
         // Resume after Last-Event-ID (the per-mission seq), else ?after=.
-        let resume = crate::api::stream::last_event_id(&headers)?;
         if store::get(&state.pool, who.workspace_id, id)
             .await?
             .is_none()

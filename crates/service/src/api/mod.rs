@@ -9,6 +9,7 @@ pub mod bdi;
 pub mod blackboard;
 pub mod board;
 pub mod connections;
+pub mod contract;
 pub mod contract_net;
 pub mod doc;
 pub mod events;
@@ -112,6 +113,7 @@ pub fn router(state: AppState) -> Router {
     let limiter = axum::middleware::from_fn_with_state(state.clone(), rate_limit::limit_anonymous);
     let (api, mut doc) = slices().split_for_parts();
     openapi::finish(&mut doc);
+    let doc = contract::served(&doc);
     api.merge(metrics::router())
         .merge(mcp::router())
         .merge(openapi::router(&doc))
@@ -157,10 +159,10 @@ fn slices() -> OpenApiRouter<AppState> {
 }
 
 /// The whole OpenAPI document, as `/openapi.json` serves it.
-pub fn document() -> utoipa::openapi::OpenApi {
+pub fn document() -> serde_json::Value {
     let mut doc = slices().into_openapi();
     openapi::finish(&mut doc);
-    doc
+    contract::served(&doc)
 }
 
 /// The span of one request: method and route (never the query, which may

@@ -21,6 +21,8 @@ use crate::{
 const MAX_EXPIRES_IN_SECS: u64 = 10 * 366 * 24 * 3600;
 /// Longest token name, in characters.
 const MAX_NAME: usize = 128;
+/// A token's name.
+pub const NAME: coordinator_core::text::Text = coordinator_core::text::Text::required(MAX_NAME);
 
 /// Routes of this resource.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -78,11 +80,8 @@ async fn create(
         ));
     }
     let name = match req.name {
-        Some(n) if n.trim().is_empty() || n.chars().count() > MAX_NAME => {
-            return Err(ApiError::invalid(
-                "name",
-                format!("name must be 1 to {MAX_NAME} characters"),
-            ));
+        Some(n) if NAME.check("name", &n).is_err() => {
+            return Err(ApiError::invalid("name", NAME.describe("name")));
         }
         Some(n) => n,
         None => format!("{} token", req.role),

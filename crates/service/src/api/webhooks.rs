@@ -234,7 +234,12 @@ async fn create(
             .policy()
             .admit(&url)
             .await
-            .map_err(|why| ApiError::invalid("url", format!("url refused: {why}")))?;
+            // Well-formed, but the deployment's egress policy refuses it.
+            .map_err(|why| ApiError::Unprocessable {
+                code: "url_refused",
+                message: format!("url refused: {why}"),
+                details: serde_json::json!({ "field": "url" }),
+            })?;
     }
     let hook = store::create(
         &state.pool,

@@ -76,9 +76,7 @@ pub async fn generate(
     context: &Map<String, Value>,
 ) -> Result<GeneratedPlan, PlanError> {
     let goal = goal.trim();
-    if goal.is_empty() || goal.len() > 4000 {
-        return Err(Invalid::new("goal", "goal must be 1–4000 bytes").into());
-    }
+    super::state::DESCRIPTION.check("goal", goal)?;
     let mut merged = context.clone();
     merged.extend(constraints.clone());
     let merged = Value::Object(merged);
@@ -175,9 +173,7 @@ pub async fn decompose(
     extra: Vec<Method>,
 ) -> Result<Decomposed, PlanError> {
     let task = task.trim();
-    if task.is_empty() || task.len() > 4000 {
-        return Err(Invalid::new("task", "task must be 1–4000 bytes").into());
-    }
+    super::state::DESCRIPTION.check("task", task)?;
     if extra.len() > MAX_EXTRA_METHODS {
         return Err(Invalid::new(
             "methods",

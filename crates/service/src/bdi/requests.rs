@@ -37,14 +37,14 @@ pub struct PutBelief {
     /// `environment`, `self`, `agent` or `case`.
     #[schema(value_type = coordinator_core::bdi::BeliefCategory)]
     pub category: String,
-    /// What it is about (1–256 bytes); one belief per (category, subject).
+    /// What it is about (1–256 characters); one belief per (category, subject).
     pub subject: String,
-    /// What the agent holds true (1–4000 bytes).
+    /// What the agent holds true (1–4000 characters).
     pub content: String,
     /// Certainty in [0, 1].
     #[schema(minimum = 0, maximum = 1)]
     pub certainty: f64,
-    /// Why (logged with the revision; at most 1000 bytes).
+    /// Why (logged with the revision; at most 1000 characters).
     #[serde(default)]
     pub reason: Option<String>,
 }
@@ -66,7 +66,7 @@ impl PutBelief {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDesire {
-    /// What is desired (1–4000 bytes).
+    /// What is desired (1–4000 characters).
     pub description: String,
     /// `terminal` or `instrumental`.
     #[schema(value_type = coordinator_core::bdi::DesireKind)]
@@ -127,7 +127,7 @@ impl CreateDesire {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateGoal {
-    /// What to reach (1–4000 bytes).
+    /// What to reach (1–4000 characters).
     pub description: String,
     /// `strategic`, `tactical` or `operational`.
     #[schema(value_type = coordinator_core::bdi::GoalTier)]
@@ -164,7 +164,7 @@ impl CreateGoal {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommitIntention {
-    /// What is intended (1–4000 bytes).
+    /// What is intended (1–4000 characters).
     pub description: String,
     /// `single-minded`, `open-minded` (default) or `cautious`.
     #[serde(default)]

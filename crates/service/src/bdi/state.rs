@@ -21,7 +21,7 @@ use crate::{
     },
 };
 
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{invalid::Invalid, text::Text};
 
 /// Why a BDI use case (beliefs, desires, goals, intentions, missions as
 /// intentions) refused or failed.
@@ -134,16 +134,29 @@ pub fn out_of_range(field: &str, value: f64) -> BdiError {
     }
 }
 
-/// Refuses blank text or text over `max` bytes, naming the field.
+/// Refuses blank text or text over `max` characters, naming the field.
 pub(crate) fn check_text(field: &str, v: &str, max: usize) -> Result<(), Invalid> {
-    if v.trim().is_empty() || v.len() > max {
-        return Err(Invalid::new(
-            field,
-            format!("{field} must be 1–{max} bytes"),
-        ));
-    }
-    Ok(())
+    Text::required(max).check(field, v)
 }
+
+/// A belief's subject.
+pub const SUBJECT: Text = Text::required(256);
+/// A belief's content.
+pub const CONTENT: Text = Text::required(4000);
+/// Why a belief changed.
+pub const BELIEF_REASON: Text = Text::optional(1000);
+/// A desire's, goal's or intention's description.
+pub const DESCRIPTION: Text = Text::required(4000);
+/// A desire's strategy.
+pub const STRATEGY: Text = Text::required(200);
+/// A desire's resources.
+pub const RESOURCE: Text = Text::required(200);
+/// How many resources a desire may name.
+pub const MAX_RESOURCES: usize = 50;
+/// What reaching a goal means.
+pub const SUCCESS_CRITERIA: Text = Text::optional(4000);
+/// Why a desire is dropped.
+pub const REASON: Text = Text::required(1000);
 
 fn stale(what: &'static str, id: Uuid, current: i64) -> BdiError {
     BdiError::Stale { what, id, current }
@@ -196,13 +209,13 @@ async fn record<P: EventPayload>(
 pub struct BeliefWrite {
     /// Category.
     pub category: BeliefCategory,
-    /// Subject (1–256 bytes).
+    /// Subject (1–256 characters).
     pub subject: String,
-    /// Content (1–4000 bytes).
+    /// Content (1–4000 characters).
     pub content: String,
     /// Certainty in [0, 1].
     pub certainty: f64,
-    /// Why (at most 1000 bytes).
+    /// Why (at most 1000 characters).
     pub reason: String,
 }
 
@@ -219,11 +232,9 @@ pub async fn update_belief(
     if !rules::unit_interval(w.certainty) {
         return Err(out_of_range("certainty", w.certainty));
     }
-    check_text("subject", &w.subject, 256)?;
-    check_text("content", &w.content, 4000)?;
-    if w.reason.len() > 1000 {
-        return Err(Invalid::new("reason", "reason must be at most 1000 bytes").into());
-    }
+    SUBJECT.check("subject", &w.subject)?;
+    CONTENT.check("content", &w.content)?;
+    BELIEF_REASON.check("reason", &w.reason)?;
     require_agent(&mut *conn, workspace_id, agent_id).await?;
     let category = w.category.as_str();
     let mut existing =
@@ -342,7 +353,7 @@ async fn record_belief(
 /// A new desire.
 #[derive(Debug, Clone)]
 pub struct DesireCreate {
-    /// What (1–4000 bytes).
+    /// What (1–4000 characters).
     pub description: String,
     /// Terminal or instrumental.
     pub kind: DesireKind,
@@ -370,16 +381,13 @@ pub async fn create_desire(
     if let Some((field, v)) = d.inputs.invalid_component() {
         return Err(out_of_range(field, v));
     }
-    check_text("description", &d.description, 4000)?;
-    if d.resources.len() > 50
-        || d.resources
-            .iter()
-            .any(|r| r.trim().is_empty() || r.len() > 200)
-    {
-        return Err(Invalid::new("resources", "at most 50 resources of 1–200 bytes each").into());
+    DESCRIPTION.check("description", &d.description)?;
+    if d.resources.len() > MAX_RESOURCES {
+        return Err(Invalid::new("resources", format!("at most {MAX_RESOURCES} resources")).into());
     }
+    RESOURCE.check_each("resources", &d.resources)?;
     if let Some(s) = &d.strategy {
-        check_text("strategy", s, 200)?;
+        STRATEGY.check("strategy", s)?;
     }
     match d.kind {
         DesireKind::Terminal if !d.serves.is_empty() => {
@@ -465,7 +473,7 @@ pub async fn drop_desire(
     version: Option<i64>,
     actor: &str,
 ) -> Result<DropRecord, BdiError> {
-    check_text("reason", reason, 1000)?;
+    REASON.check("reason", reason)?;
     require_agent(&mut *conn, workspace_id, agent_id).await?;
     let all = store::lock_desires(&mut *conn, workspace_id, agent_id).await?;
     let Some(target) = all.iter().find(|d| d.id == desire_id) else {
@@ -568,14 +576,8 @@ pub async fn create_goal(
     g: GoalCreate,
     actor: &str,
 ) -> Result<GoalView, BdiError> {
-    check_text("description", &g.description, 4000)?;
-    if g.success_criteria.len() > 4000 {
-        return Err(Invalid::new(
-            "success_criteria",
-            "success_criteria must be at most 4000 bytes",
-        )
-        .into());
-    }
+    DESCRIPTION.check("description", &g.description)?;
+    SUCCESS_CRITERIA.check("success_criteria", &g.success_criteria)?;
     require_agent(&mut *conn, workspace_id, agent_id).await?;
     if let Some(p) = g.parent_goal_id {
         let parent = store::lock_goal(&mut *conn, workspace_id, agent_id, p)
@@ -692,7 +694,7 @@ pub async fn commit_intention(
     i: IntentionCreate,
     actor: &str,
 ) -> Result<IntentionView, BdiError> {
-    check_text("description", &i.description, 4000)?;
+    DESCRIPTION.check("description", &i.description)?;
     if let Some(p) = i.priority
         && !rules::unit_interval(p)
     {

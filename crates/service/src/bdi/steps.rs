@@ -28,19 +28,19 @@ pub const MAX_ARTIFACTS: usize = 50;
 pub struct StepReport {
     /// The intention whose plan it belongs to.
     pub intention_id: Uuid,
-    /// The step, in the agent's naming (1–200 bytes).
+    /// The step, in the agent's naming (1–200 characters).
     pub step_id: String,
     /// Its state now.
     pub status: StepStatus,
     /// The intention's progress after this step, in [0, 1] (default: unchanged).
     pub progress: Option<f64>,
-    /// How long it took (at most 100 bytes).
+    /// How long it took (at most 100 characters).
     pub actual_duration: Option<String>,
-    /// What happened (at most 4000 bytes).
+    /// What happened (at most 4000 characters).
     pub outcome: Option<String>,
-    /// What it produced (at most 50, each 1–500 bytes).
+    /// What it produced (at most 50, each 1–500 characters).
     pub artifacts_produced: Vec<String>,
-    /// Observations (at most 4000 bytes).
+    /// Observations (at most 4000 characters).
     pub notes: Option<String>,
 }
 
@@ -72,7 +72,7 @@ pub async fn record_step(
     {
         return Err(Invalid::new(
             "artifacts_produced",
-            format!("at most {MAX_ARTIFACTS} artifacts of 1–500 bytes each"),
+            format!("at most {MAX_ARTIFACTS} artifacts of 1–500 characters each"),
         )
         .into());
     }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 pub use coordinator_core::agents::*;
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{invalid::Invalid, text::Text};
 use coordinator_protocol::agent_events::{AgentRetired, AgentUpdated, FieldChange};
 
 use crate::{
@@ -206,35 +206,29 @@ fn valid_agent_id(id: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
 }
 
+/// An agent's role.
+pub const ROLE: Text = Text::required(64);
+/// An agent's name for people.
+pub const DISPLAY_NAME: Text = Text::required(128);
+/// One skill or tool name.
+pub const NAME: Text = Text::required(64);
+/// How many skills (or tools) an agent may list.
+pub const MAX_NAMES: usize = 100;
+
 fn check_role(role: &str) -> Result<&str, Invalid> {
-    let role = role.trim();
-    if role.is_empty() || role.len() > 64 {
-        return Err(Invalid::new("role", "role must be 1–64 characters"));
-    }
-    Ok(role)
+    ROLE.check("role", role)?;
+    Ok(role.trim())
 }
 
 fn check_display_name(name: Option<&str>) -> Result<(), Invalid> {
-    match name {
-        Some(n) if n.trim().is_empty() || n.chars().count() > 128 => Err(Invalid::new(
-            "display_name",
-            "display_name must be 1–128 characters",
-        )),
-        _ => Ok(()),
-    }
+    name.map_or(Ok(()), |n| DISPLAY_NAME.check("display_name", n))
 }
 
 fn check_names(field: &str, names: &[String]) -> Result<(), Invalid> {
-    if names.len() > 100 {
-        return Err(Invalid::new(field, format!("at most 100 {field}")));
+    if names.len() > MAX_NAMES {
+        return Err(Invalid::new(field, format!("at most {MAX_NAMES} {field}")));
     }
-    if let Some(bad) = names.iter().find(|s| s.trim().is_empty() || s.len() > 64) {
-        return Err(Invalid::new(
-            field,
-            format!("each of {field} must be 1–64 characters (got '{bad}')"),
-        ));
-    }
-    Ok(())
+    NAME.check_each(field, names)
 }
 
 fn check_concurrency(n: i32) -> Result<(), Invalid> {
@@ -528,10 +522,8 @@ pub async fn update(
     req: UpdateAgent,
 ) -> Result<AgentRow, AgentError> {
     let fields = req.fields();
+    // An empty PATCH is a no-op that answers the agent as it is (RFC 7396).
     let editor = editor(who, agent_id, &fields)?;
-    if fields.is_empty() {
-        return Err(Invalid::new("body", "name at least one field to change").into());
-    }
     let mut tx = pool.begin().await?;
     // Role and status changes join or leave a role: take the workspace's
     // role lock before the agent's row, in registration's order.

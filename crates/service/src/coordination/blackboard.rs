@@ -8,7 +8,7 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{invalid::Invalid, text::Text};
 use coordinator_protocol::agent_events::{BlackboardDeleted, BlackboardWritten};
 
 use crate::{
@@ -70,22 +70,12 @@ pub enum BlackboardError {
     Database(#[from] sqlx::Error),
 }
 
-/// Checks a key: 1–200 characters, no control characters.
+/// A key: 1–200 characters without surrounding spaces or control characters.
+pub const KEY: Text = Text::required(MAX_KEY_CHARS).trimmed().without_control();
+
+/// Checks a key against [`KEY`].
 pub fn validate_key(key: &str) -> Result<(), Invalid> {
-    let n = key.chars().count();
-    if n == 0 || n > MAX_KEY_CHARS || key.trim() != key {
-        return Err(Invalid::new(
-            "key",
-            format!("key must be 1–{MAX_KEY_CHARS} characters without surrounding spaces"),
-        ));
-    }
-    if key.chars().any(char::is_control) {
-        return Err(Invalid::new(
-            "key",
-            "key must not contain control characters",
-        ));
-    }
-    Ok(())
+    KEY.check("key", key)
 }
 
 /// Checks a value: any JSON but null, at most [`MAX_VALUE_BYTES`].

@@ -22,6 +22,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use coordinator_core::{
+    text::Text,
     assignment::{AgentProfile, ScoreWeights, TaskNeeds},
     handoffs::{Prospect, Target, choose_receiver},
     invalid::Invalid,
@@ -193,24 +194,17 @@ pub struct CreateHandoff {
     pub artifacts: Vec<Value>,
 }
 
+/// The context handed over.
+pub const CONTEXT_SUMMARY: Text = Text::required(MAX_SUMMARY_CHARS);
+/// Who hands over or takes over: an agent id or a person's name.
+pub const PARTY: Text = Text::required(128);
+
 /// Checks what can be checked without the database; the first problem found.
 pub fn validate(h: &CreateHandoff) -> Result<(), Invalid> {
-    let summary = h.context_summary.trim();
-    if summary.is_empty() || summary.chars().count() > MAX_SUMMARY_CHARS {
-        return Err(Invalid::new(
-            "context_summary",
-            format!("context_summary must be 1–{MAX_SUMMARY_CHARS} characters"),
-        ));
-    }
-    let to = h.to.trim();
-    if to.is_empty() || to.chars().count() > 128 {
-        return Err(Invalid::new("to", "to must be 1–128 characters"));
-    }
-    if h.from
-        .as_deref()
-        .is_some_and(|f| f.trim().is_empty() || f.chars().count() > 128)
-    {
-        return Err(Invalid::new("from", "from must be 1–128 characters"));
+    CONTEXT_SUMMARY.check("context_summary", &h.context_summary)?;
+    PARTY.check("to", &h.to)?;
+    if let Some(from) = &h.from {
+        PARTY.check("from", from)?;
     }
     check_lists(&h.active_tasks, &h.open_decisions, &h.artifacts)
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{invalid::Invalid, text::Text};
 
 use crate::{
     auth::{Forbidden, Principal, Role},
@@ -239,11 +239,12 @@ pub fn confine(who: &Principal, mission_id: Option<Uuid>) -> Result<(), Forbidde
     }
 }
 
+/// A message's subject.
+pub const SUBJECT: Text = Text::optional(200);
+
 /// Checks what can be checked without the database; the first problem found.
 pub fn validate(m: &Outgoing) -> Result<(), Invalid> {
-    if m.subject.len() > 200 {
-        return Err(Invalid::new("subject", "subject must be at most 200 bytes"));
-    }
+    SUBJECT.check("subject", &m.subject)?;
     if !m.content.is_object() {
         return Err(Invalid::new("content", "content must be a JSON object"));
     }

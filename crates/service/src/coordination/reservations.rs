@@ -12,7 +12,7 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{invalid::Invalid, text::Text};
 
 use super::messages::LinkageError;
 use crate::store::{
@@ -85,18 +85,15 @@ pub fn rfc3339(t: OffsetDateTime) -> Option<String> {
         .ok()
 }
 
-/// Checks a scope: 1–256 characters, no control characters.
+/// A scope: 1–256 characters, not blank, no control characters.
+pub const SCOPE: Text = Text::required(256).without_control();
+
+/// A reservation's note.
+pub const NOTE: Text = Text::optional(1000);
+
+/// Checks a scope against [`SCOPE`].
 pub fn validate_scope(scope: &str) -> Result<(), Invalid> {
-    if scope.trim().is_empty() || scope.len() > 256 {
-        return Err(Invalid::new("scope", "scope must be 1–256 characters"));
-    }
-    if scope.chars().any(char::is_control) {
-        return Err(Invalid::new(
-            "scope",
-            "scope must not contain control characters",
-        ));
-    }
-    Ok(())
+    SCOPE.check("scope", scope)
 }
 
 /// What [`reserve`] did.
@@ -126,9 +123,7 @@ pub async fn reserve(
         )
         .into());
     }
-    if r.note.len() > 1000 {
-        return Err(Invalid::new("note", "note must be at most 1000 bytes").into());
-    }
+    NOTE.check("note", &r.note)?;
     if !crate::store::messages::agent_exists(&mut *conn, workspace_id, &r.agent_id).await? {
         return Err(ReservationError::UnknownAgent {
             agent_id: r.agent_id,

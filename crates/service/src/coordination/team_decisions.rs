@@ -10,7 +10,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use coordinator_core::{domain::IllegalTransition, invalid::Invalid};
+use coordinator_core::{domain::IllegalTransition, invalid::Invalid, text::Text};
 
 use crate::{
     auth::{Principal, Role},
@@ -255,47 +255,50 @@ impl TeamDecisionRow {
     }
 }
 
-fn check_text(field: &str, s: &str, max: usize) -> Result<(), Invalid> {
-    if s.trim().is_empty() || s.chars().count() > max {
-        return Err(Invalid::new(
-            field,
-            format!("{field} must be 1–{max} characters"),
-        ));
-    }
-    Ok(())
-}
+/// What a team decision is about.
+pub const TOPIC: Text = Text::required(500);
+/// An option's label (and a vote's choice of one).
+pub const LABEL: Text = Text::required(200);
+/// An option's description.
+pub const OPTION_DESCRIPTION: Text = Text::optional(2000);
+/// One piece of evidence.
+pub const EVIDENCE: Text = Text::required(2000);
+/// How many pieces of evidence a proposal may carry.
+pub const MAX_EVIDENCE: usize = 50;
+/// Why a vote or a cancellation.
+pub const REASON: Text = Text::required(2000);
+/// A vote's rationale.
+pub const RATIONALE: Text = Text::optional(2000);
 
 fn validate(req: &ProposeRequest) -> Result<(), Invalid> {
-    check_text("topic", &req.topic, 500)?;
+    TOPIC.check("topic", &req.topic)?;
     if !(2..=10).contains(&req.options.len()) {
         return Err(Invalid::new("options", "give 2–10 options"));
     }
     let mut labels = std::collections::BTreeSet::new();
     for o in &req.options {
-        check_text("options.label", &o.label, 200)?;
-        if o.description.chars().count() > 2000 {
-            return Err(Invalid::new(
-                "options.description",
-                "an option's description must be at most 2000 characters",
-            ));
-        }
+        LABEL.check("options.label", &o.label)?;
+        OPTION_DESCRIPTION.check("options.description", &o.description)?;
         if !labels.insert(o.label.trim()) {
-            return Err(Invalid::new(
+            return Err(Invalid::unprocessable(
+                "duplicate_option",
                 "options.label",
                 format!("option '{}' is listed twice", o.label),
             ));
         }
     }
-    if req.evidence.len() > 50 {
-        return Err(Invalid::new("evidence", "at most 50 pieces of evidence"));
+    if req.evidence.len() > MAX_EVIDENCE {
+        return Err(Invalid::new(
+            "evidence",
+            format!("at most {MAX_EVIDENCE} pieces of evidence"),
+        ));
     }
-    for e in &req.evidence {
-        check_text("evidence", e, 2000)?;
-    }
+    EVIDENCE.check_each("evidence", &req.evidence)?;
     if let Some(r) = &req.recommended_option
         && !req.options.iter().any(|o| o.label.trim() == r.trim())
     {
-        return Err(Invalid::new(
+        return Err(Invalid::unprocessable(
+            "unknown_option",
             "recommended_option",
             "recommended_option must be the label of one of the options",
         ));
@@ -587,13 +590,9 @@ pub async fn vote(
 ) -> Result<TeamDecisionView, TeamDecisionError> {
     require(who, &[Role::Agent])?;
     let agent = who.agent_id.clone().unwrap_or_default();
-    check_text("option", &req.option, 200)?;
-    if req
-        .rationale
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > 2000)
-    {
-        return Err(Invalid::new("rationale", "rationale must be at most 2000 characters").into());
+    LABEL.check("option", &req.option)?;
+    if let Some(r) = &req.rationale {
+        RATIONALE.check("rationale", r)?;
     }
     settle_if_due(pool, who.workspace_id, id).await?;
     let mut tx = pool.begin().await?;
@@ -662,7 +661,7 @@ pub async fn cancel(
     id: Uuid,
     req: CancelRequest,
 ) -> Result<TeamDecisionView, TeamDecisionError> {
-    check_text("reason", &req.reason, 2000)?;
+    REASON.check("reason", &req.reason)?;
     settle_if_due(pool, who.workspace_id, id).await?;
     let mut tx = pool.begin().await?;
     let peek = store::get(&mut tx, who.workspace_id, id, false)

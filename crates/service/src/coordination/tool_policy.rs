@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 pub use coordinator_core::tool_policy::*;
 
-use coordinator_core::{domain::IllegalTransition, invalid::Invalid};
+use coordinator_core::{domain::IllegalTransition, invalid::Invalid, text::Text};
 
 use crate::{
     auth::{Principal, Role, hash_token},
@@ -276,24 +276,21 @@ fn is_live(status: &str) -> bool {
     matches!(status, "dispatching" | "running")
 }
 
-fn check_text(field: &str, s: &str, max: usize) -> Result<(), Invalid> {
-    if s.trim().is_empty() || s.chars().count() > max {
-        return Err(Invalid::new(
-            field,
-            format!("{field} must be 1–{max} characters"),
-        ));
-    }
-    Ok(())
-}
+/// A tool's name.
+pub const TOOL: Text = Text::required(128);
+/// A path a tool call touches.
+pub const PATH: Text = Text::required(1024);
+/// How many paths one approval request may name.
+pub const MAX_PATHS: usize = 200;
+/// Why a person approved or denied.
+pub const RATIONALE: Text = Text::required(4000);
 
 fn validate(req: &ApprovalRequest) -> Result<(), Invalid> {
-    check_text("tool", &req.tool, 128)?;
-    if req.paths.len() > 200 {
-        return Err(Invalid::new("paths", "at most 200 paths"));
+    TOOL.check("tool", &req.tool)?;
+    if req.paths.len() > MAX_PATHS {
+        return Err(Invalid::new("paths", format!("at most {MAX_PATHS} paths")));
     }
-    for p in &req.paths {
-        check_text("paths", p, 1024)?;
-    }
+    PATH.check_each("paths", &req.paths)?;
     for (field, v) in [
         ("diff_lines", req.diff_lines),
         ("tokens", req.tokens),
@@ -469,7 +466,7 @@ pub async fn report_call(
     token: &str,
     req: ToolCallReport,
 ) -> Result<(), ToolApprovalError> {
-    check_text("tool", &req.tool, 128)?;
+    TOOL.check("tool", &req.tool)?;
     if req
         .summary
         .as_ref()
@@ -568,7 +565,7 @@ pub async fn resolve(
     req: ResolveApproval,
 ) -> Result<ApprovalView, ToolApprovalError> {
     who.require(RESOLVERS).map_err(ToolApprovalError::from)?;
-    check_text("rationale", &req.rationale, 4000)?;
+    RATIONALE.check("rationale", &req.rationale)?;
     expire_overdue(pool, who.workspace_id, Some(id)).await?;
     let mut tx = pool.begin().await?;
     let current = store::get(&mut tx, Some(who.workspace_id), id)

@@ -170,9 +170,14 @@ pub async fn create(
         coordinator_core::numbers::check_money("budget", b)
             .map_err(|m| Invalid::new("budget", m))?;
     }
+    use coordinator_core::domain::mission_edit::{MAX_PRIORITY, MIN_PRIORITY};
     let priority = req.priority.unwrap_or(0);
-    if !(-100..=100).contains(&priority) {
-        return Err(Invalid::new("priority", "priority must be between -100 and 100").into());
+    if !(MIN_PRIORITY..=MAX_PRIORITY).contains(&priority) {
+        return Err(Invalid::new(
+            "priority",
+            format!("priority must be between {MIN_PRIORITY} and {MAX_PRIORITY}"),
+        )
+        .into());
     }
     let constraints = req.constraints.unwrap_or_else(|| json!({}));
     if !constraints.is_object() {

@@ -30,7 +30,7 @@ use crate::{
     },
 };
 
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{invalid::Invalid, text::Text};
 use coordinator_protocol::agent_events::PlanExtended;
 
 /// Why changing a mission's plan (reject, instructions, plan versions,
@@ -106,17 +106,11 @@ pub struct InstructionsRequest {
     pub plan: Option<PlanSpec>,
 }
 
+/// Feedback on a plan, or instructions for the rest of a mission.
+pub const FEEDBACK: Text = Text::required(MAX_FEEDBACK_CHARS);
+
 fn check_text(field: &str, text: &str) -> Result<(), Invalid> {
-    if text.trim().is_empty() {
-        return Err(Invalid::new(field, format!("{field} must not be empty")));
-    }
-    if text.chars().count() > MAX_FEEDBACK_CHARS {
-        return Err(Invalid::new(
-            field,
-            format!("{field} is longer than {MAX_FEEDBACK_CHARS} characters"),
-        ));
-    }
-    Ok(())
+    FEEDBACK.check(field, text)
 }
 
 /// True for tasks a new plan may replace (not started).

@@ -143,7 +143,7 @@ pub(crate) async fn show_desire(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DropDesire {
-    /// Why (1–1000 bytes).
+    /// Why (1–1000 characters).
     pub reason: String,
     /// The version read; a different current version is a 409 `version_conflict`.
     #[serde(default)]

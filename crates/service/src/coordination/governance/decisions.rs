@@ -13,6 +13,7 @@ pub struct DecisionOption {
     pub description: String,
     /// `low`, `medium` or `high`.
     #[serde(default)]
+    #[schema(schema_with = risk_levels)]
     pub risk_level: Option<String>,
 }
 
@@ -34,7 +35,7 @@ pub struct DecisionRequest {
     #[schema(min_length = 1, max_length = 64, pattern = r"\S")]
     pub action_type: Option<String>,
     /// What the action would cost or hire.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "coordinator_core::objects::optional_object")]
     pub estimated_impact: Option<Impact>,
     /// Financial, strategic and risk notes (a JSON object).
     #[serde(default)]
@@ -355,34 +356,55 @@ pub async fn request_decision(
     Ok(row.view())
 }
 
+/// An option's label.
+pub const OPTION_LABEL: coordinator_core::text::Text = coordinator_core::text::Text::required(200);
+/// An option's description.
+pub const OPTION_DESCRIPTION: coordinator_core::text::Text =
+    coordinator_core::text::Text::optional(2000);
+/// Most options of one decision.
+pub const MAX_OPTIONS: usize = 10;
+
+/// The risk levels an option may carry.
+pub const RISK_LEVELS: [&str; 3] = ["low", "medium", "high"];
+
+/// The schema of [`DecisionOption::risk_level`].
+fn risk_levels() -> utoipa::openapi::Object {
+    coordinator_core::domain::string_enum(&RISK_LEVELS)
+}
+
 /// A decision's options: at most 10, labels 1–200 characters and distinct,
 /// descriptions at most 2000; the recommended one among them.
 pub(crate) fn check_options(
     options: &[DecisionOption],
     recommended: Option<&str>,
 ) -> Result<(), Invalid> {
-    if options.len() > 10 {
-        return Err(Invalid::new("options", "at most 10 options"));
+    if options.len() > MAX_OPTIONS {
+        return Err(Invalid::new("options", format!("at most {MAX_OPTIONS} options")));
     }
     for (i, o) in options.iter().enumerate() {
-        check_len("options.label", &o.label, 200)?;
+        OPTION_LABEL.check("options.label", &o.label)?;
         if options[..i].iter().any(|p| p.label == o.label) {
-            return Err(Invalid::new(
+            return Err(Invalid::unprocessable(
+                "duplicate_option",
                 "options.label",
                 format!("option labels must differ ('{}' is repeated)", o.label),
             ));
         }
-        if o.description.chars().count() > 2000 {
+        OPTION_DESCRIPTION.check("options.description", &o.description)?;
+        if let Some(r) = &o.risk_level
+            && !RISK_LEVELS.contains(&r.as_str())
+        {
             return Err(Invalid::new(
-                "options.description",
-                "an option's description must be at most 2000 characters",
+                "options.risk_level",
+                format!("risk_level must be low, medium or high, not '{r}'"),
             ));
         }
     }
     if let Some(r) = recommended
         && !options.iter().any(|o| o.label == r)
     {
-        return Err(Invalid::new(
+        return Err(Invalid::unprocessable(
+            "unknown_option",
             "recommended_option",
             "recommended_option must be the label of one of the options",
         ));

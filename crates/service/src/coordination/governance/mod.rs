@@ -123,7 +123,7 @@ mod profile;
 pub use profile::*;
 mod checks;
 pub use checks::*;
-mod decisions;
+pub mod decisions;
 pub use decisions::*;
 mod gate;
 pub use gate::*;

@@ -14,7 +14,7 @@ pub struct ProfileRequest {
     /// `conservative` (×0.7), `moderate` (×1.0) or `aggressive` (×1.5).
     pub risk_tolerance: RiskTolerance,
     /// Thresholds; omitted ones set no rule.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "coordinator_core::objects::object")]
     pub approval_thresholds: ThresholdsRequest,
     /// Categories that need no review (numeric thresholds still apply).
     #[serde(default)]

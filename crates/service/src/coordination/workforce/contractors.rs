@@ -29,11 +29,11 @@ pub async fn add_contractor(
     req: AddContractor,
 ) -> Result<ContractorView, WorkforceError> {
     require_manager(who)?;
-    check_text("name", &req.name, 200, true)?;
+    CONTRACTOR_NAME.check("name", &req.name)?;
     let skills = normalise_skills("skills", &req.skills)?;
     check_money("hourly_rate", req.hourly_rate)?;
     let contact = req.contact.unwrap_or_default();
-    check_text("contact", &contact, 500, false)?;
+    CONTACT.check("contact", &contact)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     let c = store::insert_contractor(
@@ -144,7 +144,7 @@ pub async fn update_contractor(
 ) -> Result<ContractorView, WorkforceError> {
     require_manager(who)?;
     if let Some(n) = &req.name {
-        check_text("name", n, 200, true)?;
+        CONTRACTOR_NAME.check("name", n)?;
     }
     let skills = req
         .skills
@@ -153,7 +153,7 @@ pub async fn update_contractor(
         .transpose()?;
     check_money("hourly_rate", req.hourly_rate)?;
     if let Some(c) = &req.contact {
-        check_text("contact", c, 500, false)?;
+        CONTACT.check("contact", c)?;
     }
     let actor = who.actor();
     let mut tx = pool.begin().await?;
@@ -220,7 +220,7 @@ pub async fn update_trust(
     req: TrustRequest,
 ) -> Result<ContractorView, WorkforceError> {
     require_manager(who)?;
-    check_text("reason", &req.reason, 2000, true)?;
+    TRUST_REASON.check("reason", &req.reason)?;
     let actor = who.actor();
     let mut tx = pool.begin().await?;
     if let Some(p) = req.work_package_id {

@@ -37,7 +37,7 @@ use crate::{
     },
 };
 
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{invalid::Invalid, text::Text};
 pub use coordinator_core::workforce::*;
 
 /// Why a workforce use case (contractors, work packages, delegation) refused or failed.
@@ -151,18 +151,24 @@ fn require_manager(who: &Principal) -> Result<(), WorkforceError> {
     Ok(who.require(MANAGERS)?)
 }
 
-fn check_text(field: &str, value: &str, max: usize, required: bool) -> Result<(), Invalid> {
-    if required && value.trim().is_empty() {
-        return Err(Invalid::new(field, format!("{field} must not be empty")));
-    }
-    if value.chars().count() > max {
-        return Err(Invalid::new(
-            field,
-            format!("{field} must be at most {max} characters"),
-        ));
-    }
-    Ok(())
-}
+/// A contractor's name.
+pub const CONTRACTOR_NAME: Text = Text::required(200);
+/// How to reach a contractor.
+pub const CONTACT: Text = Text::optional(500);
+/// Why a contractor's trust changes.
+pub const TRUST_REASON: Text = Text::required(2000);
+/// A work package's title.
+pub const TITLE: Text = Text::required(200);
+/// A work package's description.
+pub const DESCRIPTION: Text = Text::optional(10_000);
+/// A progress note.
+pub const NOTE: Text = Text::required(4000);
+/// Why a work package moves.
+pub const REASON: Text = Text::optional(2000);
+/// One skill name.
+pub const SKILL: Text = Text::required(coordinator_core::workforce::MAX_SKILL_CHARS);
+/// How many skills a contractor or package may name.
+pub const MAX_SKILLS: usize = coordinator_core::workforce::MAX_SKILLS;
 
 fn check_money(field: &str, value: Option<f64>) -> Result<(), Invalid> {
     if value.is_some_and(|v| !v.is_finite() || v < 0.0) {

@@ -64,13 +64,13 @@ fn package_spec(req: &CreatePackage, task: Option<&TaskRow>) -> Result<PackageSp
         .clone()
         .or_else(|| task.map(|t| t.title.chars().take(200).collect()))
         .unwrap_or_default();
-    check_text("title", &title, 200, true)?;
+    TITLE.check("title", &title)?;
     let description = req
         .description
         .clone()
         .or_else(|| task.map(|t| t.description.clone()))
         .unwrap_or_default();
-    check_text("description", &description, 10_000, false)?;
+    DESCRIPTION.check("description", &description)?;
     let skills = match (&req.required_skills, task) {
         (Some(s), _) => normalise_skills("required_skills", s)?,
         (None, Some(t)) => normalise_skills("required_skills", &t.required_skills)?,
@@ -310,10 +310,10 @@ fn check_move(req: &TransitionRequest) -> Result<(), Invalid> {
         ));
     }
     if let Some(n) = &req.note {
-        check_text("note", n, 4000, true)?;
+        NOTE.check("note", n)?;
     }
     if let Some(r) = &req.reason {
-        check_text("reason", r, 2000, false)?;
+        REASON.check("reason", r)?;
     }
     if let Some(d) = &req.deliverable {
         check_json_size("deliverable", d)?;
@@ -505,7 +505,7 @@ pub async fn record_progress(
         return Err(Invalid::new("progress", "progress must be between 0 and 100").into());
     }
     if let Some(n) = &req.note {
-        check_text("note", n, 4000, true)?;
+        NOTE.check("note", n)?;
     }
     let actor = who.actor();
     let mut tx = pool.begin().await?;

@@ -1,0 +1,309 @@
+//! Writes the rules the checks enforce into the served OpenAPI document,
+//! from the same values the checks use, so the document is the exact
+//! contract (`docs/fuzzing.md`, `--checks all`).
+//!
+//! utoipa's attributes take literals only, and its typed model has no
+//! room for JSON Schema's conditionals, so this pass works on the JSON
+//! of the finished document: text rules ([`Text`]) by schema property or
+//! parameter, and whole-schema rules that tie fields together.
+
+use coordinator_core::text::Text;
+use serde_json::{Value, json};
+
+use crate::{
+    bdi::state as bdi,
+    coordination::{
+        governance::decisions,
+        agents, blackboard, handoffs, messages, reservations, team_decisions, tool_policy, workforce,
+    },
+    missions::replan,
+};
+
+/// A rule for a property: its text, or each text of its list.
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    /// The property is text.
+    Text(Text),
+    /// The property is a list of at most this many texts.
+    Each(usize, Text),
+}
+
+/// `(schema, property, rule)`: text rules of request bodies.
+fn body_rules() -> Vec<(&'static str, &'static str, Rule)> {
+    use Rule::{Each, Text as T};
+    let names = Each(agents::MAX_NAMES, agents::NAME);
+    vec![
+        ("PutBelief", "subject", T(bdi::SUBJECT)),
+        ("PutBelief", "content", T(bdi::CONTENT)),
+        ("CreateDesire", "description", T(bdi::DESCRIPTION)),
+        ("CreateDesire", "strategy", T(bdi::STRATEGY)),
+        ("DropDesire", "reason", T(bdi::REASON)),
+        ("CreateGoal", "description", T(bdi::DESCRIPTION)),
+        ("CommitIntention", "description", T(bdi::DESCRIPTION)),
+        ("RegisterAgent", "role", T(agents::ROLE)),
+        ("RegisterAgent", "display_name", T(agents::DISPLAY_NAME)),
+        ("RegisterAgent", "skills", names),
+        ("RegisterAgent", "tools", names),
+        ("UpdateAgent", "role", T(agents::ROLE)),
+        ("UpdateAgent", "display_name", T(agents::DISPLAY_NAME)),
+        ("UpdateAgent", "skills", names),
+        ("UpdateAgent", "tools", names),
+        ("Subscribe", "role", T(agents::ROLE)),
+        ("CreateReservation", "scope", T(reservations::SCOPE)),
+        ("CreateReservation", "note", T(reservations::NOTE)),
+        ("SendMessage", "subject", T(messages::SUBJECT)),
+        ("PutBelief", "reason", T(bdi::BELIEF_REASON)),
+        ("CreateGoal", "success_criteria", T(bdi::SUCCESS_CRITERIA)),
+        ("CreateDesire", "resources", Each(bdi::MAX_RESOURCES, bdi::RESOURCE)),
+        ("ApprovalRequest", "tool", T(tool_policy::TOOL)),
+        ("ApprovalRequest", "paths", Each(tool_policy::MAX_PATHS, tool_policy::PATH)),
+        ("ToolCallReport", "tool", T(tool_policy::TOOL)),
+        ("ResolveApproval", "rationale", T(tool_policy::RATIONALE)),
+        ("AddContractor", "name", T(workforce::CONTRACTOR_NAME)),
+        ("AddContractor", "contact", T(workforce::CONTACT)),
+        ("AddContractor", "skills", Each(workforce::MAX_SKILLS, workforce::SKILL)),
+        ("UpdateContractor", "name", T(workforce::CONTRACTOR_NAME)),
+        ("UpdateContractor", "contact", T(workforce::CONTACT)),
+        ("UpdateContractor", "skills", Each(workforce::MAX_SKILLS, workforce::SKILL)),
+        ("TrustRequest", "reason", T(workforce::TRUST_REASON)),
+        ("CreatePackage", "title", T(workforce::TITLE)),
+        ("CreatePackage", "description", T(workforce::DESCRIPTION)),
+        ("CreatePackage", "required_skills", Each(workforce::MAX_SKILLS, workforce::SKILL)),
+        ("ProgressRequest", "note", T(workforce::NOTE)),
+        ("TransitionRequest", "note", T(workforce::NOTE)),
+        ("TransitionRequest", "reason", T(workforce::REASON)),
+        ("CreateHandoff", "context_summary", T(handoffs::CONTEXT_SUMMARY)),
+        ("CreateHandoff", "to", T(handoffs::PARTY)),
+        ("CreateHandoff", "from", T(handoffs::PARTY)),
+        ("ProposeRequest", "topic", T(team_decisions::TOPIC)),
+        ("ProposeRequest", "evidence", Each(team_decisions::MAX_EVIDENCE, team_decisions::EVIDENCE)),
+        ("TeamOption", "label", T(team_decisions::LABEL)),
+        ("TeamOption", "description", T(team_decisions::OPTION_DESCRIPTION)),
+        ("VoteRequest", "option", T(team_decisions::LABEL)),
+        ("VoteRequest", "rationale", T(team_decisions::RATIONALE)),
+        ("CancelRequest", "reason", T(team_decisions::REASON)),
+        ("ProposalBody", "matched_skills", Each(agents::MAX_NAMES, agents::NAME)),
+        ("ProposalBody", "additional_skills", Each(agents::MAX_NAMES, agents::NAME)),
+        ("DecisionOption", "label", T(decisions::OPTION_LABEL)),
+        ("DecisionOption", "description", T(decisions::OPTION_DESCRIPTION)),
+        ("RejectPlanRequest", "feedback", T(replan::FEEDBACK)),
+        ("InstructionsRequest", "instructions", T(replan::FEEDBACK)),
+    ]
+}
+
+/// `(path, parameter, rule)`: text rules of path and query parameters, in
+/// every operation of the path.
+fn parameter_rules() -> Vec<(&'static str, &'static str, Text)> {
+    vec![
+        ("/v1/missions/{id}/blackboard/{key}", "key", blackboard::KEY),
+        ("/v1/reservations", "scope", reservations::SCOPE),
+    ]
+}
+
+/// `(schema, property, keywords)`: numeric and list rules merged into a
+/// property (into its items for `items`).
+fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
+    use coordinator_core::domain::mission_edit::{
+        LABEL_PATTERN, MAX_LABEL_CHARS, MAX_LABELS, MAX_PRIORITY, MIN_PRIORITY,
+    };
+    let priority = json!({"minimum": MIN_PRIORITY, "maximum": MAX_PRIORITY});
+    let heartbeat: Vec<Value> = coordinator_core::agents::AgentStatus::ALL
+        .iter()
+        .filter(|s| s.reportable())
+        .map(|s| json!(s.as_str()))
+        .chain([Value::Null])
+        .collect();
+    let labels = json!({"maxItems": MAX_LABELS, "items": {
+        "minLength": 1, "maxLength": MAX_LABEL_CHARS, "pattern": LABEL_PATTERN}});
+    vec![
+        ("CreateMission", "priority", priority.clone()),
+        ("UpdateMission", "priority", priority),
+        ("UpdateMission", "labels", labels),
+        ("UpdateMission", "title", text(coordinator_core::domain::mission_edit::TITLE)),
+        ("CreateToken", "name", text(crate::api::tokens::NAME)),
+        ("DecisionRequest", "options", json!({"maxItems": decisions::MAX_OPTIONS})),
+        ("WriteKey", "value", json!({"not": {"type": "null"}})),
+        // `null` is read as left out, like every optional field.
+        ("AgentHeartbeat", "status", json!({"type": ["string", "null"], "enum": heartbeat})),
+    ]
+}
+
+/// `(schema, keywords)`: rules between a schema's fields, as JSON Schema
+/// keywords merged into it (`if`/`then`/`else`, and `"type": "null"` for a
+/// field that must be left out or null), which client generators and
+/// fuzzers understand. Rules no schema can state (a label that must name
+/// one of the body's own options, a plan without cycles) answer 422.
+fn schema_rules() -> Vec<(&'static str, Value)> {
+    let absent = json!({"type": "null"});
+    vec![
+        (
+            "ReviewRequest",
+            json!({"allOf": [
+                {"if": {"properties": {"decision": {"const": "accept"}}},
+                 "then": {"properties": {"tasks": {"maxItems": 0}}}},
+                {"if": {"properties": {"decision": {"const": "reject"}}},
+                 "then": {"required": ["feedback", "tasks"],
+                          "properties": {"feedback": {"type": "string", "pattern": r"\S"},
+                                         "tasks": {"minItems": 1}}}}
+            ]}),
+        ),
+        (
+            "ResolveTaskRequest",
+            json!({"if": {"properties": {"action": {"const": "complete"}}},
+                   "else": {"properties": {"output": absent}}}),
+        ),
+        (
+            "TransitionRequest",
+            json!({"allOf": [
+                {"if": {"properties": {"to": {"const": "assigned"}}},
+                 "else": {"properties": {"contractor_id": absent}}},
+                {"if": {"properties": {"to": {"enum": ["review", "completed"]}}},
+                 "else": {"properties": {"deliverable": absent}}},
+                {"if": {"properties": {"to": {"const": "completed"}}},
+                 "then": {"required": ["quality_rating"],
+                          "properties": {"quality_rating": {"not": absent}}},
+                 "else": {"properties": {"quality_rating": absent}}}
+            ]}),
+        ),
+        (
+            "CreateToken",
+            json!({"if": {"properties": {"role": {"const": "agent"}}},
+                   "then": {"required": ["agent_id"],
+                            "properties": {"agent_id": {"type": "string"}}},
+                   "else": {"properties": {"agent_id": absent}}}),
+        ),
+        (
+            "ProgressRequest",
+            json!({"anyOf": [
+                {"required": ["progress"], "properties": {"progress": {"type": "integer"}}},
+                {"required": ["note"], "properties": {"note": {"type": "string"}}}
+            ]}),
+        ),
+        (
+            "CreateMission",
+            json!({"anyOf": [
+                {"required": ["allocation"], "properties": {"allocation": {"type": "string"}}},
+                {"properties": {"tender_window_ms": absent}}
+            ]}),
+        ),
+    ]
+}
+
+/// A text rule as keywords.
+fn text(t: Text) -> Value {
+    let mut v = json!({});
+    write_text(&mut v, t);
+    v
+}
+
+/// The JSON of the finished document `doc` with every rule written in:
+/// what `/openapi.json` serves.
+pub fn served(doc: &utoipa::openapi::OpenApi) -> Value {
+    let mut json = serde_json::to_value(doc).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the OpenAPI document does not serialise");
+        json!({})
+    });
+    for place in apply(&mut json) {
+        // A renamed schema or field: the unit test below names it too.
+        tracing::warn!(place, "an API rule has no place in the document");
+    }
+    json
+}
+
+/// Writes every rule into `doc` (the JSON of the finished document).
+/// Returns what it could not find, which a test keeps empty.
+pub fn apply(doc: &mut Value) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (schema, property, rule) in body_rules() {
+        match doc.pointer_mut(&format!("/components/schemas/{schema}/properties/{property}")) {
+            Some(p) => write_rule(p, rule),
+            None => missing.push(format!("{schema}.{property}")),
+        }
+    }
+    for (path, name, rule) in parameter_rules() {
+        let mut found = false;
+        let path_key = path.replace('~', "~0").replace('/', "~1");
+        if let Some(Value::Object(item)) = doc.pointer_mut(&format!("/paths/{path_key}")) {
+            for op in item.values_mut() {
+                let Some(Value::Array(params)) = op.get_mut("parameters") else {
+                    continue;
+                };
+                for p in params.iter_mut().filter(|p| p["name"] == name) {
+                    if let Some(schema) = p.get_mut("schema") {
+                        write_text(schema, rule);
+                        found = true;
+                    }
+                }
+            }
+        }
+        if !found {
+            missing.push(format!("{path} ?{name}"));
+        }
+    }
+    for (schema, property, keywords) in property_rules() {
+        match doc.pointer_mut(&format!("/components/schemas/{schema}/properties/{property}")) {
+            Some(p) => merge(p, keywords),
+            None => missing.push(format!("{schema}.{property}")),
+        }
+    }
+    for (schema, keywords) in schema_rules() {
+        match doc.pointer_mut(&format!("/components/schemas/{schema}")) {
+            Some(Value::Object(s)) => {
+                if let Value::Object(k) = keywords {
+                    s.extend(k);
+                }
+            }
+            _ => missing.push(schema.to_owned()),
+        }
+    }
+    missing
+}
+
+/// Merges `keywords` into `into`, recursing into objects (`items`).
+fn merge(into: &mut Value, keywords: Value) {
+    match (into, keywords) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+fn write_rule(property: &mut Value, rule: Rule) {
+    match rule {
+        Rule::Text(t) => write_text(property, t),
+        Rule::Each(max, t) => {
+            if let Value::Object(p) = property {
+                p.insert("maxItems".into(), json!(max));
+                write_text(p.entry("items").or_insert_with(|| json!({})), t);
+            }
+        }
+    }
+}
+
+fn write_text(schema: &mut Value, t: Text) {
+    let Value::Object(s) = schema else { return };
+    s.insert("minLength".into(), json!(t.min));
+    s.insert("maxLength".into(), json!(t.max));
+    match t.pattern() {
+        Some(p) => s.insert("pattern".into(), json!(p)),
+        None => s.remove("pattern"),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_finds_its_place_in_the_document() {
+        let mut doc = crate::api::document();
+        assert_eq!(apply(&mut doc), Vec::<String>::new());
+        let subject = &doc["components"]["schemas"]["PutBelief"]["properties"]["subject"];
+        assert_eq!(subject["maxLength"], json!(bdi::SUBJECT.max));
+        let key = &doc["paths"]["/v1/missions/{id}/blackboard/{key}"]["get"]["parameters"];
+        assert!(key.as_array().is_some_and(|ps| ps.iter().any(|p| p["schema"]["pattern"].is_string())));
+    }
+}
