@@ -95,7 +95,8 @@ async fn inform_revises_beliefs_and_never_lowers_a_corroborated_one() {
         json!({"to": "writer", "performative": "AGREE", "content": {}}),
     )
     .await;
-    assert_eq!(s, StatusCode::BAD_REQUEST, "{b}");
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+    assert_eq!(b["error"]["code"], "nothing_to_answer", "{b}");
     let (s, b) = tool(
         &app,
         &researcher,

@@ -290,7 +290,8 @@ async fn agents_manage_the_workforce_and_stakeholders_govern_through_tools() {
     let mut bad = request.clone();
     bad["recommended_option"] = json!("Everything");
     let (s, body) = tool(&app, &alpha, "decision_request", bad).await;
-    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "unknown_option", "{body}");
     assert_eq!(count(&app, "/v1/decisions", "decisions").await, 0);
     let (s, d) = tool(&app, &alpha, "decision_request", request).await;
     assert_eq!(s, StatusCode::OK, "{d}");
@@ -565,8 +566,14 @@ async fn a_blocked_agent_waits_for_a_stakeholder_and_gets_the_choice_as_feedback
         json!({"description": " ", "options": options}),
         json!({"description": "Which source?", "options": [{"label": "A", "colour": "red"}]}),
     ] {
+        let semantic = bad.get("recommended_option").is_some();
         let (s, body) = tool_of(&app, &d1, "raise_blocker", bad).await;
-        assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+        let expected = if semantic {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        assert_eq!(s, expected, "{body}");
     }
     assert_eq!(task(&app, &id, "a").await["status"], "running");
     assert_eq!(count(&app, "/v1/decisions", "decisions").await, 0);

@@ -293,7 +293,7 @@ async fn only_stakeholders_resolve_and_the_requester_gets_an_inform() {
         &operator,
     )
     .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
 
     let path = format!("/v1/decisions/{id}/resolve");
     let modified = json!({

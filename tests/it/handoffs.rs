@@ -218,7 +218,8 @@ async fn handoffs_refuse_unknown_parties_and_changes_nothing() {
 
     // An operator must name the agent; unknown agents and tasks are 422.
     let (s, body) = handoff(&app, &app.token, payload("agent_to_human", &task_id, "op")).await;
-    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "from_required", "{body}");
     let mut ghost = payload("agent_to_human", &task_id, "op");
     ghost["from"] = json!("ghost");
     let (s, body) = handoff(&app, &app.token, ghost).await;

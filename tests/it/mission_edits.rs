@@ -199,7 +199,17 @@ async fn bad_edits_are_4xx_and_change_nothing() {
         (json!({"title": "ok", "colour": "red"}), None),
     ] {
         let (s, b) = patch(&app, &id, body.clone()).await;
-        assert_eq!(s, StatusCode::BAD_REQUEST, "{body}: {b}");
+        // A deadline in the past depends on the clock, which no schema states: 422.
+        let expected = if field == Some("deadline")
+            && body["deadline"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("2001"))
+        {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        assert_eq!(s, expected, "{body}: {b}");
         assert!(b["error"]["message"].is_string(), "{b}");
         if let Some(field) = field {
             assert_eq!(b["error"]["details"]["field"], field, "{body}: {b}");

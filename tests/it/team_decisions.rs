@@ -104,8 +104,19 @@ async fn a_blocked_task_raises_a_decision_the_team_votes_and_the_adr_records_it(
         json!({"topic": " ", "options": options()}),
         json!({"topic": "x", "options": options(), "task_id": uuid::Uuid::new_v4()}),
     ] {
+        // Rules between parts of the body (a repeated label, a recommendation
+        // naming no option) are 422; the rest break the schema: 400.
+        let semantic = bad.get("recommended_option").is_some()
+            || bad["options"]
+                .as_array()
+                .is_some_and(|o| o.len() == 2 && o[0] == o[1]);
         let (s, e) = app.post(&path, bad.clone()).await;
-        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {e}");
+        let expected = if semantic {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        assert_eq!(s, expected, "{bad}: {e}");
     }
 
     // Three named voters; the proposer recommends c.

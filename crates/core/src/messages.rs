@@ -506,7 +506,8 @@ pub fn effects(m: &Outgoing, replied: Option<&WorkItem>) -> Result<Vec<Effect>, 
         }
         Performative::Failure => {
             let item = replied.ok_or_else(|| {
-                Invalid::new(
+                Invalid::unprocessable(
+                    "nothing_to_answer",
                     "reply_to",
                     "a FAILURE must reply_to the QUERY or agreed REQUEST it answers",
                 )
@@ -568,7 +569,8 @@ fn answering<'a>(
     kind: ItemKind,
 ) -> Result<&'a WorkItem, ProtocolError> {
     let item = replied.filter(|i| i.kind == kind).ok_or_else(|| {
-        Invalid::new(
+        Invalid::unprocessable(
+            "nothing_to_answer",
             "reply_to",
             format!(
                 "an {} must reply_to the {} it answers",

@@ -182,7 +182,10 @@ mod tests {
             .check_each("skills", &["ok".into(), "toolong".into()])
             .unwrap_err();
         assert_eq!(e.field, "skills");
-        assert_eq!(e.message, "each of skills must be 1–2 characters, not blank");
+        assert_eq!(
+            e.message,
+            "each of skills must be 1–2 characters, not blank"
+        );
     }
 
     #[test]
@@ -190,8 +193,14 @@ mod tests {
         assert_eq!(Text::optional(5).pattern(), None);
         assert_eq!(Text::required(5).pattern().as_deref(), Some(r"\S"));
         assert_eq!(
-            Text::required(5).trimmed().without_control().pattern().as_deref(),
-            Some(r"^[^\s\u0000-\u001F\u007F-\u009F]([^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F])?$")
+            Text::required(5)
+                .trimmed()
+                .without_control()
+                .pattern()
+                .as_deref(),
+            Some(
+                r"^[^\s\u0000-\u001F\u007F-\u009F]([^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F])?$"
+            )
         );
         assert!(Text::optional(5).without_control().pattern().is_some());
     }

@@ -271,7 +271,13 @@ pub fn apply(
         && let Some(d) = to.deadline
         && d <= now
     {
-        return Err(Invalid::new("deadline", "deadline must be in the future").into());
+        // Depends on the clock, which no schema can state.
+        return Err(Invalid::unprocessable(
+            "deadline_passed",
+            "deadline",
+            "deadline must be in the future",
+        )
+        .into());
     }
     if to.budget_limit != current.budget_limit
         && let Some(limit) = to.budget_limit

@@ -13,8 +13,10 @@ use serde_json::{Value, json};
 use crate::{
     bdi::state as bdi,
     coordination::{
-        governance::decisions,
-        agents, blackboard, handoffs, messages, reservations, team_decisions, tool_policy, workforce,
+        agents, blackboard,
+        contract_net::proposals,
+        governance::{decisions, profile},
+        handoffs, messages, reservations, team_decisions, tool_policy, workforce,
     },
     missions::replan,
 };
@@ -54,49 +56,132 @@ fn body_rules() -> Vec<(&'static str, &'static str, Rule)> {
         ("SendMessage", "subject", T(messages::SUBJECT)),
         ("PutBelief", "reason", T(bdi::BELIEF_REASON)),
         ("CreateGoal", "success_criteria", T(bdi::SUCCESS_CRITERIA)),
-        ("CreateDesire", "resources", Each(bdi::MAX_RESOURCES, bdi::RESOURCE)),
+        (
+            "CreateDesire",
+            "resources",
+            Each(bdi::MAX_RESOURCES, bdi::RESOURCE),
+        ),
         ("ApprovalRequest", "tool", T(tool_policy::TOOL)),
-        ("ApprovalRequest", "paths", Each(tool_policy::MAX_PATHS, tool_policy::PATH)),
+        (
+            "ApprovalRequest",
+            "paths",
+            Each(tool_policy::MAX_PATHS, tool_policy::PATH),
+        ),
         ("ToolCallReport", "tool", T(tool_policy::TOOL)),
         ("ResolveApproval", "rationale", T(tool_policy::RATIONALE)),
         ("AddContractor", "name", T(workforce::CONTRACTOR_NAME)),
         ("AddContractor", "contact", T(workforce::CONTACT)),
-        ("AddContractor", "skills", Each(workforce::MAX_SKILLS, workforce::SKILL)),
+        (
+            "AddContractor",
+            "skills",
+            Each(workforce::MAX_SKILLS, workforce::SKILL),
+        ),
         ("UpdateContractor", "name", T(workforce::CONTRACTOR_NAME)),
         ("UpdateContractor", "contact", T(workforce::CONTACT)),
-        ("UpdateContractor", "skills", Each(workforce::MAX_SKILLS, workforce::SKILL)),
+        (
+            "UpdateContractor",
+            "skills",
+            Each(workforce::MAX_SKILLS, workforce::SKILL),
+        ),
         ("TrustRequest", "reason", T(workforce::TRUST_REASON)),
         ("CreatePackage", "title", T(workforce::TITLE)),
         ("CreatePackage", "description", T(workforce::DESCRIPTION)),
-        ("CreatePackage", "required_skills", Each(workforce::MAX_SKILLS, workforce::SKILL)),
+        (
+            "CreatePackage",
+            "required_skills",
+            Each(workforce::MAX_SKILLS, workforce::SKILL),
+        ),
         ("ProgressRequest", "note", T(workforce::NOTE)),
         ("TransitionRequest", "note", T(workforce::NOTE)),
         ("TransitionRequest", "reason", T(workforce::REASON)),
-        ("CreateHandoff", "context_summary", T(handoffs::CONTEXT_SUMMARY)),
+        (
+            "CreateHandoff",
+            "context_summary",
+            T(handoffs::CONTEXT_SUMMARY),
+        ),
         ("CreateHandoff", "to", T(handoffs::PARTY)),
         ("CreateHandoff", "from", T(handoffs::PARTY)),
         ("ProposeRequest", "topic", T(team_decisions::TOPIC)),
-        ("ProposeRequest", "evidence", Each(team_decisions::MAX_EVIDENCE, team_decisions::EVIDENCE)),
+        (
+            "ProposeRequest",
+            "evidence",
+            Each(team_decisions::MAX_EVIDENCE, team_decisions::EVIDENCE),
+        ),
         ("TeamOption", "label", T(team_decisions::LABEL)),
-        ("TeamOption", "description", T(team_decisions::OPTION_DESCRIPTION)),
+        (
+            "TeamOption",
+            "description",
+            T(team_decisions::OPTION_DESCRIPTION),
+        ),
         ("VoteRequest", "option", T(team_decisions::LABEL)),
         ("VoteRequest", "rationale", T(team_decisions::RATIONALE)),
         ("CancelRequest", "reason", T(team_decisions::REASON)),
-        ("ProposalBody", "matched_skills", Each(agents::MAX_NAMES, agents::NAME)),
-        ("ProposalBody", "additional_skills", Each(agents::MAX_NAMES, agents::NAME)),
+        (
+            "ProposalBody",
+            "matched_skills",
+            Each(agents::MAX_NAMES, agents::NAME),
+        ),
+        (
+            "ProposalBody",
+            "conditions",
+            Each(proposals::MAX_CONDITIONS, proposals::CONDITION),
+        ),
+        (
+            "ProfileRequest",
+            "auto_approve_categories",
+            Each(profile::MAX_CATEGORIES, profile::CATEGORY),
+        ),
+        (
+            "ProposalBody",
+            "additional_skills",
+            Each(agents::MAX_NAMES, agents::NAME),
+        ),
         ("DecisionOption", "label", T(decisions::OPTION_LABEL)),
-        ("DecisionOption", "description", T(decisions::OPTION_DESCRIPTION)),
+        (
+            "DecisionOption",
+            "description",
+            T(decisions::OPTION_DESCRIPTION),
+        ),
         ("RejectPlanRequest", "feedback", T(replan::FEEDBACK)),
         ("InstructionsRequest", "instructions", T(replan::FEEDBACK)),
     ]
 }
 
-/// `(path, parameter, rule)`: text rules of path and query parameters, in
-/// every operation of the path.
-fn parameter_rules() -> Vec<(&'static str, &'static str, Text)> {
+/// `(path, parameter, keywords)`: rules of path, query and header
+/// parameters, merged into their schema in every operation of the path.
+fn parameter_rules() -> Vec<(&'static str, &'static str, Value)> {
+    // A header is text: `null` is no id, so the schema is a plain integer.
+    let event_id = json!({"type": "integer", "minimum": 0});
     vec![
-        ("/v1/missions/{id}/blackboard/{key}", "key", blackboard::KEY),
-        ("/v1/reservations", "scope", reservations::SCOPE),
+        (
+            "/v1/missions/{id}/blackboard/{key}",
+            "key",
+            text(blackboard::KEY),
+        ),
+        ("/v1/reservations", "scope", text(reservations::SCOPE)),
+        ("/v1/events", "Last-Event-ID", event_id.clone()),
+        ("/v1/missions/{id}/events", "Last-Event-ID", event_id),
+    ]
+}
+
+/// `(path, method, keywords)`: what one operation adds to its shared body
+/// schema (`allOf` with it), or, with `"replace"`, the schema it takes.
+fn operation_rules() -> Vec<(&'static str, &'static str, Value)> {
+    vec![
+        // A package of its own has no task to take a title from.
+        (
+            "/v1/work-packages",
+            "post",
+            json!({"required": ["title"],
+            "properties": {"title": {"type": "string"}}}),
+        ),
+        // Any object is judged; the verdict lists what is wrong with it.
+        (
+            "/v1/org-spec/validate",
+            "post",
+            json!({"replace": {"type": "object",
+            "description": "A candidate organisation spec (see `OrgSpec`); any JSON object is judged."}}),
+        ),
     ]
 }
 
@@ -119,12 +204,90 @@ fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
         ("CreateMission", "priority", priority.clone()),
         ("UpdateMission", "priority", priority),
         ("UpdateMission", "labels", labels),
-        ("UpdateMission", "title", text(coordinator_core::domain::mission_edit::TITLE)),
+        (
+            "UpdateMission",
+            "title",
+            text(coordinator_core::domain::mission_edit::TITLE),
+        ),
         ("CreateToken", "name", text(crate::api::tokens::NAME)),
-        ("DecisionRequest", "options", json!({"maxItems": decisions::MAX_OPTIONS})),
+        (
+            "DecisionRequest",
+            "options",
+            json!({"maxItems": decisions::MAX_OPTIONS}),
+        ),
+        (
+            "DecisionRequest",
+            "impact_analysis",
+            json!({"type": ["object", "null"]}),
+        ),
+        (
+            "CreateMission",
+            "constraints",
+            json!({"type": ["object", "null"]}),
+        ),
+        ("Impact", "headcount", json!({"minimum": 0})),
+        ("Impact", "estimated_cost", json!({"minimum": 0})),
+        ("AddContractor", "hourly_rate", json!({"minimum": 0})),
+        ("UpdateContractor", "hourly_rate", json!({"minimum": 0})),
+        ("ApprovalRequest", "tokens", json!({"minimum": 0})),
+        ("ApprovalRequest", "diff_lines", json!({"minimum": 0})),
+        ("ApprovalRequest", "files_changed", json!({"minimum": 0})),
+        ("ToolCallReport", "duration_ms", json!({"minimum": 0})),
+        ("PutSpec", "version", json!({"minimum": 0})),
+        (
+            "ProfileRequest",
+            "stakeholder_id",
+            text(profile::STAKEHOLDER_ID),
+        ),
+        ("CreateMission", "goal", text(crate::missions::GOAL)),
+        (
+            "ApprovalRequest",
+            "arguments",
+            json!({"type": ["object", "null"]}),
+        ),
+        ("CreatePackage", "deadline", json!({"format": "date"})),
+        (
+            "CreateWebhook",
+            "url",
+            json!({"pattern": agents::ENDPOINT_PATTERN}),
+        ),
+        (
+            "RegisterAgent",
+            "agent_id",
+            json!({"pattern": agents::AGENT_ID_PATTERN}),
+        ),
+        (
+            "RegisterAgent",
+            "endpoint_url",
+            json!({"pattern": agents::ENDPOINT_PATTERN}),
+        ),
+        (
+            "UpdateAgent",
+            "endpoint_url",
+            json!({"pattern": agents::ENDPOINT_PATTERN}),
+        ),
+        (
+            "SaveRoutineRequest",
+            "name",
+            json!({"pattern": replan::ROUTINE_NAME_PATTERN}),
+        ),
+        (
+            "CreateWebhook",
+            "events",
+            json!({"items": {"enum": event_kinds()}}),
+        ),
+        (
+            "Subscribe",
+            "events",
+            json!({"items": {"enum": event_kinds()}}),
+        ),
         ("WriteKey", "value", json!({"not": {"type": "null"}})),
         // `null` is read as left out, like every optional field.
-        ("AgentHeartbeat", "status", json!({"type": ["string", "null"], "enum": heartbeat})),
+        (
+            "AgentHeartbeat",
+            "status",
+            json!({"type": ["string", "null"], "enum": heartbeat}),
+        ),
     ]
 }
 
@@ -180,6 +343,20 @@ fn schema_rules() -> Vec<(&'static str, Value)> {
             ]}),
         ),
         (
+            "SendMessage",
+            json!({"allOf": [
+                {"if": {"required": ["category"], "properties": {"category": {"type": "string"}}},
+                 "then": {"anyOf": [
+                     {"required": ["mission_id"], "properties": {"mission_id": {"type": "string"}}},
+                     {"required": ["task_id"], "properties": {"task_id": {"type": "string"}}}]}},
+                {"if": {"required": ["category"], "properties": {"category": {"const": "BLOCKED"}}},
+                 "then": {"properties": {"content": {
+                     "required": ["requested_action", "urgency"],
+                     "properties": {"requested_action": {"type": "string", "pattern": r"\S"},
+                                    "urgency": {"enum": coordinator_core::messages::URGENCIES}}}}}}
+            ]}),
+        ),
+        (
             "CreateMission",
             json!({"anyOf": [
                 {"required": ["allocation"], "properties": {"allocation": {"type": "string"}}},
@@ -187,6 +364,25 @@ fn schema_rules() -> Vec<(&'static str, Value)> {
             ]}),
         ),
     ]
+}
+
+/// What an event filter list takes: every kind, every `prefix.*`, and `*`
+/// (the check also takes narrower prefixes such as `task.s*`).
+fn event_kinds() -> Vec<String> {
+    use coordinator_protocol::events::EventKind;
+    let mut out: Vec<String> = EventKind::ALL
+        .iter()
+        .map(|k| k.as_str().to_owned())
+        .collect();
+    let mut prefixes: Vec<String> = EventKind::ALL
+        .iter()
+        .filter_map(|k| k.as_str().split_once('.').map(|(p, _)| format!("{p}.*")))
+        .collect();
+    prefixes.sort_unstable();
+    prefixes.dedup();
+    out.extend(prefixes);
+    out.push("*".to_owned());
+    out
 }
 
 /// A text rule as keywords.
@@ -215,12 +411,15 @@ pub fn served(doc: &utoipa::openapi::OpenApi) -> Value {
 pub fn apply(doc: &mut Value) -> Vec<String> {
     let mut missing = Vec::new();
     for (schema, property, rule) in body_rules() {
-        match doc.pointer_mut(&format!("/components/schemas/{schema}/properties/{property}")) {
+        match doc.pointer_mut(&format!(
+            "/components/schemas/{schema}/properties/{property}"
+        )) {
             Some(p) => write_rule(p, rule),
             None => missing.push(format!("{schema}.{property}")),
         }
     }
     for (path, name, rule) in parameter_rules() {
+        let rule = &rule;
         let mut found = false;
         let path_key = path.replace('~', "~0").replace('/', "~1");
         if let Some(Value::Object(item)) = doc.pointer_mut(&format!("/paths/{path_key}")) {
@@ -230,7 +429,7 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
                 };
                 for p in params.iter_mut().filter(|p| p["name"] == name) {
                     if let Some(schema) = p.get_mut("schema") {
-                        write_text(schema, rule);
+                        merge(schema, rule.clone());
                         found = true;
                     }
                 }
@@ -240,8 +439,25 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
             missing.push(format!("{path} ?{name}"));
         }
     }
+    for (path, method, keywords) in operation_rules() {
+        let path_key = path.replace('~', "~0").replace('/', "~1");
+        let at = format!("/paths/{path_key}/{method}/requestBody/content/application~1json/schema");
+        match doc.pointer_mut(&at) {
+            Some(schema) => {
+                *schema = match keywords {
+                    Value::Object(mut k) if k.contains_key("replace") => {
+                        k.remove("replace").unwrap_or(Value::Null)
+                    }
+                    k => json!({"allOf": [schema.take(), k]}),
+                }
+            }
+            None => missing.push(format!("{method} {path}")),
+        }
+    }
     for (schema, property, keywords) in property_rules() {
-        match doc.pointer_mut(&format!("/components/schemas/{schema}/properties/{property}")) {
+        match doc.pointer_mut(&format!(
+            "/components/schemas/{schema}/properties/{property}"
+        )) {
             Some(p) => merge(p, keywords),
             None => missing.push(format!("{schema}.{property}")),
         }
@@ -304,6 +520,9 @@ mod tests {
         let subject = &doc["components"]["schemas"]["PutBelief"]["properties"]["subject"];
         assert_eq!(subject["maxLength"], json!(bdi::SUBJECT.max));
         let key = &doc["paths"]["/v1/missions/{id}/blackboard/{key}"]["get"]["parameters"];
-        assert!(key.as_array().is_some_and(|ps| ps.iter().any(|p| p["schema"]["pattern"].is_string())));
+        assert!(
+            key.as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["schema"]["pattern"].is_string()))
+        );
     }
 }

@@ -123,11 +123,9 @@ impl Modify for MalformedInput {
                         RefOr::Ref(utoipa::openapi::Ref::from_response_name("BadRequest")),
                     );
                 }
-                // A body may be well-formed yet break a rule between its
-                // parts that no schema states (`contract`): 422.
-                if operation.request_body.is_some()
-                    && !operation.responses.responses.contains_key("422")
-                {
+                // Input may be well-formed yet break a rule no schema
+                // states, or hold what cannot be stored (`contract`): 422.
+                if reads_input && !operation.responses.responses.contains_key("422") {
                     operation.responses.responses.insert(
                         "422".to_owned(),
                         RefOr::Ref(utoipa::openapi::Ref::from_response_name("Unprocessable")),

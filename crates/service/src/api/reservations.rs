@@ -105,7 +105,14 @@ async fn create(
     let agent_id = match (&who.agent_id, req.agent_id) {
         (Some(own), None) if who.role == Role::Agent => own.clone(),
         (_, Some(a)) => a,
-        (_, None) => return Err(ApiError::invalid("agent_id", "agent_id is required")),
+        // Required of every caller but an agent (who reserves for itself).
+        (_, None) => {
+            return Err(ApiError::Unprocessable {
+                code: "agent_required",
+                message: "agent_id is required".into(),
+                details: serde_json::json!({ "field": "agent_id" }),
+            });
+        }
     };
     who.require_self_or(&agent_id, &[Role::Admin, Role::Operator, Role::Worker])?;
     let mut tx = state.pool.begin().await?;

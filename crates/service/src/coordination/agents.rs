@@ -206,6 +206,13 @@ fn valid_agent_id(id: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
 }
 
+/// An agent id: 1–128 letters, digits, `.`, `_`, `:` or `-`, starting with a letter or digit.
+pub const AGENT_ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";
+/// An http(s) base URL the document promises to parse: a host name of
+/// letters, digits and `-`, an optional port, a plain path. (Addresses the
+/// egress policy refuses answer 422 `url_refused`.)
+pub const ENDPOINT_PATTERN: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z][A-Za-z0-9-]*(\\.[A-Za-z][A-Za-z0-9-]*)*(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*)*$";
+
 /// An agent's role.
 pub const ROLE: Text = Text::required(64);
 /// An agent's name for people.
@@ -316,7 +323,10 @@ async fn check_endpoint(http: &crate::egress::Client, raw: &str) -> Result<Strin
     http.policy()
         .admit(&url)
         .await
-        .map_err(|why| Invalid::new(FIELD, format!("endpoint_url refused: {why}")))?;
+        // Well-formed, but this deployment's policy refuses the address: 422.
+        .map_err(|why| {
+            Invalid::unprocessable("url_refused", FIELD, format!("endpoint_url refused: {why}"))
+        })?;
     Ok(url.as_str().trim_end_matches('/').to_owned())
 }
 

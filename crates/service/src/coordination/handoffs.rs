@@ -22,11 +22,11 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use coordinator_core::{
-    text::Text,
     assignment::{AgentProfile, ScoreWeights, TaskNeeds},
     handoffs::{Prospect, Target, choose_receiver},
     invalid::Invalid,
     organisation::Deontic,
+    text::Text,
 };
 
 use crate::{
@@ -266,7 +266,13 @@ fn sender(who: &Principal, h: &CreateHandoff) -> Result<String, HandoffError> {
                 (Some(me), _) => Ok(me.clone()),
                 (None, Some(from)) => Ok(from.to_owned()),
                 (None, None) => {
-                    Err(Invalid::new("from", "name the agent handing off in 'from'").into())
+                    // Required of every caller but an agent (who hands off its own).
+                    Err(Invalid::unprocessable(
+                        "from_required",
+                        "from",
+                        "name the agent handing off in 'from'",
+                    )
+                    .into())
                 }
             }
         }

@@ -78,6 +78,9 @@ pub enum MissionError {
 
 /// Longest goal accepted, in characters.
 pub const MAX_GOAL_CHARS: usize = 10_000;
+/// A mission's goal.
+pub const GOAL: coordinator_core::text::Text =
+    coordinator_core::text::Text::required(MAX_GOAL_CHARS);
 
 /// Planning settings shared by every request.
 #[derive(Debug, Clone)]
@@ -155,17 +158,8 @@ pub async fn create(
     who: &Principal,
     req: CreateMission,
 ) -> Result<MissionView, MissionError> {
+    GOAL.check("goal", &req.goal)?;
     let goal = req.goal.trim();
-    if goal.is_empty() {
-        return Err(Invalid::new("goal", "goal must not be empty").into());
-    }
-    if goal.chars().count() > MAX_GOAL_CHARS {
-        return Err(Invalid::new(
-            "goal",
-            format!("goal is longer than {MAX_GOAL_CHARS} characters"),
-        )
-        .into());
-    }
     if let Some(b) = req.budget {
         coordinator_core::numbers::check_money("budget", b)
             .map_err(|m| Invalid::new("budget", m))?;

@@ -106,6 +106,9 @@ pub struct InstructionsRequest {
     pub plan: Option<PlanSpec>,
 }
 
+/// A routine's name: 1–100 letters, digits, spaces, `-` or `_`, no surrounding spaces.
+pub const ROUTINE_NAME_PATTERN: &str = "^[A-Za-z0-9_-]([A-Za-z0-9 _-]{0,98}[A-Za-z0-9_-])?$";
+
 /// Feedback on a plan, or instructions for the rest of a mission.
 pub const FEEDBACK: Text = Text::required(MAX_FEEDBACK_CHARS);
 

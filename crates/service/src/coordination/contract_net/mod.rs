@@ -31,7 +31,7 @@ use crate::{
 
 pub use coordinator_core::contract_net::*;
 
-mod proposals;
+pub mod proposals;
 
 pub use proposals::{propose, solicit, submit};
 

@@ -4,6 +4,11 @@
 
 use super::*;
 
+/// A condition a proposal attaches.
+pub const CONDITION: coordinator_core::text::Text = coordinator_core::text::Text::required(500);
+/// Most conditions on one proposal.
+pub const MAX_CONDITIONS: usize = 20;
+
 fn check_proposal(p: &ProposalBody) -> Result<(), Invalid> {
     let unit = |field: &str, v: f64| {
         if !(0.0..=1.0).contains(&v) {
@@ -29,18 +34,13 @@ fn check_proposal(p: &ProposalBody) -> Result<(), Invalid> {
     unit("confidence", p.confidence)?;
     amount("estimated_effort", p.estimated_effort)?;
     amount("estimated_cost", p.estimated_cost)?;
-    if p.conditions.len() > 20 {
-        return Err(Invalid::new("conditions", "at most 20 conditions"));
-    }
-    if p.conditions
-        .iter()
-        .any(|c| c.trim().is_empty() || c.chars().count() > 500)
-    {
+    if p.conditions.len() > MAX_CONDITIONS {
         return Err(Invalid::new(
             "conditions",
-            "each condition must be 1–500 characters",
+            format!("at most {MAX_CONDITIONS} conditions"),
         ));
     }
+    CONDITION.check_each("conditions", &p.conditions)?;
     for (field, list) in [
         ("matched_skills", &p.matched_skills),
         ("additional_skills", &p.additional_skills),
@@ -74,7 +74,9 @@ pub async fn propose(
         (Some(me), _) => me.clone(),
         (None, Some(named)) => named.clone(),
         (None, None) => {
-            return Err(Invalid::new(
+            // Required of every caller but an agent (who proposes for itself).
+            return Err(Invalid::unprocessable(
+                "agent_required",
                 "agent_id",
                 "agent_id is required unless the token is an agent's",
             )

@@ -13,7 +13,10 @@ pub struct CheckRequest {
     #[serde(default)]
     pub action_details: Option<Value>,
     /// What the action would cost or hire.
-    #[serde(default, deserialize_with = "coordinator_core::objects::optional_object")]
+    #[serde(
+        default,
+        deserialize_with = "coordinator_core::objects::optional_object"
+    )]
     pub estimated_impact: Option<Impact>,
     /// The agent flags the action as exceptional.
     #[serde(default)]

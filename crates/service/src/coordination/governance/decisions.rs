@@ -35,7 +35,10 @@ pub struct DecisionRequest {
     #[schema(min_length = 1, max_length = 64, pattern = r"\S")]
     pub action_type: Option<String>,
     /// What the action would cost or hire.
-    #[serde(default, deserialize_with = "coordinator_core::objects::optional_object")]
+    #[serde(
+        default,
+        deserialize_with = "coordinator_core::objects::optional_object"
+    )]
     pub estimated_impact: Option<Impact>,
     /// Financial, strategic and risk notes (a JSON object).
     #[serde(default)]
@@ -379,7 +382,10 @@ pub(crate) fn check_options(
     recommended: Option<&str>,
 ) -> Result<(), Invalid> {
     if options.len() > MAX_OPTIONS {
-        return Err(Invalid::new("options", format!("at most {MAX_OPTIONS} options")));
+        return Err(Invalid::new(
+            "options",
+            format!("at most {MAX_OPTIONS} options"),
+        ));
     }
     for (i, o) in options.iter().enumerate() {
         OPTION_LABEL.check("options.label", &o.label)?;

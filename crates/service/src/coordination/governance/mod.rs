@@ -119,7 +119,7 @@ impl GovernanceError {
     }
 }
 
-mod profile;
+pub mod profile;
 pub use profile::*;
 mod checks;
 pub use checks::*;

@@ -129,6 +129,14 @@ impl ProfileRow {
     }
 }
 
+/// An action category that needs no review.
+pub const CATEGORY: coordinator_core::text::Text = coordinator_core::text::Text::required(64);
+/// Most categories that need no review.
+pub const MAX_CATEGORIES: usize = 50;
+/// Who a profile's stakeholder is.
+pub const STAKEHOLDER_ID: coordinator_core::text::Text =
+    coordinator_core::text::Text::required(128);
+
 pub(crate) fn check_len(field: &str, s: &str, max: usize) -> Result<(), Invalid> {
     if s.trim().is_empty() || s.chars().count() > max {
         return Err(Invalid::new(
@@ -166,7 +174,7 @@ pub async fn put_profile(
 ) -> Result<ProfileView, GovernanceError> {
     GovernanceError::require(who, &[Role::Admin, Role::Stakeholder])?;
     let stakeholder = req.stakeholder_id.clone().unwrap_or_else(|| who.actor());
-    check_len("stakeholder_id", &stakeholder, 128)?;
+    STAKEHOLDER_ID.check("stakeholder_id", &stakeholder)?;
     let budget = req.approval_thresholds.budget.as_ref();
     if let Some(b) = budget {
         check_amount("approval_thresholds.budget.amount", b.amount)?;
@@ -183,11 +191,15 @@ pub async fn put_profile(
         )
         .into());
     }
-    if req.auto_approve_categories.len() > 50 {
-        return Err(Invalid::new("auto_approve_categories", "at most 50 categories").into());
+    if req.auto_approve_categories.len() > MAX_CATEGORIES {
+        return Err(Invalid::new(
+            "auto_approve_categories",
+            format!("at most {MAX_CATEGORIES} categories"),
+        )
+        .into());
     }
     for c in &req.auto_approve_categories {
-        check_len("auto_approve_categories", c, 64)?;
+        CATEGORY.check("auto_approve_categories", c)?;
     }
     let prefs = req.communication_preferences.clone().unwrap_or(json!({}));
     if !prefs.is_object() {

@@ -226,7 +226,8 @@ pub async fn update_trust(
     if let Some(p) = req.work_package_id {
         let package = store::get_package(&mut tx, who.workspace_id, p, false).await?;
         if package.is_none_or(|p| p.contractor_id != Some(id)) {
-            return Err(Invalid::new(
+            return Err(Invalid::unprocessable(
+                "unknown_work_package",
                 "work_package_id",
                 "work_package_id must name a work package of this contractor",
             )

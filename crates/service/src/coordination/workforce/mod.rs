@@ -37,8 +37,8 @@ use crate::{
     },
 };
 
-use coordinator_core::{invalid::Invalid, text::Text};
 pub use coordinator_core::workforce::*;
+use coordinator_core::{invalid::Invalid, text::Text};
 
 /// Why a workforce use case (contractors, work packages, delegation) refused or failed.
 #[derive(Debug, thiserror::Error)]
