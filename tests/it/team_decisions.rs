@@ -107,6 +107,7 @@ async fn a_blocked_task_raises_a_decision_the_team_votes_and_the_adr_records_it(
         // Rules between parts of the body (a repeated label, a recommendation
         // naming no option) are 422; the rest break the schema: 400.
         let semantic = bad.get("recommended_option").is_some()
+            || bad.get("task_id").is_some()
             || bad["options"]
                 .as_array()
                 .is_some_and(|o| o.len() == 2 && o[0] == o[1]);

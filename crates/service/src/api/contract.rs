@@ -21,6 +21,13 @@ use crate::{
     missions::replan,
 };
 
+/// A recipient as `Recipient::parse` reads it: not blank, and not a bare
+/// `role:` (an agent id, `role:<role>`, `all` or `broadcast`).
+const RECIPIENT_PATTERN: &str = r"^(?!\s*role:\s*$)[\s\S]*\S[\s\S]*$";
+/// A comma-separated list of event kinds or `prefix.*` patterns, as
+/// written (each must also name kinds of the log: 422 `unknown_event_kind`).
+const KIND_LIST_PATTERN: &str = r"^[a-z_.*]*(,[a-z_.*]*)*$";
+
 /// A rule for a property: its text, or each text of its list.
 #[derive(Debug, Clone, Copy)]
 enum Rule {
@@ -159,6 +166,7 @@ fn parameter_rules() -> Vec<(&'static str, &'static str, Value)> {
             text(blackboard::KEY),
         ),
         ("/v1/reservations", "scope", text(reservations::SCOPE)),
+        ("/v1/events", "kind", json!({"pattern": KIND_LIST_PATTERN})),
         ("/v1/events", "Last-Event-ID", event_id.clone()),
         ("/v1/missions/{id}/events", "Last-Event-ID", event_id),
     ]
@@ -192,6 +200,8 @@ fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
         LABEL_PATTERN, MAX_LABEL_CHARS, MAX_LABELS, MAX_PRIORITY, MIN_PRIORITY,
     };
     let priority = json!({"minimum": MIN_PRIORITY, "maximum": MAX_PRIORITY});
+    let money = json!({"minimum": 0, "maximum": coordinator_core::numbers::MAX_MONEY});
+    let unit = json!({"minimum": 0, "maximum": 1});
     let heartbeat: Vec<Value> = coordinator_core::agents::AgentStatus::ALL
         .iter()
         .filter(|s| s.reportable())
@@ -240,6 +250,14 @@ fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
             text(profile::STAKEHOLDER_ID),
         ),
         ("CreateMission", "goal", text(crate::missions::GOAL)),
+        ("CreateMission", "budget", money.clone()),
+        ("HiringThreshold", "headcount", json!({"minimum": 0})),
+        ("BudgetThreshold", "amount", money.clone()),
+        ("ProposalBody", "capability_match", unit.clone()),
+        ("ProposalBody", "confidence", unit),
+        ("ProposalBody", "estimated_cost", json!({"minimum": 0})),
+        ("ProposalBody", "estimated_effort", json!({"minimum": 0})),
+        ("SendMessage", "to", json!({"pattern": RECIPIENT_PATTERN})),
         (
             "ApprovalRequest",
             "arguments",

@@ -64,7 +64,20 @@ impl Params {
                 .filter(|k| !k.is_empty())
                 .map(|k| match events::kind_pattern_problem(k) {
                     None => Ok(k.to_owned()),
-                    Some(problem) => Err(ApiError::invalid("kind", problem)),
+                    // Not even shaped like a kind: the document's pattern says so.
+                    Some(problem)
+                        if !k
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || matches!(c, '_' | '.' | '*')) =>
+                    {
+                        Err(ApiError::invalid("kind", problem))
+                    }
+                    // Well-formed (the document's pattern), but no kind of the log: 422.
+                    Some(problem) => Err(ApiError::Unprocessable {
+                        code: "unknown_event_kind",
+                        message: problem,
+                        details: serde_json::json!({ "field": "kind" }),
+                    }),
                 })
                 .collect::<ApiResult<Vec<_>>>()?,
         };

@@ -346,7 +346,8 @@ pub async fn propose(
     if let Some(t) = req.task_id
         && !store::task_in_mission(&mut tx, mission_id, t).await?
     {
-        return Err(Invalid::new(
+        return Err(Invalid::unprocessable(
+            "unknown_task",
             "task_id",
             format!("task {t} is not a task of mission {mission_id}"),
         )
