@@ -9,7 +9,9 @@
 # a private PostgreSQL (or, with DATABASE_URL set, creates a fresh database on
 # that server), a simulated worker and `coordinator serve`, seeds agents and
 # missions so list and lookup routes have rows to return, runs schemathesis
-# with the checks below, then audits the database. The last line is
+# with the checks below in three passes (the seeded workspace's admin, one
+# of its agents, and the admin of another workspace, whose reads of the
+# seeded workspace fail the run), then audits the database. The last line is
 #   operations=… requests=… failures=… server_errors=… schema_violations=… audit=ok|failed|skipped
 # and the exit status is non-zero on any failure. Everything lives in a
 # temporary directory (kept, and printed, when something failed).
@@ -119,8 +121,13 @@ for a in "planner planning,analysis" "researcher research,analysis" "writer writ
   set -- $a
   api POST /v1/agents "{\"agent_id\":\"$1\",\"role\":\"$1\",\"skills\":[\"${2//,/\",\"}\"],\"tools\":[],\"endpoint_url\":\"http://127.0.0.1:$worker_port\",\"max_concurrency\":2}" >/dev/null
 done
+# A string only the seeded workspace holds: the intruder pass must never read it.
+canary="cnry$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+canary_agent="$canary-agent"
+api POST /v1/agents "{\"agent_id\":\"$canary_agent\",\"role\":\"$canary\",\"skills\":[\"$canary\"],\"tools\":[],\"endpoint_url\":\"http://127.0.0.1:$worker_port\",\"max_concurrency\":1}" >/dev/null
 # One mission left waiting for approval, one run to completion by the worker, one cancelled.
-api POST /v1/missions '{"goal":"Research the state of solid-state batteries and write a report","autonomy":"approve","budget":5}' >/dev/null
+approve_id=$(api POST /v1/missions "{\"goal\":\"Research the state of solid-state batteries ($canary) and write a report\",\"autonomy\":\"approve\",\"budget\":5}" \
+  | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 api POST /v1/missions '{"goal":"Compare Postgres, MySQL and SQLite for our embedded use case","autonomy":"autonomous","budget":5}' >/dev/null
 cancel_id=$(api POST /v1/missions '{"goal":"Write a short market analysis of e-bikes","autonomy":"approve","budget":5}' \
   | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
@@ -128,29 +135,46 @@ api POST "/v1/missions/$cancel_id/cancel" '{}' >/dev/null
 api POST /v1/webhooks '{"url":"http://127.0.0.1:9/hook","events":["task.*"],"secret":"fuzz-secret-0123456789"}' >/dev/null
 api POST /v1/tokens '{"role":"viewer","name":"fuzz-viewer"}' >/dev/null || true
 
-st_args=(run "$base/openapi.json"
-  -H "Authorization: Bearer $token"
-  --checks "$checks"
-  --max-examples "$max_examples"
-  --workers 2
-  --request-timeout 30
-  --generation-database none
-  --suppress-health-check all
-  --no-color
-  --report junit,ndjson --report-dir "$work/report"
-)
-[ -n "$seed" ] && st_args+=(--seed "$seed")
-[ -n "$max_time" ] && st_args+=(--max-time "$max_time")
-[ "$quick" = 1 ] && st_args+=(--phases examples,coverage,fuzzing)
-echo "fuzz: schemathesis ${st_args[*]//$token/***}" >&2
-st_status=0
-"$venv/bin/schemathesis" --config-file scripts/schemathesis.toml "${st_args[@]}" | tee "$work/schemathesis.log" >&2 || st_status=$?
+# Three passes over the whole document: the admin of the seeded workspace;
+# an agent of it (a restricted role: what it may not do is a 403); and the
+# admin of a second workspace, whose path ids are sometimes the seeded
+# workspace's, with the check `no_cross_workspace_read` (scripts/fuzz_hooks.py)
+# failing any answer that carries the seeded workspace's canary.
+agent_token=$(api POST /v1/tokens '{"role":"agent","agent_id":"writer","name":"fuzz-agent"}' \
+  | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+intruder_token=$(env -u DATABASE_URL "$bin" token bootstrap --workspace "fuzz-intruder" --role admin \
+  --name fuzz-intruder --database-url "$db_url" 2>/dev/null | tail -n 1)
+[ -n "$agent_token" ] && [ -n "$intruder_token" ] || { echo "fuzz: could not make the pass tokens" >&2; exit 1; }
 
-# Figures from the run's summary: operations tested, test cases sent, and the
-# unique failures by schemathesis code (ST101/ST102 server errors, ST108-ST111
-# responses that break their schema; ST204 a wrong answer to an undocumented method).
-read -r operations requests failures server_errors schema_violations < <(
-  "$venv/bin/python" - "$work/schemathesis.log" <<'PY'
+operations=0 requests=0 failures=0 server_errors=0 schema_violations=0 st_status=0
+run_pass() { # NAME TOKEN EXAMPLES [ENV=VALUE...]
+  local name=$1 pass_token=$2 examples=$3; shift 3
+  local st_args=(run "$base/openapi.json"
+    -H "Authorization: Bearer $pass_token"
+    --checks "$checks"
+    --max-examples "$examples"
+    --workers 2
+    --request-timeout 30
+    --generation-database none
+    --suppress-health-check all
+    --no-color
+    --report junit,ndjson --report-dir "$work/report-$name"
+  )
+  [ -n "$seed" ] && st_args+=(--seed "$seed")
+  [ -n "$max_time" ] && st_args+=(--max-time "$max_time")
+  [ "$quick" = 1 ] && st_args+=(--phases examples,coverage,fuzzing)
+  echo "fuzz: pass $name: schemathesis ${st_args[*]//$pass_token/***}" >&2
+  local status=0
+  env PYTHONPATH=scripts SCHEMATHESIS_HOOKS=fuzz_hooks "$@" \
+    "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml "${st_args[@]}" \
+    | tee "$work/schemathesis-$name.log" >&2 || status=$?
+  [ "$status" = 0 ] || st_status=$status
+  # Figures from the pass's summary: operations tested, test cases sent, and
+  # the unique failures by schemathesis code (ST101/ST102 server errors,
+  # ST108-ST111 responses that break their schema).
+  local o r f se sv
+  read -r o r f se sv < <(
+    "$venv/bin/python" - "$work/schemathesis-$name.log" <<'PY'
 import re, sys
 text = open(sys.argv[1], encoding="utf-8", errors="replace").read()
 def num(pattern):
@@ -162,7 +186,17 @@ schema = sum(by_code.get(c, 0) for c in ("ST108", "ST109", "ST110", "ST111"))
 total = max(sum(by_code.values()), num(r"^=+ (\d+) failures?\b"))
 print(num(r"^\s*Tested:\s*(\d+)"), num(r"^\s*(\d+) generated"), total, server, schema)
 PY
-)
+  )
+  echo "fuzz: pass $name: operations=$o requests=$r failures=$f server_errors=$se schema_violations=$sv" >&2
+  operations=$((o > operations ? o : operations))
+  requests=$((requests + r)) failures=$((failures + f))
+  server_errors=$((server_errors + se)) schema_violations=$((schema_violations + sv))
+}
+restricted_examples=$(( (max_examples + 1) / 2 ))
+run_pass admin "$token" "$max_examples"
+run_pass agent "$agent_token" "$restricted_examples"
+run_pass intruder "$intruder_token" "$restricted_examples" \
+  FUZZ_CANARY="$canary" FUZZ_FOREIGN_IDS="id=$cancel_id,id=$approve_id,agent_id=$canary_agent"
 
 # Our own sweep, independent of schemathesis' sampling: every documented path
 # answers each method it does not document with 405 and a JSON error (never 501).

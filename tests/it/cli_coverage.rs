@@ -73,6 +73,12 @@ async fn every_operator_action_has_a_cli_command() {
             if !["POST", "PUT", "PATCH", "DELETE"].contains(&method.as_str()) {
                 continue;
             }
+            // The tool gateway is documented once per tool.
+            let path = if path.starts_with("/v1/tools/") {
+                "/v1/tools/{name}".to_owned()
+            } else {
+                path.clone()
+            };
             seen.insert((method.clone(), path.clone()));
             if !operator_may_call(op) {
                 continue;

@@ -516,8 +516,14 @@ async fn document_matches_the_routes() {
 
     // Every annotated handler is registered by some slice's `routes!`: a
     // handler documented but never routed would be missing here.
+    // The tool gateway (one handler) is documented once per tool.
+    let tool_operations = documented
+        .iter()
+        .filter(|(_, p)| p.starts_with("/v1/tools/") && !p.contains('{'))
+        .count();
+    assert!(tool_operations > 10, "the tools are documented one by one");
     assert_eq!(
-        documented.len(),
+        documented.len() - tool_operations + 1,
         annotated_handlers(),
         "operations in the document against #[utoipa::path] handlers in the source: \
          register each annotated handler with `routes!(...)` in its slice's router()"
@@ -701,7 +707,7 @@ async fn answers_match_their_schemas() {
         .post("/v1/tools/mission_status", json!({"mission_id": id}))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    check("POST", "/v1/tools/{name}", status, &body);
+    check("POST", "/v1/tools/mission_status", status, &body);
     let (status, body) = app
         .request(
             reqwest::Method::POST,
@@ -711,10 +717,10 @@ async fn answers_match_their_schemas() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    check("POST", "/v1/tools/{name}", status, &body);
+    check("POST", "/v1/tools/list_missions", status, &body);
     let (status, body) = app.post("/v1/tools/cancel_mission", json!({})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    check("POST", "/v1/tools/{name}", status, &body);
+    check("POST", "/v1/tools/cancel_mission", status, &body);
 
     let (status, body) = app.get("/v1/webhooks").await;
     check("GET", "/v1/webhooks", status, &body);

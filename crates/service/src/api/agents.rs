@@ -294,12 +294,7 @@ async fn heartbeat(
     Path(agent_id): Path<String>,
     super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<StatusCode> {
-    let beat: Heartbeat = if body.iter().all(u8::is_ascii_whitespace) {
-        Heartbeat::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| ApiError::invalid("body", format!("invalid heartbeat body: {e}")))?
-    };
+    let beat: Heartbeat = super::extract::parse_optional_body(&body)?;
     use_case::heartbeat(&state.pool, &who, &agent_id, beat.status.as_deref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

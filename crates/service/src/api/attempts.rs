@@ -129,12 +129,8 @@ async fn heartbeat(
     super::extract::RawBody(body): super::extract::RawBody,
 ) -> ApiResult<Json<Value>> {
     // The body is optional; when present it must be a valid heartbeat.
-    if !body.is_empty() {
-        serde_json::from_slice::<Heartbeat>(&body).map_err(|e| ApiError::BadRequest {
-            code: "invalid_request",
-            message: format!("invalid heartbeat body: {e}"),
-            details: Value::Null,
-        })?;
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        super::extract::parse_body::<Heartbeat>(&body)?;
     }
     let stored = attempts::token_hash(&state.pool, id).await?;
     if stored.as_deref() != Some(hash_token(&token).as_slice()) {

@@ -28,6 +28,10 @@ const RECIPIENT_PATTERN: &str = r"^(?!\s*role:\s*$)[\s\S]*\S[\s\S]*$";
 /// written (each must also name kinds of the log: 422 `unknown_event_kind`).
 const KIND_LIST_PATTERN: &str = r"^[a-z_.*]*(,[a-z_.*]*)*$";
 
+/// Internally tagged enums serde reads with `deny_unknown_fields`: utoipa
+/// leaves their variants open; each variant takes its own fields only.
+const CLOSED_UNIONS: &[&str] = &["Check"];
+
 /// A rule for a property: its text, or each text of its list.
 #[derive(Debug, Clone, Copy)]
 enum Rule {
@@ -252,7 +256,8 @@ fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
         ("CreateMission", "goal", text(crate::missions::GOAL)),
         ("CreateMission", "budget", money.clone()),
         ("HiringThreshold", "headcount", json!({"minimum": 0})),
-        ("BudgetThreshold", "amount", money.clone()),
+        ("BudgetThreshold", "amount", json!({"minimum": 0})),
+        ("CreatePackage", "budget", json!({"minimum": 0})),
         ("ProposalBody", "capability_match", unit.clone()),
         ("ProposalBody", "confidence", unit),
         ("ProposalBody", "estimated_cost", json!({"minimum": 0})),
@@ -428,6 +433,9 @@ pub fn served(doc: &utoipa::openapi::OpenApi) -> Value {
 /// Returns what it could not find, which a test keeps empty.
 pub fn apply(doc: &mut Value) -> Vec<String> {
     let mut missing = Vec::new();
+    if !tool_operations(doc) {
+        missing.push("post /v1/tools/{name}".to_owned());
+    }
     for (schema, property, rule) in body_rules() {
         match doc.pointer_mut(&format!(
             "/components/schemas/{schema}/properties/{property}"
@@ -480,6 +488,22 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
             None => missing.push(format!("{schema}.{property}")),
         }
     }
+    for schema in CLOSED_UNIONS {
+        match doc.pointer_mut(&format!("/components/schemas/{schema}/oneOf")) {
+            Some(Value::Array(variants)) => {
+                for v in variants.iter_mut().filter(|v| v["type"] == "object") {
+                    v["additionalProperties"] = json!(false);
+                    // A count serde reads into `usize`: no more than that.
+                    if let Some(Value::Object(props)) = v.get_mut("properties") {
+                        for p in props.values_mut().filter(|p| p["type"] == "integer") {
+                            p["maximum"] = json!(u64::MAX);
+                        }
+                    }
+                }
+            }
+            _ => missing.push(format!("{schema}.oneOf")),
+        }
+    }
     for (schema, keywords) in schema_rules() {
         match doc.pointer_mut(&format!("/components/schemas/{schema}")) {
             Some(Value::Object(s)) => {
@@ -491,6 +515,46 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
         }
     }
     missing
+}
+
+/// The route `POST /v1/tools/{name}` runs every tool; the document lists
+/// it once per tool, `POST /v1/tools/<name>`, with that tool's own argument
+/// schema as the body (what `GET /v1/tools` and `/mcp` offer models), so a
+/// client or a fuzzer sees each tool's contract. A tool that has required
+/// arguments requires a body.
+fn tool_operations(doc: &mut Value) -> bool {
+    let Some(Value::Object(paths)) = doc.get_mut("paths") else {
+        return false;
+    };
+    let Some(generic) = paths.remove("/v1/tools/{name}") else {
+        return false;
+    };
+    let Some(op) = generic.get("post") else {
+        return false;
+    };
+    for tool in crate::tools::all() {
+        let mut o = op.clone();
+        let required = tool.parameters["required"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty());
+        let roles: Vec<String> = tool.roles.iter().map(ToString::to_string).collect();
+        o["operationId"] = json!(format!("invoke_tool_{}", tool.name));
+        o["summary"] = json!(format!("Tool `{}`: {}", tool.name, tool.title));
+        o["description"] = json!(format!("{}\n\nRoles: {}.", tool.description, roles.join(", ")));
+        if let Value::Object(obj) = &mut o {
+            obj.remove("parameters");
+            obj.insert(
+                "requestBody".into(),
+                json!({
+                    "description": "The tool's arguments.",
+                    "required": required,
+                    "content": {"application/json": {"schema": tool.parameters}},
+                }),
+            );
+        }
+        paths.insert(format!("/v1/tools/{}", tool.name), json!({ "post": o }));
+    }
+    true
 }
 
 /// Merges `keywords` into `into`, recursing into objects (`items`).
@@ -533,8 +597,11 @@ mod tests {
 
     #[test]
     fn every_rule_finds_its_place_in_the_document() {
-        let mut doc = crate::api::document();
+        let mut doc = serde_json::to_value(crate::api::finished()).expect("serialises");
         assert_eq!(apply(&mut doc), Vec::<String>::new());
+        let tool = &doc["paths"]["/v1/tools/create_mission"]["post"];
+        assert_eq!(tool["requestBody"]["required"], json!(true), "{tool}");
+        assert!(doc["paths"].get("/v1/tools/{name}").is_none());
         let subject = &doc["components"]["schemas"]["PutBelief"]["properties"]["subject"];
         assert_eq!(subject["maxLength"], json!(bdi::SUBJECT.max));
         let key = &doc["paths"]["/v1/missions/{id}/blackboard/{key}"]["get"]["parameters"];

@@ -109,6 +109,15 @@ pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
+/// An optional body: none (or only whitespace) is `T::default()`; one that
+/// is sent is read as [`parse_body`] reads any body.
+pub fn parse_optional_body<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    parse_body(bytes)
+}
+
 /// Rewrites every float with no fractional part that fits an `i64` (or a
 /// `u64`) as that integer, in place. Refuses (with the number's path) one
 /// beyond ±1e308: PostgreSQL's `jsonb` gives such a number back as a

@@ -247,14 +247,7 @@ async fn remove(
 
 /// Parses an optional JSON body: empty means the default.
 fn optional_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> ApiResult<T> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest {
-        code: "invalid_request",
-        message: format!("invalid body: {e}"),
-        details: Value::Null,
-    })
+    super::extract::parse_optional_body(body)
 }
 
 /// Approves the plan of a mission awaiting approval and starts it.

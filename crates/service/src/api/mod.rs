@@ -160,9 +160,15 @@ fn slices() -> OpenApiRouter<AppState> {
 
 /// The whole OpenAPI document, as `/openapi.json` serves it.
 pub fn document() -> serde_json::Value {
+    contract::served(&finished())
+}
+
+/// The typed document with every operation and the rules of `finish`,
+/// before `contract` writes the checks' rules into its JSON.
+pub(crate) fn finished() -> utoipa::openapi::OpenApi {
     let mut doc = slices().into_openapi();
     openapi::finish(&mut doc);
-    contract::served(&doc)
+    doc
 }
 
 /// The span of one request: method and route (never the query, which may

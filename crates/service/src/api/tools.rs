@@ -45,6 +45,9 @@ async fn list(who: Principal) -> Json<Value> {
 
 /// Runs a chat tool with the body as its arguments object (an empty body means no arguments).
 ///
+/// The document lists this route once per tool (`POST /v1/tools/<name>`,
+/// with the tool's own argument schema; `api::contract`).
+///
 /// Roles: those of the tool (see `GET /v1/tools` and docs/tools.md).
 #[utoipa::path(
     post,
@@ -72,6 +75,16 @@ async fn invoke(
 ) -> ApiResult<Json<Value>> {
     let tool = tools::find(&name).ok_or_else(|| ApiError::NotFound(format!("no tool '{name}'")))?;
     let args: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        // As for every route whose body is required (the document says so
+        // for a tool with required arguments): no body is a 415.
+        if tool.parameters["required"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+        {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "send the arguments of '{name}' as a JSON body with Content-Type: application/json"
+            )));
+        }
         Value::Null
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest {
