@@ -22,7 +22,10 @@ use std::{
 
 use axum::{
     http::{HeaderMap, header},
-    response::sse::{Event, KeepAlive, Sse},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
 };
 use futures::Stream;
 use sqlx::{PgPool, postgres::PgListener};
@@ -162,7 +165,8 @@ pub fn mission_events(
 }
 
 /// The workspace's events after `after` that match `filter`, in commit
-/// order, then live, while `who`'s token stays valid.
+/// order, then live, while `who`'s token stays valid; a 400 for a filter
+/// the database cannot compare (see [`unreadable_filter`]).
 pub fn workspace_events(
     pool: PgPool,
     who: Principal,
@@ -170,8 +174,32 @@ pub fn workspace_events(
     filter: EventFilter,
     wake: watch::Receiver<u64>,
     stop: watch::Receiver<bool>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    serve(pool, who, Source::Workspace { after, filter }, wake, stop)
+) -> Response {
+    if let Some(refusal) = unreadable_filter(&filter) {
+        return refusal.into_response();
+    }
+    serve(pool, who, Source::Workspace { after, filter }, wake, stop).into_response()
+}
+
+/// Why the database would refuse to read with `filter`, as the 400 to give
+/// before the stream starts. A stream reads only after its `200` is sent, so
+/// a read that fails on the input (PostgreSQL refuses a NUL character in
+/// text, SQLSTATE 22021) would end every stream at once and send an
+/// `EventSource` into reconnecting for ever; the JSON page of the same
+/// request answers 400 (see `ApiError`'s conversion of that error).
+fn unreadable_filter(filter: &EventFilter) -> Option<ApiError> {
+    [
+        ("agent", filter.agent_id.as_deref()),
+        ("role", filter.agent_role.as_deref()),
+    ]
+    .into_iter()
+    .find(|(_, text)| text.is_some_and(|t| t.contains('\0')))
+    .map(|(field, _)| {
+        ApiError::invalid(
+            field,
+            format!("{field} must not contain NUL characters (\\u0000)"),
+        )
+    })
 }
 
 fn serve(
