@@ -166,19 +166,43 @@ pub fn mission_events(
 
 /// The workspace's events after `after` that match `filter`, in commit
 /// order, then live, while `who`'s token stays valid; a 400 for a filter
-/// the database cannot compare (see [`unreadable_filter`]).
+/// the database cannot compare (see [`unreadable_filter`]). An attempt
+/// token's stream is its own mission's (see [`confine_to_attempt`]).
 pub fn workspace_events(
     pool: PgPool,
     who: Principal,
     after: LogPosition,
-    filter: EventFilter,
+    mut filter: EventFilter,
     wake: watch::Receiver<u64>,
     stop: watch::Receiver<bool>,
 ) -> Response {
     if let Some(refusal) = unreadable_filter(&filter) {
         return refusal.into_response();
     }
+    if let Err(refusal) = confine_to_attempt(&who, &mut filter) {
+        return refusal.into_response();
+    }
     serve(pool, who, Source::Workspace { after, filter }, wake, stop).into_response()
+}
+
+/// An attempt token acts inside its mission only (docs/agents.md): on the
+/// workspace stream `mission` defaults to it and another mission is a 403,
+/// as on the mission routes. Without this the stream of an attempt token
+/// carried every mission of the workspace.
+fn confine_to_attempt(who: &Principal, filter: &mut EventFilter) -> Result<(), ApiError> {
+    let Some(scope) = who.attempt else {
+        return Ok(());
+    };
+    match filter.mission_id {
+        Some(mission) if mission != scope.mission_id => Err(ApiError::Forbidden(format!(
+            "an attempt token acts inside mission {} only",
+            scope.mission_id
+        ))),
+        _ => {
+            filter.mission_id = Some(scope.mission_id);
+            Ok(())
+        }
+    }
 }
 
 /// Why the database would refuse to read with `filter`, as the 400 to give
