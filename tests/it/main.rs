@@ -53,6 +53,7 @@ mod replicas;
 mod scripted_model;
 mod security;
 mod soak;
+mod stream_fuzz;
 mod streams;
 mod sweeps;
 mod team_decisions;

@@ -10,6 +10,14 @@
 //! watch channel) and re-check every second anyway. Events are read from the database only as the client
 //! pulls them, so a slow client cannot grow server memory beyond one page.
 //!
+//! The rule for a subscriber that stops reading: it is neither dropped nor
+//! buffered for. Its stream holds at most one page ([`PAGE`] events) read
+//! ahead, plus what the socket buffers take; once it reads again it carries
+//! on where it stopped (events pruned meanwhile are skipped, as on any
+//! resume). Its connection stays open (a response in flight is never idle),
+//! so the connection caps bound how many such streams one client holds.
+//! `tests/it/stream_fuzz/crowd.rs` holds the service to that bound.
+//!
 //! A stream lives only as long as the token that opened it: it ends once
 //! the token expires, and a re-check every [`TOKEN_RECHECK`] ends it once the
 //! token is revoked; the client's reconnect then gets 401.
