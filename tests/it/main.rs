@@ -33,6 +33,7 @@ mod group_commit;
 mod handoffs;
 mod helpers;
 mod layers;
+mod mcp_fuzz;
 mod messaging;
 mod metrics;
 mod mission_edits;
