@@ -883,6 +883,37 @@ async fn wrong_tokens_and_other_workspaces_get_nothing_through_mcp() {
     }
     let a = post(&http, &app, None, &[], list.clone()).await;
     check("no token", &a, &Expect::Http(401, "unauthorized"));
+    // Revoked and expired tokens of this workspace.
+    let ws: uuid::Uuid = sqlx::query_scalar("SELECT workspace_id FROM orchestration_runs LIMIT 1")
+        .fetch_one(&app.pool)
+        .await
+        .expect("workspace");
+    let mut conn = app.pool.acquire().await.expect("a connection");
+    let past = time::OffsetDateTime::now_utc() - time::Duration::minutes(1);
+    for (name, expires) in [("revoked", None), ("expired", Some(past))] {
+        let secret = coordinator::auth::generate_token();
+        let id = coordinator::auth::insert_token_until(
+            &mut conn,
+            ws,
+            coordinator::auth::Role::Admin,
+            name,
+            None,
+            &secret,
+            expires,
+        )
+        .await
+        .expect("insert token");
+        if expires.is_none() {
+            sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE id = $1")
+                .bind(id)
+                .execute(&mut *conn)
+                .await
+                .expect("revoke");
+        }
+        let a = post(&http, &app, Some(&secret), &[], list.clone()).await;
+        check(name, &a, &Expect::Http(401, "unauthorized"));
+    }
+    drop(conn);
     // Another workspace's admin: our mission does not exist for it.
     let theirs = other_workspace_token(&app).await;
     let status = call_tool(2, "mission_status", json!({"mission_id": mission}));
