@@ -329,6 +329,17 @@ impl Dechunk {
 /// 127.0.1.0/24, established or closed by the client but not yet by the
 /// server (`CLOSE_WAIT`): what a leak of vanished subscribers would leave.
 pub(crate) fn held_from_crowd(port: u16) -> usize {
+    held(port, |ip| ip.octets()[..3] == [127, 0, 1])
+}
+
+/// Server-side connections of the listener at `port` from any client that
+/// still hold a descriptor (`ESTABLISHED` or `CLOSE_WAIT`). Counted per
+/// port, not per process: other tests share this process's descriptors.
+pub(crate) fn held_by_service(port: u16) -> usize {
+    held(port, |_| true)
+}
+
+fn held(port: u16, from: impl Fn(Ipv4Addr) -> bool) -> usize {
     let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
     table
         .lines()
@@ -350,17 +361,11 @@ pub(crate) fn held_from_crowd(port: u16) -> usize {
                     .and_then(|h| u32::from_str_radix(h, 16).ok())
                     .map(|v| Ipv4Addr::from(v.to_ne_bytes()))
             };
-            let crowd = ip_of(remote).is_some_and(|ip| ip.octets()[..3] == [127, 0, 1]);
-            port_of(local) == Some(port) && crowd && matches!(*state, "01" | "08")
+            port_of(local) == Some(port)
+                && ip_of(remote).is_some_and(&from)
+                && matches!(*state, "01" | "08")
         })
         .count()
-}
-
-/// Open file descriptors of this process (the service runs in it).
-pub(crate) fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .expect("read /proc/self/fd")
 }
 
 pub(crate) fn addr_of(app: &TestApp) -> SocketAddr {
