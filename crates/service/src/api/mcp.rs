@@ -5,6 +5,10 @@
 //! a replica, so any replica can serve any request. Each request is
 //! authenticated here; the principal and the state reach the tool handlers in
 //! the request's extensions (rmcp hands the HTTP `Parts` to them).
+//!
+//! A body that is not one JSON-RPC 2.0 message this server can route gets
+//! its JSON-RPC error before rmcp sees it (`-32700`, `-32600`, `-32602`; see
+//! [`screen`]), and tool arguments are read under the REST routes' rules.
 
 use std::sync::{Arc, LazyLock};
 
@@ -27,10 +31,12 @@ use rmcp::{
         StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
     },
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{AppState, BODY_LIMIT, extract};
 use crate::{auth::Principal, error::ApiError, tools};
+
+mod screen;
 
 /// What a chat client is told about this server when it connects.
 const INSTRUCTIONS: &str = "Mission coordinator: give it a goal (create_mission) and it plans a \
@@ -77,6 +83,19 @@ async fn serve(State(state): State<AppState>, request: Request) -> Response {
     }
     parts.extensions.insert(who);
     parts.extensions.insert(state);
+    // Malformed JSON-RPC gets its JSON-RPC error here, not rmcp's 415 (see `screen`).
+    let body = if screen::reads_body(&parts.headers) {
+        let bytes = match screen::read_body(body, BODY_LIMIT).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return refusal,
+        };
+        if let Some(refusal) = screen::refusal(&bytes) {
+            return refusal;
+        }
+        Body::from(bytes)
+    } else {
+        body
+    };
     let response = SERVICE.handle(Request::from_parts(parts, body)).await;
     json_refusal(response.map(Body::new)).await
 }
@@ -172,6 +191,17 @@ async fn error_result(e: ApiError) -> CallToolResult {
     result
 }
 
+/// Tool arguments read as `POST /v1/tools/{name}` reads its body
+/// ([`extract::parse_body`]): a number beyond ±1e308 is refused naming where
+/// it is (stored in jsonb it came back as a decimal serde cannot read, so a
+/// mission created with one through MCP failed with an internal error), and
+/// an integral float (`2.0`) is the integer it is.
+fn read_as_rest_does(arguments: Map<String, Value>) -> Result<Value, ApiError> {
+    let bytes = serde_json::to_vec(&Value::Object(arguments))
+        .map_err(|e| ApiError::invalid("arguments", e.to_string()))?;
+    extract::parse_body::<Value>(&bytes)
+}
+
 impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -212,7 +242,10 @@ impl ServerHandler for ToolServer {
             .await
             .into());
         };
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let args = match request.arguments.map(read_as_rest_does).transpose() {
+            Ok(args) => args.unwrap_or(Value::Null),
+            Err(e) => return Ok(error_result(e).await.into()),
+        };
         let result = match tool.invoke(&state.tools(), &who, args).await {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => error_result(e).await,

@@ -10,6 +10,14 @@
 //! watch channel) and re-check every second anyway. Events are read from the database only as the client
 //! pulls them, so a slow client cannot grow server memory beyond one page.
 //!
+//! The rule for a subscriber that stops reading: it is neither dropped nor
+//! buffered for. Its stream holds at most one page ([`PAGE`] events) read
+//! ahead, plus what the socket buffers take; once it reads again it carries
+//! on where it stopped (events pruned meanwhile are skipped, as on any
+//! resume). Its connection stays open (a response in flight is never idle),
+//! so the connection caps bound how many such streams one client holds.
+//! `tests/it/stream_fuzz/crowd.rs` holds the service to that bound.
+//!
 //! A stream lives only as long as the token that opened it: it ends once
 //! the token expires, and a re-check every [`TOKEN_RECHECK`] ends it once the
 //! token is revoked; the client's reconnect then gets 401.
@@ -22,7 +30,10 @@ use std::{
 
 use axum::{
     http::{HeaderMap, header},
-    response::sse::{Event, KeepAlive, Sse},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
 };
 use futures::Stream;
 use sqlx::{PgPool, postgres::PgListener};
@@ -162,16 +173,65 @@ pub fn mission_events(
 }
 
 /// The workspace's events after `after` that match `filter`, in commit
-/// order, then live, while `who`'s token stays valid.
+/// order, then live, while `who`'s token stays valid; a 400 for a filter
+/// the database cannot compare (see [`unreadable_filter`]). An attempt
+/// token's stream is its own mission's (see [`confine_to_attempt`]).
 pub fn workspace_events(
     pool: PgPool,
     who: Principal,
     after: LogPosition,
-    filter: EventFilter,
+    mut filter: EventFilter,
     wake: watch::Receiver<u64>,
     stop: watch::Receiver<bool>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    serve(pool, who, Source::Workspace { after, filter }, wake, stop)
+) -> Response {
+    if let Some(refusal) = unreadable_filter(&filter) {
+        return refusal.into_response();
+    }
+    if let Err(refusal) = confine_to_attempt(&who, &mut filter) {
+        return refusal.into_response();
+    }
+    serve(pool, who, Source::Workspace { after, filter }, wake, stop).into_response()
+}
+
+/// An attempt token acts inside its mission only (docs/agents.md): on the
+/// workspace stream `mission` defaults to it and another mission is a 403,
+/// as on the mission routes. Without this the stream of an attempt token
+/// carried every mission of the workspace.
+fn confine_to_attempt(who: &Principal, filter: &mut EventFilter) -> Result<(), ApiError> {
+    let Some(scope) = who.attempt else {
+        return Ok(());
+    };
+    match filter.mission_id {
+        Some(mission) if mission != scope.mission_id => Err(ApiError::Forbidden(format!(
+            "an attempt token acts inside mission {} only",
+            scope.mission_id
+        ))),
+        _ => {
+            filter.mission_id = Some(scope.mission_id);
+            Ok(())
+        }
+    }
+}
+
+/// Why the database would refuse to read with `filter`, as the 400 to give
+/// before the stream starts. A stream reads only after its `200` is sent, so
+/// a read that fails on the input (PostgreSQL refuses a NUL character in
+/// text, SQLSTATE 22021) would end every stream at once and send an
+/// `EventSource` into reconnecting for ever; the JSON page of the same
+/// request answers 400 (see `ApiError`'s conversion of that error).
+fn unreadable_filter(filter: &EventFilter) -> Option<ApiError> {
+    [
+        ("agent", filter.agent_id.as_deref()),
+        ("role", filter.agent_role.as_deref()),
+    ]
+    .into_iter()
+    .find(|(_, text)| text.is_some_and(|t| t.contains('\0')))
+    .map(|(field, _)| {
+        ApiError::invalid(
+            field,
+            format!("{field} must not contain NUL characters (\\u0000)"),
+        )
+    })
 }
 
 fn serve(
