@@ -248,7 +248,7 @@ async fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
             Method::POST,
             "/v1/agents",
             Some(
-                json!({"agent_id": "ok", "role": "r", "endpoint_url": "http://x", "max_concurrency": 0}),
+                json!({"agent_id": "ok", "role": "r", "endpoint_url": "http://127.0.0.1:9", "max_concurrency": 0}),
             ),
             StatusCode::BAD_REQUEST,
             "invalid_request",

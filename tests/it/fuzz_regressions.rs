@@ -215,3 +215,29 @@ async fn the_document_and_the_handlers_agree_on_bodies_the_fuzzer_sent() {
         "{s} {body}"
     );
 }
+
+/// A cursor past the newest event (`after=N`, N above every id) replayed
+/// the whole log from event 1 (found by the stream fuzzer); it now starts
+/// at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_past_the_newest_event_does_not_replay_the_log() {
+    let app = spawn_app().await;
+    app.register_fleet("http://127.0.0.1:9", 1).await;
+    let (s, body) = app
+        .post(
+            "/v1/missions",
+            json!({"goal": "Write a short note on tides", "autonomy": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let (s, body) = app.get("/v1/events?after=0").await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert!(
+        body["events"].as_array().is_some_and(|e| !e.is_empty()),
+        "{body}"
+    );
+    let (s, body) = app.get("/v1/events?after=100000000").await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["events"], json!([]), "nothing is newer: {body}");
+    app.stop().await;
+}

@@ -500,7 +500,7 @@ fn tool_cases(tools: &[Value]) -> Vec<Case> {
             format!("create_mission constraints {constraints}"),
             "create_mission",
             json!({"goal": "g", "constraints": constraints}),
-            "invalid_request",
+            "unstorable_value",
         );
     }
     cases

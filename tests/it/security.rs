@@ -257,7 +257,13 @@ fn example(
             .unwrap_or(&Value::Null),
         None => schema,
     };
+    // An object's own properties come first: its `allOf`/`anyOf`/`if` are
+    // rules between them (`api::contract`), not alternative shapes.
+    let own_properties = schema.get("properties").is_some();
     for key in ["oneOf", "anyOf"] {
+        if own_properties {
+            break;
+        }
         if let Some(first) = schema[key]
             .as_array()
             .and_then(|v| v.iter().find(|s| s["type"] != "null"))
@@ -265,7 +271,7 @@ fn example(
             return example(doc, first, name, fields, depth + 1);
         }
     }
-    if let Some(parts) = schema["allOf"].as_array() {
+    if let Some(parts) = schema["allOf"].as_array().filter(|_| !own_properties) {
         let mut out = serde_json::Map::new();
         for part in parts {
             if let Value::Object(o) = example(doc, part, name, fields, depth + 1) {

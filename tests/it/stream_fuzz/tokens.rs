@@ -184,6 +184,26 @@ async fn attempt_token_streams_its_mission_only(
             "event {id} of another mission: {event}"
         );
     }
+    // The JSON page too (it listed every mission's events).
+    let page: serde_json::Value = app
+        .http
+        .get(format!("{}/v1/events?after=0&limit=500", app.url))
+        .bearer_auth(attempt)
+        .send()
+        .await
+        .expect("page")
+        .json()
+        .await
+        .expect("page json");
+    let events = page["events"].as_array().expect("events");
+    assert!(!events.is_empty(), "{page}");
+    for e in events {
+        assert_eq!(
+            e["mission_id"],
+            own.to_string(),
+            "another mission on the page: {e}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -172,6 +172,8 @@ fn parameter_rules() -> Vec<(&'static str, &'static str, Value)> {
         ("/v1/reservations", "scope", text(reservations::SCOPE)),
         ("/v1/events", "kind", json!({"pattern": KIND_LIST_PATTERN})),
         ("/v1/events", "Last-Event-ID", event_id.clone()),
+        ("/v1/events", "after", json!({"minimum": 0})),
+        ("/v1/missions/{id}/events", "after", json!({"minimum": 0})),
         ("/v1/missions/{id}/events", "Last-Event-ID", event_id),
     ]
 }
@@ -540,7 +542,11 @@ fn tool_operations(doc: &mut Value) -> bool {
         let roles: Vec<String> = tool.roles.iter().map(ToString::to_string).collect();
         o["operationId"] = json!(format!("invoke_tool_{}", tool.name));
         o["summary"] = json!(format!("Tool `{}`: {}", tool.name, tool.title));
-        o["description"] = json!(format!("{}\n\nRoles: {}.", tool.description, roles.join(", ")));
+        o["description"] = json!(format!(
+            "{}\n\nRoles: {}.",
+            tool.description,
+            roles.join(", ")
+        ));
         if let Value::Object(obj) = &mut o {
             obj.remove("parameters");
             obj.insert(

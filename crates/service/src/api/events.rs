@@ -128,7 +128,9 @@ async fn list(
     Query(p): Query<Params>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let filter = p.filter()?;
+    let mut filter = p.filter()?;
+    // An attempt token reads its own mission's events only, page or stream.
+    stream::confine_to_attempt(&who, &mut filter)?;
     let limit = p.limit.get()?;
     if p.after.is_some_and(|a| a < 0) {
         return Err(ApiError::invalid(

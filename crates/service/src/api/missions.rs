@@ -683,6 +683,9 @@ async fn list_events(
     Query(p): Query<EventParams>,
     headers: axum::http::HeaderMap,
 ) -> ApiResult<Response> {
+    if p.after.is_some_and(|a| a < 0) {
+        return Err(ApiError::invalid("after", "after must be a seq (>= 0)"));
+    }
     // Checked for pages too, where it is ignored: a malformed header is 400 either way.
     let resume = crate::api::stream::last_event_id(&headers)?;
     if crate::api::stream::wants_stream(&headers) {

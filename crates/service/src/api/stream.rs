@@ -197,7 +197,10 @@ pub fn workspace_events(
 /// workspace stream `mission` defaults to it and another mission is a 403,
 /// as on the mission routes. Without this the stream of an attempt token
 /// carried every mission of the workspace.
-fn confine_to_attempt(who: &Principal, filter: &mut EventFilter) -> Result<(), ApiError> {
+pub(crate) fn confine_to_attempt(
+    who: &Principal,
+    filter: &mut EventFilter,
+) -> Result<(), ApiError> {
     let Some(scope) = who.attempt else {
         return Ok(());
     };
@@ -226,11 +229,11 @@ fn unreadable_filter(filter: &EventFilter) -> Option<ApiError> {
     ]
     .into_iter()
     .find(|(_, text)| text.is_some_and(|t| t.contains('\0')))
-    .map(|(field, _)| {
-        ApiError::invalid(
-            field,
-            format!("{field} must not contain NUL characters (\\u0000)"),
-        )
+    // The JSON page's answer to the same filter (PostgreSQL's refusal): 422.
+    .map(|(field, _)| ApiError::Unprocessable {
+        code: "unstorable_value",
+        message: format!("{field} must not contain NUL characters (\\u0000)"),
+        details: serde_json::json!({ "field": field }),
     })
 }
 

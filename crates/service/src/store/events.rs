@@ -5,6 +5,8 @@
 //! a mission's events are numbered in commit order. Event kinds are
 //! [`EventKind`] (in `coordinator-protocol`), catalogued in `docs/events.md`.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
@@ -386,28 +388,50 @@ pub async fn position_of(
         .map(|xid| LogPosition { xid, id }))
 }
 
-/// The end of the workspace's log as a reader sees it now: the last event
-/// of a transaction older than every one still running (the readers'
-/// horizon). A stream that starts here gets exactly what commits next.
+/// The end of the workspace's log as a reader sees it now: its newest
+/// event, once every transaction older than that event has ended (the
+/// readers' horizon has passed it), so nothing can still commit before it.
+/// A stream that starts here gets exactly what commits next. While an older
+/// transaction runs (another workspace's bulk write, say) this waits for it
+/// up to [`TAIL_WAIT`], then starts at the horizon: the events committed
+/// since the oldest running transaction began are sent too, never the whole log.
 pub async fn tail(pool: &PgPool, workspace_id: Uuid) -> sqlx::Result<LogPosition> {
-    let row = sqlx::query!(
-        r#"SELECT e.xid::text AS "xid!", e.id
-           FROM orchestration_events e
-           WHERE e.workspace_id = $1
-             AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
-           ORDER BY e.xid DESC, e.id DESC
-           LIMIT 1"#,
-        workspace_id
+    let newest: Option<(String, i64)> = sqlx::query_as(
+        "SELECT xid::text, id FROM orchestration_events
+         WHERE workspace_id = $1 ORDER BY xid DESC, id DESC LIMIT 1",
     )
+    .bind(workspace_id)
     .fetch_optional(pool)
     .await?;
-    Ok(row
-        .and_then(|r| r.xid.parse().ok().map(|xid| LogPosition { xid, id: r.id }))
-        .unwrap_or_default())
+    let Some(newest) = newest.and_then(|(x, id)| x.parse().ok().map(|xid| LogPosition { xid, id }))
+    else {
+        return Ok(LogPosition::default());
+    };
+    let deadline = tokio::time::Instant::now() + TAIL_WAIT;
+    loop {
+        let horizon: i64 =
+            sqlx::query_scalar("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+                .fetch_one(pool)
+                .await?;
+        if horizon > newest.xid {
+            return Ok(newest);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(LogPosition {
+                xid: horizon - 1,
+                id: i64::MAX,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
+/// How long [`tail`] waits for older transactions to end.
+pub const TAIL_WAIT: Duration = Duration::from_secs(3);
+
 /// The position just before the oldest retained event with an id above
-/// `id`: where a reader resumes when the event it last saw has been pruned.
+/// `id`: where a reader resumes when the event it last saw has been pruned
+/// (or was never the workspace's); the tail when none is newer.
 pub async fn position_after_pruned(
     pool: &PgPool,
     workspace_id: Uuid,
@@ -420,13 +444,16 @@ pub async fn position_after_pruned(
     )
     .fetch_one(pool)
     .await?;
-    // Everything of that transaction (and later) is still to be read.
-    Ok(xid
-        .map(|x| LogPosition {
+    match xid {
+        // Everything of that transaction (and later) is still to be read.
+        Some(x) => Ok(LogPosition {
             xid: x - 1,
             id: i64::MAX,
-        })
-        .unwrap_or_default())
+        }),
+        // Nothing kept is newer (a cursor past the newest event): from now
+        // on, never the whole log again.
+        None => tail(pool, workspace_id).await,
+    }
 }
 
 /// Deletes up to `limit` events older than `cutoff`; returns how many.
