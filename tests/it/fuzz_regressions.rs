@@ -241,3 +241,27 @@ async fn a_cursor_past_the_newest_event_does_not_replay_the_log() {
     assert_eq!(body["events"], json!([]), "nothing is newer: {body}");
     app.stop().await;
 }
+
+/// The intruder pass of `scripts/fuzz.sh` (another workspace's admin):
+/// `POST /v1/decisions` with a client-chosen id another workspace already
+/// used broke the primary key, a 500. It is the 409 of a reused id, and
+/// says nothing of the other workspace's decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_id_of_another_workspace_is_a_409_not_a_500() {
+    let app = spawn_app().await;
+    let id = uuid::Uuid::new_v4();
+    let body = json!({"id": id, "description": "Hire a contractor for the audit"});
+    let (s, mine) = app.post("/v1/decisions", body.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{mine}");
+    let theirs = crate::helpers::other_workspace_token(&app).await;
+    let (s, answer) = app
+        .request(Method::POST, "/v1/decisions", Some(body), Some(&theirs))
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{answer}");
+    assert_eq!(answer["error"]["code"], "decision_id_reused", "{answer}");
+    assert!(
+        !answer.to_string().contains("Hire a contractor"),
+        "{answer}"
+    );
+    app.stop().await;
+}

@@ -214,6 +214,12 @@ fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
         .map(|s| json!(s.as_str()))
         .chain([Value::Null])
         .collect();
+    let patchable: Vec<Value> = coordinator_core::agents::AgentStatus::ALL
+        .iter()
+        .filter(|s| **s != coordinator_core::agents::AgentStatus::Retired)
+        .map(|s| json!(s.as_str()))
+        .chain([Value::Null])
+        .collect();
     let labels = json!({"maxItems": MAX_LABELS, "items": {
         "minLength": 1, "maxLength": MAX_LABEL_CHARS, "pattern": LABEL_PATTERN}});
     vec![
@@ -258,6 +264,18 @@ fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
         ("CreateMission", "goal", text(crate::missions::GOAL)),
         ("CreateMission", "budget", money.clone()),
         ("HiringThreshold", "headcount", json!({"minimum": 0})),
+        ("BudgetThreshold", "currency", text(profile::CURRENCY)),
+        (
+            "TransitionRequest",
+            "progress",
+            json!({"minimum": 0, "maximum": 100}),
+        ),
+        // `retired` is set by DELETE; PATCH takes the others.
+        (
+            "UpdateAgent",
+            "status",
+            json!({"type": ["string", "null"], "enum": patchable}),
+        ),
         ("BudgetThreshold", "amount", json!({"minimum": 0})),
         ("CreatePackage", "budget", json!({"minimum": 0})),
         ("ProposalBody", "capability_match", unit.clone()),
@@ -435,9 +453,6 @@ pub fn served(doc: &utoipa::openapi::OpenApi) -> Value {
 /// Returns what it could not find, which a test keeps empty.
 pub fn apply(doc: &mut Value) -> Vec<String> {
     let mut missing = Vec::new();
-    if !tool_operations(doc) {
-        missing.push("post /v1/tools/{name}".to_owned());
-    }
     for (schema, property, rule) in body_rules() {
         match doc.pointer_mut(&format!(
             "/components/schemas/{schema}/properties/{property}"
@@ -516,7 +531,111 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
             _ => missing.push(schema.to_owned()),
         }
     }
+    // Last: the tools take the rules written above.
+    if !tool_operations(doc) {
+        missing.push("post /v1/tools/{name}".to_owned());
+    }
     missing
+}
+
+/// Tools whose arguments are (a superset of) a REST body: their argument
+/// schema takes that body's rules (`tool_parameters`).
+const TOOL_BODIES: &[(&str, &str)] = &[
+    ("create_mission", "CreateMission"),
+    ("update_mission", "UpdateMission"),
+    ("review_results", "ReviewRequest"),
+    ("resolve_task", "ResolveTaskRequest"),
+    ("resolve_tool_approval", "ResolveApproval"),
+    ("reject_plan", "RejectPlanRequest"),
+    ("send_instructions", "InstructionsRequest"),
+];
+
+/// What a property's schema says about its values, copied from a REST body
+/// into a tool's arguments.
+const VALUE_KEYWORDS: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "enum",
+    "format",
+    "additionalProperties",
+];
+
+/// A tool's argument schema as the service checks it: the catalogue's, with
+/// the rules of the REST body it mirrors ([`TOOL_BODIES`]), and with
+/// `nullable` `null` allowed for every optional argument (it counts as not
+/// given; the document says so, models need not hear it). What the
+/// document, `GET /v1/tools` and `/mcp` show.
+pub fn tool_parameters(doc: &Value, tool: &crate::tools::Tool, nullable: bool) -> Value {
+    let mut params = tool.parameters.clone();
+    let body = TOOL_BODIES
+        .iter()
+        .find(|(t, _)| *t == tool.name)
+        .and_then(|(_, schema)| doc.pointer(&format!("/components/schemas/{schema}")));
+    if let Some(body) = body {
+        for key in ["if", "then", "else", "allOf", "anyOf"] {
+            if let Some(rule) = body.get(key) {
+                params[key] = rule.clone();
+            }
+        }
+    }
+    let required: Vec<String> = params["required"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = params.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            if let Some(rest) = body.and_then(|b| b["properties"].get(name.as_str())) {
+                copy_value_keywords(doc, rest, prop);
+            }
+            if nullable && !required.contains(name) {
+                *prop = json!({"anyOf": [prop.take(), {"type": "null"}]});
+            }
+        }
+    }
+    params
+}
+
+/// A tool in function-calling form with [`tool_parameters`] (for models).
+pub fn function_schema(tool: &crate::tools::Tool) -> Value {
+    let mut f = tool.function_schema();
+    f["function"]["parameters"] = tool_parameters(crate::api::document(), tool, false);
+    f
+}
+
+/// Copies [`VALUE_KEYWORDS`] of `from` (a REST property, through `$ref`
+/// and nullable `oneOf`) into `into`, and of its items into `into`'s items.
+fn copy_value_keywords(doc: &Value, from: &Value, into: &mut Value) {
+    let from = resolve(doc, from);
+    let from = from["oneOf"]
+        .as_array()
+        .and_then(|o| o.iter().find(|s| s["type"] != "null"))
+        .map_or(from, |s| resolve(doc, s));
+    for key in VALUE_KEYWORDS {
+        if let Some(v) = from.get(*key) {
+            into[*key] = v.clone();
+        }
+    }
+    if let (Some(items), Some(into_items)) = (from.get("items"), into.get_mut("items")) {
+        copy_value_keywords(doc, items, into_items);
+    }
+}
+
+/// Follows a local `$ref`.
+fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+    v["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|p| doc.pointer(p))
+        .unwrap_or(v)
 }
 
 /// The route `POST /v1/tools/{name}` runs every tool; the document lists
@@ -525,6 +644,7 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
 /// client or a fuzzer sees each tool's contract. A tool that has required
 /// arguments requires a body.
 fn tool_operations(doc: &mut Value) -> bool {
+    let schemas = json!({"components": doc.get("components").cloned().unwrap_or(Value::Null)});
     let Some(Value::Object(paths)) = doc.get_mut("paths") else {
         return false;
     };
@@ -535,6 +655,7 @@ fn tool_operations(doc: &mut Value) -> bool {
         return false;
     };
     for tool in crate::tools::all() {
+        let parameters = tool_parameters(&schemas, tool, true);
         let mut o = op.clone();
         let required = tool.parameters["required"]
             .as_array()
@@ -554,7 +675,7 @@ fn tool_operations(doc: &mut Value) -> bool {
                 json!({
                     "description": "The tool's arguments.",
                     "required": required,
-                    "content": {"application/json": {"schema": tool.parameters}},
+                    "content": {"application/json": {"schema": parameters}},
                 }),
             );
         }
@@ -604,10 +725,20 @@ mod tests {
     #[test]
     fn every_rule_finds_its_place_in_the_document() {
         let mut doc = serde_json::to_value(crate::api::finished()).expect("serialises");
+        let raw = doc.clone();
         assert_eq!(apply(&mut doc), Vec::<String>::new());
         let tool = &doc["paths"]["/v1/tools/create_mission"]["post"];
         assert_eq!(tool["requestBody"]["required"], json!(true), "{tool}");
         assert!(doc["paths"].get("/v1/tools/{name}").is_none());
+        // A tool mirroring a REST body takes its rules.
+        let goal =
+            &tool["requestBody"]["content"]["application/json"]["schema"]["properties"]["goal"];
+        assert_eq!(
+            goal["maxLength"],
+            json!(crate::missions::MAX_GOAL_CHARS),
+            "{goal}"
+        );
+        assert!(raw["paths"].get("/v1/tools/{name}").is_some());
         let subject = &doc["components"]["schemas"]["PutBelief"]["properties"]["subject"];
         assert_eq!(subject["maxLength"], json!(bdi::SUBJECT.max));
         let key = &doc["paths"]["/v1/missions/{id}/blackboard/{key}"]["get"]["parameters"];

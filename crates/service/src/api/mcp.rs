@@ -162,7 +162,10 @@ fn caller(context: &RequestContext<RoleServer>) -> Result<(Principal, AppState),
 }
 
 fn mcp_tool(tool: &tools::Tool) -> rmcp::model::Tool {
-    let schema = tool.parameters.as_object().cloned().unwrap_or_default();
+    let schema = super::contract::tool_parameters(super::document(), tool, false)
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let annotations = ToolAnnotations::with_title(tool.title)
         .read_only(tool.read_only)
         // Both end or erase what cannot be brought back.

@@ -111,12 +111,11 @@ impl AppState {
 /// The router with every route and layer.
 pub fn router(state: AppState) -> Router {
     let limiter = axum::middleware::from_fn_with_state(state.clone(), rate_limit::limit_anonymous);
-    let (api, mut doc) = slices().split_for_parts();
-    openapi::finish(&mut doc);
-    let doc = contract::served(&doc);
+    // The document is built once for the process (`document`).
+    let (api, _) = slices().split_for_parts();
     api.merge(metrics::router())
         .merge(mcp::router())
-        .merge(openapi::router(&doc))
+        .merge(openapi::router(document()))
         // Only `/` and `/assets/…`: unknown paths still get the JSON 404 below.
         .merge(web::router())
         .fallback(extract::not_found)
@@ -158,9 +157,11 @@ fn slices() -> OpenApiRouter<AppState> {
         .merge(tools::router())
 }
 
-/// The whole OpenAPI document, as `/openapi.json` serves it.
-pub fn document() -> serde_json::Value {
-    contract::served(&finished())
+/// The whole OpenAPI document, as `/openapi.json` serves it (built once).
+pub fn document() -> &'static serde_json::Value {
+    static DOCUMENT: std::sync::LazyLock<serde_json::Value> =
+        std::sync::LazyLock::new(|| contract::served(&finished()));
+    &DOCUMENT
 }
 
 /// The typed document with every operation and the rules of `finish`,

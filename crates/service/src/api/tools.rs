@@ -38,7 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 )]
 async fn list(who: Principal) -> Json<Value> {
     let tools: Vec<Value> = tools::visible_for(&who)
-        .map(tools::Tool::function_schema)
+        .map(super::contract::function_schema)
         .collect();
     Json(json!({ "tools": tools }))
 }

@@ -352,7 +352,14 @@ pub async fn request_decision(
             topic: DecisionTopic::Governance.as_str(),
         },
     )
-    .await?
+    .await
+    // A client-chosen id another workspace already uses (ours was found above).
+    .map_err(|e| match e {
+        sqlx::Error::Database(d) if d.constraint() == Some("governance_decisions_pkey") => {
+            GovernanceError::DecisionIdReused(id)
+        }
+        e => e.into(),
+    })?
     .ok_or(GovernanceError::DecisionExists)?;
     decision_event(&mut tx, &row, payloads::DecisionRequested, &actor).await?;
     tx.commit().await?;

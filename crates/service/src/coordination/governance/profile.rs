@@ -133,6 +133,8 @@ impl ProfileRow {
 pub const CATEGORY: coordinator_core::text::Text = coordinator_core::text::Text::required(64);
 /// Most categories that need no review.
 pub const MAX_CATEGORIES: usize = 50;
+/// A budget threshold's currency.
+pub const CURRENCY: coordinator_core::text::Text = coordinator_core::text::Text::required(8);
 /// Who a profile's stakeholder is.
 pub const STAKEHOLDER_ID: coordinator_core::text::Text =
     coordinator_core::text::Text::required(128);
@@ -179,7 +181,7 @@ pub async fn put_profile(
     if let Some(b) = budget {
         check_amount("approval_thresholds.budget.amount", b.amount)?;
         if let Some(c) = &b.currency {
-            check_len("approval_thresholds.budget.currency", c, 8)?;
+            CURRENCY.check("approval_thresholds.budget.currency", c)?;
         }
     }
     if let Some(h) = &req.approval_thresholds.hiring
