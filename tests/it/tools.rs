@@ -175,7 +175,7 @@ async fn bad_tool_calls_are_json_errors_and_change_nothing() {
             json!({"goal": "x", "plan": {"tasks": [{"id": "a"}]}}),
             "plan",
         ),
-        (json!(["goal"]), "arguments"),
+        (json!(["goal"]), "body"),
     ] {
         let (status, body) = app.post("/v1/tools/create_mission", args.clone()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{args}: {body}");

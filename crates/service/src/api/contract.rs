@@ -548,6 +548,23 @@ const TOOL_BODIES: &[(&str, &str)] = &[
     ("resolve_tool_approval", "ResolveApproval"),
     ("reject_plan", "RejectPlanRequest"),
     ("send_instructions", "InstructionsRequest"),
+    ("agent_message", "SendMessage"),
+    ("contractor_add", "AddContractor"),
+    ("work_package_create", "CreatePackage"),
+    ("work_package_assign", "AssignRequest"),
+    ("decision_request", "DecisionRequest"),
+    ("desire_create", "CreateDesire"),
+    ("desire_drop", "DropDesire"),
+    ("goal_create", "CreateGoal"),
+    ("intention_commit", "CommitIntention"),
+    ("intention_reconsider", "Reconsider"),
+    ("belief_update", "PutBelief"),
+    ("reserve_scope", "CreateReservation"),
+    ("governance_check", "CheckRequest"),
+    ("contract_net_initiate", "OpenTender"),
+    ("contract_net_propose", "ProposalBody"),
+    ("handoff", "CreateHandoff"),
+    ("blackboard_write", "WriteKey"),
 ];
 
 /// What a property's schema says about its values, copied from a REST body
@@ -739,6 +756,14 @@ mod tests {
             "{goal}"
         );
         assert!(raw["paths"].get("/v1/tools/{name}").is_some());
+        for (tool, schema) in TOOL_BODIES {
+            assert!(crate::tools::find(tool).is_some(), "no tool {tool}");
+            assert!(
+                doc.pointer(&format!("/components/schemas/{schema}"))
+                    .is_some(),
+                "no schema {schema}"
+            );
+        }
         let subject = &doc["components"]["schemas"]["PutBelief"]["properties"]["subject"];
         assert_eq!(subject["maxLength"], json!(bdi::SUBJECT.max));
         let key = &doc["paths"]["/v1/missions/{id}/blackboard/{key}"]["get"]["parameters"];

@@ -87,11 +87,8 @@ async fn invoke(
         }
         Value::Null
     } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest {
-            code: "invalid_json",
-            message: format!("the body must be the tool's arguments as a JSON object: {e}"),
-            details: Value::Null,
-        })?
+        // As any body: an object, integral floats read as integers.
+        super::extract::parse_body::<Value>(&body)?
     };
     let result = tool.invoke(&state.tools(), &who, args).await?;
     Ok(Json(json!({ "result": result })))

@@ -151,11 +151,13 @@ pub(crate) fn mission_of(who: &Principal, args: &mut Map<String, Value>) -> Resu
             .as_str()
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| ApiError::invalid("mission_id", "mission_id must be a mission's id")),
-        None => who.attempt.map(|a| a.mission_id).ok_or_else(|| {
-            ApiError::invalid(
-                "mission_id",
-                "mission_id is required outside a task (an agent token has no mission of its own)",
-            )
+        // Optional for an attempt token, required of others: the caller
+        // decides, which no schema states (422).
+        None => who.attempt.map(|a| a.mission_id).ok_or_else(|| ApiError::Unprocessable {
+            code: "mission_required",
+            message: "mission_id is required outside a task (an agent token has no mission of its own)"
+                .into(),
+            details: json!({ "field": "mission_id" }),
         }),
     }
 }

@@ -396,9 +396,15 @@ fn handoff<'a>(
 ) -> BoxFuture<'a, Result<Value, ApiError>> {
     Box::pin(async move {
         if !args.contains_key("task_id") {
-            let task = who.attempt.map(|a| a.task_id).ok_or_else(|| {
-                ApiError::invalid("task_id", "task_id is required outside a task")
-            })?;
+            // Optional for an attempt token, required of others (422).
+            let task = who
+                .attempt
+                .map(|a| a.task_id)
+                .ok_or_else(|| ApiError::Unprocessable {
+                    code: "task_required",
+                    message: "task_id is required outside a task".into(),
+                    details: json!({ "field": "task_id" }),
+                })?;
             args.insert("task_id".into(), json!(task));
         }
         let req: CreateHandoff = body(args)?;
