@@ -356,7 +356,9 @@ async fn a_mission_from_create_to_completed_through_the_cli() {
             "no success line for {title}: {out}"
         );
     }
-    assert!(watched.stderr.contains("review"), "{watched:#?}");
+    // No check of the "await review" hint here: it shows only if the mission
+    // still waits when the watch reads the event, and this test accepts at
+    // once, so the check raced (it failed under a loaded CI run).
 
     // The same log as JSON lines, replayed from the start.
     let replay = cli(url, token, &["mission", "watch", &id, "--json"])

@@ -21,6 +21,7 @@ mod cli_operator;
 mod config;
 mod connections;
 mod contract_net;
+mod deadline;
 mod deploy;
 mod docs_run;
 mod egress;

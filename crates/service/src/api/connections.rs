@@ -37,6 +37,9 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time a connection with no request in flight may stay silent.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default deadline of a request: above the LLM planner's (60 s a call, a
+/// repair or two), far below "for ever" when a database stops answering.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default cap on open connections (lowered to fit the open-file limit).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default cap on open connections from one client IP address.
@@ -64,6 +67,9 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Open connections per client IP address.
     pub max_connections_per_ip: usize,
+    /// From a request's head to its answer: past it the request is answered
+    /// 503 and its work dropped (a started event stream is exempt).
+    pub request_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -74,6 +80,7 @@ impl Default for ConnectionLimits {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }

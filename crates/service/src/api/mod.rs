@@ -92,6 +92,8 @@ pub struct AppState {
     pub webhook_http: crate::egress::Client,
     /// Whether the database answers, as this replica's watcher sees it.
     pub db_health: Arc<crate::db::Health>,
+    /// How long a request may take before it is answered 503.
+    pub request_timeout: std::time::Duration,
 }
 
 impl AppState {
@@ -111,6 +113,7 @@ impl AppState {
 /// The router with every route and layer.
 pub fn router(state: AppState) -> Router {
     let limiter = axum::middleware::from_fn_with_state(state.clone(), rate_limit::limit_anonymous);
+    let deadline = axum::middleware::from_fn_with_state(state.clone(), deadline);
     // The document is built once for the process (`document`).
     let (api, _) = slices().split_for_parts();
     api.merge(metrics::router())
@@ -121,10 +124,35 @@ pub fn router(state: AppState) -> Router {
         .fallback(extract::not_found)
         .method_not_allowed_fallback(extract::method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(deadline)
         .layer(limiter)
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(state)
+}
+
+/// Answers 503 `unavailable` to a request still unanswered at its deadline
+/// (a database that stopped answering mid-statement, a lock held for ever)
+/// and drops its work, whose transaction rolls back. An event stream is
+/// answered at once, so only its start is timed.
+async fn deadline(
+    State(state): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let route = req.uri().path().to_owned();
+    match tokio::time::timeout(state.request_timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => {
+            let secs = state.request_timeout.as_secs();
+            tracing::warn!(route, secs, "a request passed its deadline; answered 503");
+            crate::error::ApiError::Unavailable(format!(
+                "the request did not finish within its deadline ({secs} s); try again"
+            ))
+            .into_response()
+        }
+    }
 }
 
 /// Every documented operation: each slice brings its routes and their
@@ -389,6 +417,7 @@ impl Application {
                 limiter: Arc::new(rate_limit::RateLimiter::new(settings.rate_limit)),
                 metrics_agent_labels: settings.metrics_agent_labels,
                 webhook_http,
+                request_timeout: connections.request_timeout,
             },
             run_engine: settings.run_engine,
             retention: settings.retention,
