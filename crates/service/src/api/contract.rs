@@ -567,6 +567,59 @@ const TOOL_BODIES: &[(&str, &str)] = &[
     ("blackboard_write", "WriteKey"),
 ];
 
+/// `(tool, keywords)`: rules of tools that mirror no REST body, merged into
+/// their argument schema (properties under `properties`).
+fn tool_rules() -> Vec<(&'static str, Value)> {
+    let key = json!({"properties": {"key": text(blackboard::KEY)}});
+    let skills = json!({"properties": {"skills": {"items": text(workforce::SKILL)}}});
+    // A field is either given or cleared, not both.
+    let given_or_cleared: Vec<Value> = ["title", "budget", "deadline"]
+        .iter()
+        .map(|f| {
+            json!({"if": {"required": ["clear"], "properties": {"clear": {"contains": {"const": f}}}},
+                   "then": {"properties": {*f: {"type": "null"}}}})
+        })
+        .collect();
+    vec![
+        ("update_mission", json!({"allOf": given_or_cleared})),
+        ("blackboard_read", key.clone()),
+        ("blackboard_write", key.clone()),
+        ("blackboard_delete", key),
+        ("contractor_list", skills),
+        (
+            "plan_adapt",
+            json!({"properties": {"negative_cases": {"items": {"format": "uuid"}}}}),
+        ),
+        (
+            "intention_reconsider",
+            json!({"if": {"anyOf": [
+                      {"required": ["impossible"], "properties": {"impossible": {"const": true}}},
+                      {"required": ["blocked"], "properties": {"blocked": {"const": true}}}]},
+                   "then": {"required": ["intention_id"],
+                            "properties": {"intention_id": {"type": "string"}}}}),
+        ),
+        (
+            "work_package_update",
+            json!({"if": {"not": {"required": ["status"]}},
+                   "then": {"properties": {"reason": {"type": "null"}}}}),
+        ),
+    ]
+}
+
+/// Property names some rule of `rules` requires (those stay non-null).
+fn required_by(rules: &Value, out: &mut Vec<String>) {
+    match rules {
+        Value::Object(m) => {
+            if let Some(Value::Array(r)) = m.get("required") {
+                out.extend(r.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+            }
+            m.values().for_each(|v| required_by(v, out));
+        }
+        Value::Array(a) => a.iter().for_each(|v| required_by(v, out)),
+        _ => {}
+    }
+}
+
 /// What a property's schema says about its values, copied from a REST body
 /// into a tool's arguments.
 const VALUE_KEYWORDS: &[&str] = &[
@@ -593,28 +646,38 @@ pub fn tool_parameters(doc: &Value, tool: &crate::tools::Tool, nullable: bool) -
         .iter()
         .find(|(t, _)| *t == tool.name)
         .and_then(|(_, schema)| doc.pointer(&format!("/components/schemas/{schema}")));
+    let mut rules = json!({});
     if let Some(body) = body {
         for key in ["if", "then", "else", "allOf", "anyOf"] {
             if let Some(rule) = body.get(key) {
                 params[key] = rule.clone();
+                rules[key] = rule.clone();
             }
         }
     }
-    let required: Vec<String> = params["required"]
-        .as_array()
-        .map(|r| {
-            r.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    for (_, keywords) in tool_rules().into_iter().filter(|(t, _)| *t == tool.name) {
+        rules[tool.name] = keywords.clone();
+        merge(&mut params, keywords);
+    }
+    // Required arguments, and those a rule requires, are never null.
+    let mut required: Vec<String> = Vec::new();
+    required_by(
+        &json!({"required": params["required"], "rules": rules}),
+        &mut required,
+    );
     if let Some(Value::Object(props)) = params.get_mut("properties") {
         for (name, prop) in props.iter_mut() {
             if let Some(rest) = body.and_then(|b| b["properties"].get(name.as_str())) {
                 copy_value_keywords(doc, rest, prop);
             }
-            if nullable && !required.contains(name) {
-                *prop = json!({"anyOf": [prop.take(), {"type": "null"}]});
+            bound_integers(prop);
+            if !required.contains(name) {
+                if nullable {
+                    *prop = json!({"anyOf": [prop.take(), {"type": "null"}]});
+                }
+            } else if prop.get("type").is_none() {
+                // Any JSON but null: a null argument counts as not given.
+                prop["not"] = json!({"type": "null"});
             }
         }
     }
@@ -643,6 +706,32 @@ fn copy_value_keywords(doc: &Value, from: &Value, into: &mut Value) {
     }
     if let (Some(items), Some(into_items)) = (from.get("items"), into.get_mut("items")) {
         copy_value_keywords(doc, items, into_items);
+    }
+    // And the fields of an object (an option of a decision), by name.
+    if let (Some(Value::Object(from_props)), Some(Value::Object(into_props))) =
+        (from.get("properties"), into.get_mut("properties"))
+    {
+        for (name, p) in into_props.iter_mut() {
+            if let Some(f) = from_props.get(name) {
+                copy_value_keywords(doc, f, p);
+            }
+        }
+    }
+}
+
+/// An integer argument is read as an `i64`: say so where the catalogue
+/// gives no bounds (a larger number is refused as not an integer).
+fn bound_integers(prop: &mut Value) {
+    if prop["type"] == "integer" {
+        if prop.get("maximum").is_none() {
+            prop["maximum"] = json!(i64::MAX);
+        }
+        if prop.get("minimum").is_none() {
+            prop["minimum"] = json!(i64::MIN);
+        }
+    }
+    if let Some(items) = prop.get_mut("items") {
+        bound_integers(items);
     }
 }
 

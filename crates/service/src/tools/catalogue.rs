@@ -22,7 +22,8 @@ fn plan_schema(what: &str) -> Value {
                 "items": task_schema(),
             }
         },
-        "required": ["tasks"]
+        "required": ["tasks"],
+        "additionalProperties": false
     })
 }
 
@@ -47,14 +48,16 @@ pub(super) fn task_schema() -> Value {
                         "description": { "type": "string" },
                         "must_pass": { "type": "boolean" }
                     },
-                    "required": ["description"]
+                    "required": ["description"],
+                    "additionalProperties": false
                 }
             },
             "estimated_cost": { "type": "number", "description": "Estimated cost in the budget unit." },
             "optional": { "type": "boolean", "description": "Whether the mission may succeed without it." },
             "inputs": { "type": "object", "description": "Free-form inputs for the task." }
         },
-        "required": ["id", "title", "task_type"]
+        "required": ["id", "title", "task_type"],
+        "additionalProperties": false
     })
 }
 
