@@ -571,17 +571,31 @@ const TOOL_BODIES: &[(&str, &str)] = &[
 /// their argument schema (properties under `properties`).
 fn tool_rules() -> Vec<(&'static str, Value)> {
     let key = json!({"properties": {"key": text(blackboard::KEY)}});
-    let skills = json!({"properties": {"skills": {"items": text(workforce::SKILL)}}});
+    let skills = json!({"properties": {"skill_filter": {"items": text(workforce::SKILL)}}});
     // A field is either given or cleared, not both.
     let given_or_cleared: Vec<Value> = ["title", "budget", "deadline"]
         .iter()
         .map(|f| {
             json!({"if": {"required": ["clear"], "properties": {"clear": {"contains": {"const": f}}}},
-                   "then": {"properties": {*f: {"type": "null"}}}})
+                   "then": {"not": {"required": [f]}}})
         })
         .collect();
     vec![
         ("update_mission", json!({"allOf": given_or_cleared})),
+        (
+            "contract_net_propose",
+            json!({"properties": {"estimated_effort": {"anyOf": [
+                {"type": "number", "minimum": 0},
+                {"type": "object", "required": ["duration_hours"],
+                 "properties": {"duration_hours": {"type": "number", "minimum": 0},
+                                "cost_estimate": {"type": "number", "minimum": 0}}}]}}}),
+        ),
+        (
+            "plan_execute_step",
+            json!({"if": {"required": ["status"],
+                          "properties": {"status": {"enum": ["executing", "completed"]}}},
+                   "else": {"properties": {"progress": {"type": "null"}}}}),
+        ),
         ("blackboard_read", key.clone()),
         ("blackboard_write", key.clone()),
         ("blackboard_delete", key),
@@ -600,22 +614,47 @@ fn tool_rules() -> Vec<(&'static str, Value)> {
         ),
         (
             "work_package_update",
-            json!({"if": {"not": {"required": ["status"]}},
-                   "then": {"properties": {"reason": {"type": "null"}}}}),
+            json!({"allOf": [
+                {"if": {"not": {"required": ["status"]}},
+                 "then": {"properties": {"reason": {"type": "null"}}}},
+                {"if": {"required": ["status"], "properties": {"status": {"const": "completed"}}},
+                 "then": {"required": ["quality_rating"]},
+                 "else": {"properties": {"quality_rating": {"type": "null"}}}}]}),
         ),
     ]
 }
 
-/// Property names some rule of `rules` requires (those stay non-null).
-fn required_by(rules: &Value, out: &mut Vec<String>) {
-    match rules {
+/// In every sub-schema that lists `required` names, those properties must
+/// not be null (a null argument is not given).
+fn forbid_null_where_required(schema: &mut Value) {
+    match schema {
         Value::Object(m) => {
-            if let Some(Value::Array(r)) = m.get("required") {
-                out.extend(r.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+            let names: Vec<String> = m
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for name in names {
+                let props = m.entry("properties").or_insert_with(|| json!({}));
+                merge(
+                    props
+                        .as_object_mut()
+                        .map(|p| p.entry(name).or_insert_with(|| json!({})))
+                        .unwrap_or(&mut Value::Null),
+                    json!({"not": {"type": "null"}}),
+                );
             }
-            m.values().for_each(|v| required_by(v, out));
+            for (k, v) in m.iter_mut() {
+                if k != "properties" {
+                    forbid_null_where_required(v);
+                }
+            }
         }
-        Value::Array(a) => a.iter().for_each(|v| required_by(v, out)),
+        Value::Array(a) => a.iter_mut().for_each(forbid_null_where_required),
         _ => {}
     }
 }
@@ -646,25 +685,31 @@ pub fn tool_parameters(doc: &Value, tool: &crate::tools::Tool, nullable: bool) -
         .iter()
         .find(|(t, _)| *t == tool.name)
         .and_then(|(_, schema)| doc.pointer(&format!("/components/schemas/{schema}")));
-    let mut rules = json!({});
     if let Some(body) = body {
         for key in ["if", "then", "else", "allOf", "anyOf"] {
             if let Some(rule) = body.get(key) {
                 params[key] = rule.clone();
-                rules[key] = rule.clone();
             }
         }
     }
     for (_, keywords) in tool_rules().into_iter().filter(|(t, _)| *t == tool.name) {
-        rules[tool.name] = keywords.clone();
         merge(&mut params, keywords);
     }
-    // Required arguments, and those a rule requires, are never null.
-    let mut required: Vec<String> = Vec::new();
-    required_by(
-        &json!({"required": params["required"], "rules": rules}),
-        &mut required,
-    );
+    // A null argument counts as not given: where a rule requires one, it
+    // must not be null; at the top, a required one never is.
+    for key in ["if", "then", "else", "allOf", "anyOf"] {
+        if let Some(rule) = params.get_mut(key) {
+            forbid_null_where_required(rule);
+        }
+    }
+    let required: Vec<String> = params["required"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     if let Some(Value::Object(props)) = params.get_mut("properties") {
         for (name, prop) in props.iter_mut() {
             if let Some(rest) = body.and_then(|b| b["properties"].get(name.as_str())) {
