@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::{
     bdi::state as bdi,
+    bdi::steps,
     coordination::{
         agents, blackboard,
         contract_net::proposals,
@@ -592,7 +593,12 @@ fn tool_rules() -> Vec<(&'static str, Value)> {
         ),
         (
             "plan_execute_step",
-            json!({"if": {"required": ["status"],
+            json!({"properties": {
+                       "step_id": text(steps::STEP_ID),
+                       "actual_duration": text(steps::DURATION),
+                       "outcome": text(steps::OUTCOME),
+                       "notes": text(steps::OUTCOME)},
+                   "if": {"required": ["status"],
                           "properties": {"status": {"enum": ["executing", "completed"]}}},
                    "else": {"properties": {"progress": {"type": "null"}}}}),
         ),
@@ -619,7 +625,10 @@ fn tool_rules() -> Vec<(&'static str, Value)> {
                  "then": {"properties": {"reason": {"type": "null"}}}},
                 {"if": {"required": ["status"], "properties": {"status": {"const": "completed"}}},
                  "then": {"required": ["quality_rating"]},
-                 "else": {"properties": {"quality_rating": {"type": "null"}}}}]}),
+                 "else": {"properties": {"quality_rating": {"type": "null"}}}},
+                {"if": {"required": ["status"],
+                        "properties": {"status": {"enum": ["review", "completed"]}}},
+                 "else": {"properties": {"deliverable": {"type": "null"}}}}]}),
         ),
     ]
 }
@@ -648,8 +657,9 @@ fn forbid_null_where_required(schema: &mut Value) {
                     json!({"not": {"type": "null"}}),
                 );
             }
+            // Not under `not`, whose `required` says what must be absent.
             for (k, v) in m.iter_mut() {
-                if k != "properties" {
+                if k != "properties" && k != "not" {
                     forbid_null_where_required(v);
                 }
             }

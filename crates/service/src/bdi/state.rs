@@ -134,11 +134,6 @@ pub fn out_of_range(field: &str, value: f64) -> BdiError {
     }
 }
 
-/// Refuses blank text or text over `max` characters, naming the field.
-pub(crate) fn check_text(field: &str, v: &str, max: usize) -> Result<(), Invalid> {
-    Text::required(max).check(field, v)
-}
-
 /// A belief's subject.
 pub const SUBJECT: Text = Text::required(256);
 /// A belief's content.

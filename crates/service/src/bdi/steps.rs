@@ -9,11 +9,11 @@ use coordinator_protocol::agent_events::PlanStepRecorded;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use coordinator_core::invalid::Invalid;
+use coordinator_core::{invalid::Invalid, text::Text};
 
 use super::{
     rules::{self, IntentionStatus, plans::StepStatus},
-    state::{BdiError, check_text, lock_intention, out_of_range, record_progress},
+    state::{BdiError, lock_intention, out_of_range, record_progress},
 };
 use crate::store::{
     bdi::IntentionView,
@@ -44,11 +44,15 @@ pub struct StepReport {
     pub notes: Option<String>,
 }
 
-fn check_optional(field: &str, v: &Option<String>, max: usize) -> Result<(), Invalid> {
-    match v {
-        Some(v) => check_text(field, v, max),
-        None => Ok(()),
-    }
+/// A step's id, in the agent's naming.
+pub const STEP_ID: Text = Text::required(200);
+/// How long a step took.
+pub const DURATION: Text = Text::required(100);
+/// A step's outcome, or notes on it.
+pub const OUTCOME: Text = Text::required(4000);
+
+fn check_optional(field: &str, v: &Option<String>, rule: Text) -> Result<(), Invalid> {
+    v.as_deref().map_or(Ok(()), |v| rule.check(field, v))
 }
 
 /// Records a step of one of the agent's active intentions (409 for one that
@@ -60,10 +64,10 @@ pub async fn record_step(
     step: StepReport,
     actor: &str,
 ) -> Result<IntentionView, BdiError> {
-    check_text("step_id", &step.step_id, 200)?;
-    check_optional("actual_duration", &step.actual_duration, 100)?;
-    check_optional("outcome", &step.outcome, 4000)?;
-    check_optional("notes", &step.notes, 4000)?;
+    STEP_ID.check("step_id", &step.step_id)?;
+    check_optional("actual_duration", &step.actual_duration, DURATION)?;
+    check_optional("outcome", &step.outcome, OUTCOME)?;
+    check_optional("notes", &step.notes, OUTCOME)?;
     if step.artifacts_produced.len() > MAX_ARTIFACTS
         || step
             .artifacts_produced

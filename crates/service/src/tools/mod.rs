@@ -667,9 +667,9 @@ fn check_arguments(schema: &Value, args: Value) -> Result<Map<String, Value>, Ap
             ));
         }
     };
-    args.retain(|_, v| !v.is_null());
     let empty = Map::new();
     let properties = schema["properties"].as_object().unwrap_or(&empty);
+    // Names first: an unknown one is refused even as `null`.
     for name in args.keys() {
         if !properties.contains_key(name) {
             let known: Vec<&str> = properties.keys().map(String::as_str).collect();
@@ -686,6 +686,7 @@ fn check_arguments(schema: &Value, args: Value) -> Result<Map<String, Value>, Ap
             ));
         }
     }
+    args.retain(|_, v| !v.is_null());
     for name in schema["required"].as_array().into_iter().flatten() {
         if let Some(name) = name.as_str()
             && !args.contains_key(name)
