@@ -401,8 +401,14 @@ fn update_request(mut args: Map<String, Value>) -> Result<UpdateMission, ApiErro
         Some(Value::Array(names)) => names,
         _ => Vec::new(),
     };
+    // A name cleared twice is cleared once.
+    let mut cleared: Vec<&str> = Vec::new();
     for name in &clear {
         let name = name.as_str().unwrap_or_default();
+        if cleared.contains(&name) {
+            continue;
+        }
+        cleared.push(name);
         if !matches!(name, "title" | "budget" | "deadline") {
             return Err(ApiError::invalid(
                 "clear",
@@ -830,6 +836,25 @@ mod tests {
         let schema = &find("mission_status").unwrap().parameters;
         let e = check_arguments(schema, json!({"mission_id": "m-1"})).unwrap_err();
         assert_eq!(field(&e), "mission_id");
+    }
+
+    #[test]
+    fn a_field_cleared_twice_is_cleared_once() {
+        let req = update_request(
+            json!({"clear": ["title", "title"]})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        assert!(req.is_ok(), "{:?}", req.err());
+        let e = update_request(
+            json!({"title": "x", "clear": ["title"]})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("both given and cleared"), "{e}");
     }
 
     #[test]
