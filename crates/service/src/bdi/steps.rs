@@ -48,6 +48,8 @@ pub struct StepReport {
 pub const STEP_ID: Text = Text::required(200);
 /// How long a step took.
 pub const DURATION: Text = Text::required(100);
+/// One artifact a step produced.
+pub const ARTIFACT: Text = Text::required(500);
 /// A step's outcome, or notes on it.
 pub const OUTCOME: Text = Text::required(4000);
 
@@ -68,18 +70,14 @@ pub async fn record_step(
     check_optional("actual_duration", &step.actual_duration, DURATION)?;
     check_optional("outcome", &step.outcome, OUTCOME)?;
     check_optional("notes", &step.notes, OUTCOME)?;
-    if step.artifacts_produced.len() > MAX_ARTIFACTS
-        || step
-            .artifacts_produced
-            .iter()
-            .any(|a| a.trim().is_empty() || a.len() > 500)
-    {
+    if step.artifacts_produced.len() > MAX_ARTIFACTS {
         return Err(Invalid::new(
             "artifacts_produced",
-            format!("at most {MAX_ARTIFACTS} artifacts of 1–500 characters each"),
+            format!("at most {MAX_ARTIFACTS} artifacts"),
         )
         .into());
     }
+    ARTIFACT.check_each("artifacts_produced", &step.artifacts_produced)?;
     if let Some(p) = step.progress
         && !rules::unit_interval(p)
     {
