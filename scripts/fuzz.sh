@@ -2,7 +2,7 @@
 # Fuzzes the HTTP API with schemathesis against the OpenAPI document the
 # service serves, with an admin token (see docs/fuzzing.md). Long; not run in CI.
 #
-#   scripts/fuzz.sh [--quick] [--max-examples N] [--seed N] [--max-time SECS] [--checks LIST|all]
+#   scripts/fuzz.sh [--quick] [--max-examples N] [--seed N] [--max-time SECS] [--checks LIST|all] [--include-path PATH]
 #   COORDINATOR_BIN=path/to/coordinator scripts/fuzz.sh   # skip the build
 #
 # Installs schemathesis into .venv-fuzz on first use, builds the binary, starts
@@ -22,6 +22,7 @@ quick=0
 max_examples=""
 seed=""
 max_time=""
+include_path=""
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
     --seed) seed="$2"; shift ;;
     --max-time) max_time="$2"; shift ;;
     --checks) checks="$2"; shift ;;
+    --include-path) include_path="$2"; shift ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -163,6 +165,7 @@ run_pass() { # NAME TOKEN EXAMPLES [ENV=VALUE...]
   [ -n "$seed" ] && st_args+=(--seed "$seed")
   [ -n "$max_time" ] && st_args+=(--max-time "$max_time")
   [ "$quick" = 1 ] && st_args+=(--phases examples,coverage,fuzzing)
+  [ -n "$include_path" ] && st_args+=(--include-path "$include_path")
   echo "fuzz: pass $name: schemathesis ${st_args[*]//$pass_token/***}" >&2
   local status=0
   env PYTHONPATH=scripts SCHEMATHESIS_HOOKS=fuzz_hooks "$@" \

@@ -44,6 +44,47 @@ pub(super) fn object_arg(args: &mut Map<String, Value>, field: &str) -> Map<Stri
     }
 }
 
+/// An HTN method as `htn_decompose` reads it (`coordinator_core::planning::htn::Method`):
+/// its subtasks are primitive tasks (a plan's task) or references to a compound task.
+fn method_schema() -> Value {
+    let compound = json!({
+        "type": "object",
+        "required": ["id", "compound"],
+        "properties": {
+            "id": { "type": "string", "description": "Sibling-local id." },
+            "compound": { "type": "string", "description": "The compound task, e.g. \"review_cycle\"." },
+            "depends_on": { "type": "array", "items": { "type": "string" } },
+        },
+        "additionalProperties": false,
+    });
+    let condition = json!({
+        "type": "object",
+        "required": ["key"],
+        "properties": {
+            "key": { "type": "string" },
+            "equals": { "description": "The value the key must have." },
+            "exists": { "type": ["boolean", "null"] },
+        },
+        "additionalProperties": false,
+    });
+    json!({
+        "type": "object",
+        "required": ["name", "task", "description", "subtasks"],
+        "properties": {
+            "name": { "type": "string", "description": "Unique name, e.g. \"quick-survey\"." },
+            "task": { "type": "string", "description": "The compound task it decomposes." },
+            "description": { "type": "string", "description": "What it is for." },
+            "keywords": { "type": "array", "items": { "type": "string" } },
+            "conditions": { "type": "array", "items": condition },
+            "subtasks": {
+                "type": "array",
+                "items": { "anyOf": [compound, crate::tools::catalogue::task_schema()] },
+            },
+        },
+        "additionalProperties": false,
+    })
+}
+
 /// The tools of this group.
 pub(super) fn tools() -> Vec<Tool> {
     vec![
@@ -111,7 +152,7 @@ pub(super) fn tools() -> Vec<Tool> {
                 json!({
                     "task": { "type": "string", "minLength": 1, "description": "A method, a compound task, or a goal in words." },
                     "current_state": { "type": "object", "description": "Facts the methods' conditions test, e.g. {\"review\": \"light\", \"goal\": \"…\"}." },
-                    "methods": { "type": "array", "items": { "type": "object" }, "description": "Extra methods: {name, task, description, keywords?, conditions?, subtasks}." },
+                    "methods": { "type": "array", "items": method_schema(), "description": "Extra methods: {name, task, description, keywords?, conditions?, subtasks}." },
                     "agent_id": agent_arg(),
                 }),
                 &["task", "current_state"],
@@ -250,6 +291,18 @@ fn htn_decompose<'a>(
             })?,
             None => Vec::new(),
         };
+        // A primitive subtask's inputs are an object, as in any plan.
+        let bad_inputs = methods.iter().any(|m| {
+            m.subtasks.iter().any(|s| {
+                matches!(s, coordinator_core::planning::htn::Subtask::Primitive(t) if !t.inputs.is_object())
+            })
+        });
+        if bad_inputs {
+            return Err(ApiError::invalid(
+                "methods",
+                "a subtask's inputs must be a JSON object",
+            ));
+        }
         let d = bdi::plans::decompose(
             cx.pool,
             cx.planning,
