@@ -10,6 +10,16 @@ use serde_json::json;
 
 use crate::helpers::*;
 
+async fn retitle(app: &TestApp, id: &str) -> (StatusCode, serde_json::Value) {
+    app.request(
+        Method::PATCH,
+        &format!("/v1/missions/{id}"),
+        Some(json!({"title": "Tides"})),
+        Some(&app.token),
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_stuck_on_a_lock_is_answered_503_at_its_deadline() {
     let mut settings = test_settings();
@@ -34,14 +44,7 @@ async fn a_request_stuck_on_a_lock_is_answered_503_at_its_deadline() {
         .await
         .expect("lock the mission");
     let started = Instant::now();
-    let (s, body) = app
-        .request(
-            Method::PATCH,
-            &format!("/v1/missions/{id}"),
-            Some(json!({"title": "Tides"})),
-            Some(&app.token),
-        )
-        .await;
+    let (s, body) = retitle(&app, &id).await;
     let took = started.elapsed();
     assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "unavailable", "{body}");
@@ -58,14 +61,7 @@ async fn a_request_stuck_on_a_lock_is_answered_503_at_its_deadline() {
         after["title"].is_null(),
         "the timed-out edit was rolled back: {after}"
     );
-    let (s, body) = app
-        .request(
-            Method::PATCH,
-            &format!("/v1/missions/{id}"),
-            Some(json!({"title": "Tides"})),
-            Some(&app.token),
-        )
-        .await;
+    let (s, body) = retitle(&app, &id).await;
     assert_eq!(s, StatusCode::OK, "{body}");
     assert_eq!(body["title"], "Tides");
     app.stop().await;

@@ -3,40 +3,22 @@
 //! client means and the API document does not allow.
 
 use serde::{Deserialize, Deserializer, de::DeserializeOwned, de::Error as _};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// `deserialize_with` for a struct field: a JSON object, nothing else.
+/// `deserialize_with` for a struct field: a JSON object, nothing else
+/// (serde's own refusal: "invalid type: sequence, expected a map").
 pub fn object<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<T, D::Error> {
-    let v = Value::deserialize(d)?;
-    if !v.is_object() {
-        return Err(D::Error::custom(format!(
-            "invalid type: {}, expected a JSON object",
-            kind(&v)
-        )));
-    }
-    T::deserialize(v).map_err(D::Error::custom)
+    let map = Map::<String, Value>::deserialize(d)?;
+    T::deserialize(Value::Object(map)).map_err(D::Error::custom)
 }
 
 /// `deserialize_with` for an optional struct field: `null` or an object.
 pub fn optional_object<'de, D: Deserializer<'de>, T: DeserializeOwned>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
-    let v = Value::deserialize(d)?;
-    if v.is_null() {
-        return Ok(None);
-    }
-    object(v).map(Some).map_err(D::Error::custom)
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    Option::<Map<String, Value>>::deserialize(d)?
+        .map(|map| T::deserialize(Value::Object(map)).map_err(D::Error::custom))
+        .transpose()
 }
 
 #[cfg(test)]
@@ -63,7 +45,7 @@ mod tests {
         assert_eq!(ok.inner, Inner { a: Some(1) });
         assert_eq!(ok.maybe, None);
         let e = serde_json::from_value::<Outer>(json!({"inner": [1]})).unwrap_err();
-        assert!(e.to_string().contains("expected a JSON object"), "{e}");
+        assert!(e.to_string().contains("expected a map"), "{e}");
         assert!(serde_json::from_value::<Outer>(json!({"maybe": [null]})).is_err());
         // Plain serde would take the array.
         assert!(serde_json::from_value::<Inner>(json!([1])).is_ok());

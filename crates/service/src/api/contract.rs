@@ -455,9 +455,7 @@ pub fn served(doc: &utoipa::openapi::OpenApi) -> Value {
 pub fn apply(doc: &mut Value) -> Vec<String> {
     let mut missing = Vec::new();
     for (schema, property, rule) in body_rules() {
-        match doc.pointer_mut(&format!(
-            "/components/schemas/{schema}/properties/{property}"
-        )) {
+        match doc.pointer_mut(&property_pointer(schema, property)) {
             Some(p) => write_rule(p, rule),
             None => missing.push(format!("{schema}.{property}")),
         }
@@ -465,8 +463,7 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
     for (path, name, rule) in parameter_rules() {
         let rule = &rule;
         let mut found = false;
-        let path_key = path.replace('~', "~0").replace('/', "~1");
-        if let Some(Value::Object(item)) = doc.pointer_mut(&format!("/paths/{path_key}")) {
+        if let Some(Value::Object(item)) = doc.pointer_mut(&path_pointer(path)) {
             for op in item.values_mut() {
                 let Some(Value::Array(params)) = op.get_mut("parameters") else {
                     continue;
@@ -484,8 +481,10 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
         }
     }
     for (path, method, keywords) in operation_rules() {
-        let path_key = path.replace('~', "~0").replace('/', "~1");
-        let at = format!("/paths/{path_key}/{method}/requestBody/content/application~1json/schema");
+        let at = format!(
+            "{}/{method}/requestBody/content/application~1json/schema",
+            path_pointer(path)
+        );
         match doc.pointer_mut(&at) {
             Some(schema) => {
                 *schema = match keywords {
@@ -499,9 +498,7 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
         }
     }
     for (schema, property, keywords) in property_rules() {
-        match doc.pointer_mut(&format!(
-            "/components/schemas/{schema}/properties/{property}"
-        )) {
+        match doc.pointer_mut(&property_pointer(schema, property)) {
             Some(p) => merge(p, keywords),
             None => missing.push(format!("{schema}.{property}")),
         }
@@ -537,6 +534,16 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
         missing.push("post /v1/tools/{name}".to_owned());
     }
     missing
+}
+
+/// The JSON pointer of a schema's property.
+fn property_pointer(schema: &str, property: &str) -> String {
+    format!("/components/schemas/{schema}/properties/{property}")
+}
+
+/// The JSON pointer of a path item (`/` and `~` escaped as RFC 6901 says).
+fn path_pointer(path: &str) -> String {
+    format!("/paths/{}", path.replace('~', "~0").replace('/', "~1"))
 }
 
 /// Tools whose arguments are (a superset of) a REST body: their argument
@@ -741,10 +748,23 @@ pub fn tool_parameters(doc: &Value, tool: &crate::tools::Tool, nullable: bool) -
     params
 }
 
-/// A tool in function-calling form with [`tool_parameters`] (for models).
+/// A tool's argument schema as models see it ([`tool_parameters`] without
+/// the `null` allowance), built once for the process.
+pub fn model_parameters(tool: &crate::tools::Tool) -> &Value {
+    static BY_NAME: std::sync::LazyLock<std::collections::HashMap<&'static str, Value>> =
+        std::sync::LazyLock::new(|| {
+            crate::tools::all()
+                .iter()
+                .map(|t| (t.name, tool_parameters(crate::api::document(), t, false)))
+                .collect()
+        });
+    BY_NAME.get(tool.name).unwrap_or(&tool.parameters)
+}
+
+/// A tool in function-calling form with [`model_parameters`].
 pub fn function_schema(tool: &crate::tools::Tool) -> Value {
     let mut f = tool.function_schema();
-    f["function"]["parameters"] = tool_parameters(crate::api::document(), tool, false);
+    f["function"]["parameters"] = model_parameters(tool).clone();
     f
 }
 

@@ -162,7 +162,7 @@ fn caller(context: &RequestContext<RoleServer>) -> Result<(Principal, AppState),
 }
 
 fn mcp_tool(tool: &tools::Tool) -> rmcp::model::Tool {
-    let schema = super::contract::tool_parameters(super::document(), tool, false)
+    let schema = super::contract::model_parameters(tool)
         .as_object()
         .cloned()
         .unwrap_or_default();

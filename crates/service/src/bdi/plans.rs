@@ -181,6 +181,13 @@ pub async fn decompose(
         )
         .into());
     }
+    // A primitive subtask's inputs are an object, as in any plan.
+    let bad_inputs = extra.iter().flat_map(|m| &m.subtasks).any(
+        |s| matches!(s, coordinator_core::planning::htn::Subtask::Primitive(t) if !t.inputs.is_object()),
+    );
+    if bad_inputs {
+        return Err(Invalid::new("methods", "a subtask's inputs must be a JSON object").into());
+    }
     let library = planner::library(pool, cfg, workspace_id)
         .await?
         .with_methods(extra);

@@ -291,18 +291,6 @@ fn htn_decompose<'a>(
             })?,
             None => Vec::new(),
         };
-        // A primitive subtask's inputs are an object, as in any plan.
-        let bad_inputs = methods.iter().any(|m| {
-            m.subtasks.iter().any(|s| {
-                matches!(s, coordinator_core::planning::htn::Subtask::Primitive(t) if !t.inputs.is_object())
-            })
-        });
-        if bad_inputs {
-            return Err(ApiError::invalid(
-                "methods",
-                "a subtask's inputs must be a JSON object",
-            ));
-        }
         let d = bdi::plans::decompose(
             cx.pool,
             cx.planning,
