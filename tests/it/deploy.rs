@@ -257,6 +257,11 @@ const UNSCOPED_TABLES: &[(&str, &str)] = &[
         "the tenants themselves: their `id` is the workspace id",
     ),
     (
+        "workflow_versions",
+        "reached only through workflows(id) (FK, cascade), whose workspace every read and \
+         write checks first; a version is never listed across workflows",
+    ),
+    (
         "team_decision_votes",
         "reached only through team_decisions(id) (FK, cascade); lacks the column a distributed \
          table needs (docs/scaling.md)",

@@ -156,7 +156,10 @@ fn the_pure_crates_have_no_io_crate_in_their_trees() {
     let meta = metadata();
     let (names, deps) = graph(&meta);
     // Each pure crate, with a dependency the walk must see (or it proves nothing).
-    for (krate, known) in [("coordinator-core", "petgraph"), ("coordinator-bpmn", "serde_json")] {
+    for (krate, known) in [
+        ("coordinator-core", "petgraph"),
+        ("coordinator-bpmn", "serde_json"),
+    ] {
         let root = names
             .iter()
             .find(|(_, n)| n.as_str() == krate)
@@ -170,7 +173,10 @@ fn the_pure_crates_have_no_io_crate_in_their_trees() {
             }
         }
         let tree: BTreeSet<&str> = seen.iter().map(|id| names[id].as_str()).collect();
-        assert!(tree.contains("serde") && tree.contains(known), "{krate}: {tree:?}");
+        assert!(
+            tree.contains("serde") && tree.contains(known),
+            "{krate}: {tree:?}"
+        );
         for banned in NOT_IN_CORE {
             assert!(
                 !tree.contains(banned),
@@ -275,6 +281,7 @@ const ABOVE_THE_STORE: &[&str] = &[
     "telemetry",
     "tools",
     "webhooks",
+    "workflows",
 ];
 
 #[test]
@@ -285,7 +292,7 @@ fn the_store_imports_nothing_above_it_and_the_engine_never_the_api() {
 
 #[test]
 fn the_use_cases_never_import_the_engine_or_the_api() {
-    for use_cases in ["missions", "coordination", "bdi"] {
+    for use_cases in ["missions", "coordination", "bdi", "workflows"] {
         assert_eq!(
             imports(use_cases, &["engine", "api"]),
             Vec::<String>::new(),
@@ -304,6 +311,7 @@ fn the_use_cases_never_import_the_http_error() {
         "bdi",
         "engine",
         "webhooks",
+        "workflows",
         "store",
     ] {
         assert_eq!(

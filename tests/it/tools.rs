@@ -26,6 +26,16 @@ const TOOLS: &[&str] = &[
     "continue_mission",
     "resolve_tool_approval",
     "search_plan_library",
+    // Workflow authoring is for people's chat models too (docs/workflows.md).
+    "workflow_create",
+    "workflow_delete",
+    "workflow_status",
+    "workflow_inspect",
+    "workflow_validate",
+    "bpmn_add_node",
+    "bpmn_remove_node",
+    "bpmn_connect",
+    "bpmn_add_lane",
 ];
 
 fn tool_names(list: &Value) -> Vec<String> {

@@ -4,4 +4,13 @@
 //! condition language gateways evaluate. No I/O: the service stores
 //! definitions and runs instances on the engine.
 
+pub mod edit;
 pub mod expr;
+pub mod model;
+pub mod validate;
+pub mod xml;
+
+pub use edit::empty;
+pub use model::*;
+pub use validate::counts;
+pub use xml::{ImportError, export, import};

@@ -57,3 +57,4 @@ pub mod timeline;
 pub mod tools;
 pub mod webhooks;
 pub mod worker;
+pub mod workflows;

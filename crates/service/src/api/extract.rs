@@ -54,20 +54,55 @@ where
     }
 }
 
-/// `application/json` or any `application/…+json`, as axum's own extractor accepts.
-fn is_json(headers: &axum::http::HeaderMap) -> bool {
-    let Some(ct) = headers
+/// An XML body (a BPMN document): `application/xml`, `text/xml` or any
+/// `…+xml`; another `Content-Type` is a 415, a body over the limit a 413.
+pub struct Xml(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Xml {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_xml(req.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "send the document as XML with Content-Type: application/xml".into(),
+            ));
+        }
+        axum::body::Bytes::from_request(req, state)
+            .await
+            .map(Xml)
+            .map_err(|r| {
+                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::PayloadTooLarge("the request body is too large".into())
+                } else {
+                    ApiError::BadRequest {
+                        code: "malformed_xml",
+                        message: r.body_text(),
+                        details: serde_json::Value::Null,
+                    }
+                }
+            })
+    }
+}
+
+fn is_xml(headers: &axum::http::HeaderMap) -> bool {
+    let essence = content_type(headers);
+    essence == "application/xml" || essence == "text/xml" || essence.ends_with("+xml")
+}
+
+/// The `Content-Type`'s media type, lowercased, without parameters.
+fn content_type(headers: &axum::http::HeaderMap) -> String {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let essence = ct
-        .split(';')
-        .next()
+        .and_then(|ct| ct.split(';').next())
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// `application/json` or any `application/…+json`, as axum's own extractor accepts.
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    let essence = content_type(headers);
     essence == "application/json"
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }

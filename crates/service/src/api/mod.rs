@@ -35,6 +35,7 @@ pub mod tool_approvals;
 pub mod tools;
 pub mod web;
 pub mod webhooks;
+pub mod workflows;
 pub mod workforce;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
@@ -181,6 +182,7 @@ fn slices() -> OpenApiRouter<AppState> {
         .merge(team_decisions::router())
         .merge(timeline::router())
         .merge(plan_library::router())
+        .merge(workflows::router())
         .merge(tokens::router())
         .merge(tools::router())
 }

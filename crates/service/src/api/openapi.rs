@@ -68,6 +68,7 @@ pub const DOCS_PATH: &str = "/docs";
         (name = "team-decisions", description = "Team decisions: a topic with options and evidence put to the mission's agents, votes within a window, commit by plurality with the orchestrator's tie-break, and the ADR rendered from the record."),
         (name = "timeline", description = "The mission timeline (plan, steps, tool calls, handoffs, decisions, approvals) and snapshots after milestones, both projected from the event log."),
         (name = "plan-library", description = "The plan library: finished missions as cases (goal, context, plan, outcome, lessons), searched by similarity; the planner reuses similar successes and avoids the structures of similar failures."),
+        (name = "workflows", description = "BPMN 2.0 workflows: import documents from Camunda Modeler, bpmn.io or Signavio, validate them with element ids, author them node by node, and export them again with their diagrams."),
         (name = "health", description = "Probes for load balancers and orchestrators."),
     )
 )]

@@ -29,4 +29,5 @@ pub mod templates;
 pub mod tool_approvals;
 pub mod transitions;
 pub mod webhooks;
+pub mod workflows;
 pub mod workforce;

@@ -22,6 +22,7 @@ pub fn markdown_catalogue() -> String {
         Group::Planning,
         Group::Desire,
         Group::Bdi,
+        Group::Workflow,
         Group::Mission,
     ] {
         let tools: Vec<&Tool> = all().iter().filter(|t| t.group == group).collect();

@@ -147,6 +147,8 @@ pub enum Group {
     /// The agent's own task: blackboard, discovered work, handoff to an
     /// agent, blocker decisions, the mission's events.
     Task,
+    /// BPMN workflows: create, inspect, validate and author (§20, tools 18–26).
+    Workflow,
 }
 
 impl Group {
@@ -161,6 +163,7 @@ impl Group {
             Group::Desire => "desire",
             Group::Bdi => "bdi",
             Group::Task => "task",
+            Group::Workflow => "workflow",
         }
     }
 }

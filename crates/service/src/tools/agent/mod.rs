@@ -25,6 +25,7 @@ mod planning;
 mod reservations;
 mod stakeholder;
 mod task;
+mod workflows;
 mod workforce;
 
 /// Agent tools are for agent tokens (and attempt tokens, which act as one).
@@ -44,6 +45,7 @@ pub(super) fn build() -> Vec<Tool> {
         bdi::tools(),
         workforce::tools(),
         stakeholder::tools(),
+        workflows::tools(),
     ]
     .into_iter()
     .flatten()

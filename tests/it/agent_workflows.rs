@@ -1,0 +1,112 @@
+//! Agents authoring BPMN workflows through their tools (seed 000 §20,
+//! tools 18–26), and another workspace seeing none of it.
+
+use axum::http::StatusCode;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+/// Agents author through the tools; another workspace sees nothing.
+#[tokio::test]
+async fn the_workflow_tools_author_and_other_workspaces_see_nothing() {
+    let app = spawn_app().await;
+    let tool = |name: &str, args: Value| {
+        let path = format!("/v1/tools/{name}");
+        let app = &app;
+        async move {
+            let (status, body) = app.post(&path, args).await;
+            let result = if status == StatusCode::OK {
+                body["result"].clone()
+            } else {
+                body
+            };
+            (status, result)
+        }
+    };
+    let (status, w) = tool("workflow_create", json!({ "name": "Onboarding" })).await;
+    assert_eq!(status, StatusCode::OK, "{w}");
+    let id = w["workflow_id"].as_str().expect("workflow_id").to_owned();
+    let (_, lane) = tool(
+        "bpmn_add_lane",
+        json!({ "workflow_id": id, "pool_id": w_process(&app, &id).await, "name": "Legal", "role": "legal" }),
+    )
+    .await;
+    assert!(lane["element_id"].is_string(), "{lane}");
+    for (node, kind) in [("s", "startEvent"), ("t", "userTask"), ("e", "endEvent")] {
+        let (status, r) = tool(
+            "bpmn_add_node",
+            json!({ "workflow_id": id, "id": node, "type": kind, "name": node, "lane": "Legal" }),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{r}");
+    }
+    tool(
+        "bpmn_connect",
+        json!({ "workflow_id": id, "id": "a", "source": "s", "target": "t" }),
+    )
+    .await;
+    let (_, r) = tool(
+        "bpmn_connect",
+        json!({ "workflow_id": id, "id": "b", "source": "t", "target": "e" }),
+    )
+    .await;
+    assert_eq!(r["valid"], true, "{r}");
+    let (_, v) = tool("workflow_validate", json!({ "workflow_id": id })).await;
+    assert_eq!(v["valid"], true, "{v}");
+    let (_, s) = tool("workflow_status", json!({ "workflow_id": id })).await;
+    assert_eq!(s["nodes"], 3, "{s}");
+    assert_eq!(s["flows"], 2, "{s}");
+    let (_, i) = tool("workflow_inspect", json!({ "workflow_id": id })).await;
+    assert!(i["model"]["processes"].is_array(), "{i}");
+    let (_, r) = tool(
+        "bpmn_remove_node",
+        json!({ "workflow_id": id, "element_id": "t" }),
+    )
+    .await;
+    let warned: Vec<&str> = r["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w["element"].as_str())
+        .collect();
+    assert_eq!(
+        warned,
+        ["s", "e"],
+        "the start is a dead end, the end unreachable: {r}"
+    );
+
+    let other = other_workspace_token(&app).await;
+    let (status, _) = app
+        .request(
+            Method::GET,
+            &format!("/v1/workflows/{id}"),
+            None,
+            Some(&other),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .request(
+            Method::DELETE,
+            &format!("/v1/workflows/{id}"),
+            None,
+            Some(&other),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, r) = tool("workflow_delete", json!({ "workflow_id": id })).await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    let (status, _) = app.get(&format!("/v1/workflows/{id}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    app.stop().await;
+}
+
+/// The id of the workflow's first process.
+async fn w_process(app: &TestApp, id: &str) -> String {
+    let (_, w) = app.get(&format!("/v1/workflows/{id}")).await;
+    w["model"]["processes"][0]["id"]
+        .as_str()
+        .expect("a process")
+        .to_owned()
+}
