@@ -7,6 +7,7 @@
 pub mod edit;
 pub mod expr;
 pub mod model;
+pub mod run;
 pub mod validate;
 pub mod xml;
 
