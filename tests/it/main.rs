@@ -65,5 +65,6 @@ mod timeline;
 mod tokens;
 mod tool_policy;
 mod tools;
+mod workflow_runs;
 mod workflows;
 mod workforce;

@@ -34,6 +34,11 @@ pub fn mcp_python() -> Option<PathBuf> {
     found("the MCP Python SDK", root().join(".venv-mcp/bin/python"))
 }
 
+/// The Python of the virtualenv that has SpiffWorkflow (the reference BPMN engine).
+pub fn spiff_python() -> Option<PathBuf> {
+    found("SpiffWorkflow", root().join(".venv-spiff/bin/python"))
+}
+
 /// `tests/js`, once its node_modules (eventsource, playwright-core) are installed.
 pub fn js_dir() -> Option<PathBuf> {
     found(

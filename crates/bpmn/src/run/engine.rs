@@ -530,7 +530,7 @@ impl Run<'_, '_> {
             return Ok(flows.to_vec());
         }
         let default = self.g.node(node_id).and_then(|n| n.default_flow.as_deref());
-        let route = self.route(id, node_id);
+        let route = self.routed(id, node_id);
         let mut chosen = Vec::new();
         for f in flows.iter().filter(|f| Some(f.id.as_str()) != default) {
             let ok = match f.condition.as_deref().map(str::trim) {
@@ -562,7 +562,7 @@ impl Run<'_, '_> {
     /// MIWG ones): a flow id or name, or a list of them for an inclusive
     /// split. `None` when the variable is not set (every unconditioned flow
     /// then holds) or the node is not a gateway.
-    fn route(&self, id: u64, node_id: &str) -> Option<Route> {
+    fn routed(&self, id: u64, node_id: &str) -> Option<Route> {
         self.g.node(node_id)?.gateway()?;
         let key = serde_json::to_string(node_id).ok()?;
         let value = self.value_of(id, &format!("route[{key}]")).ok()?;

@@ -91,10 +91,8 @@ impl Run<'_, '_> {
                 task: TaskKind::Receive { message_ref },
                 ..
             } => {
-                let m = message_ref
-                    .as_deref()
-                    .ok_or("the receive task names no message")?;
-                return self.message_wait(view_of, node, m, None);
+                let m = message_ref.clone().unwrap_or_else(|| implied_name(node));
+                return self.message_wait(view_of, node, &m, None);
             }
             kind => kind.trigger().ok_or("nothing to wait for")?,
         };
@@ -109,17 +107,13 @@ impl Run<'_, '_> {
                 extras,
                 ..
             } => {
-                let m = message_ref
-                    .as_deref()
-                    .ok_or("the message event names no message")?;
-                self.message_wait(view_of, node, m, Some(extras))
+                let m = message_ref.clone().unwrap_or_else(|| implied_name(node));
+                self.message_wait(view_of, node, &m, Some(extras))
             }
             Trigger::Signal { signal_ref, .. } => {
-                let s = signal_ref
-                    .as_deref()
-                    .ok_or("the signal event names no signal")?;
+                let s = signal_ref.clone().unwrap_or_else(|| implied_name(node));
                 Ok(Wait::Signal {
-                    name: self.g.signal_name(s),
+                    name: self.g.signal_name(&s),
                 })
             }
             other => Err(format!(
@@ -399,9 +393,14 @@ impl Run<'_, '_> {
         self.finish(id, payload);
     }
 
-    /// Waits on the events after an event gateway.
+    /// Waits on the events after an event gateway. An option that cannot
+    /// be armed (a timer with no definition, as models drawn for
+    /// interchange leave them) is left out while another can be armed:
+    /// the gateway then waits on the others; when none can, it is an
+    /// incident naming the first problem.
     pub fn event_gateway(&mut self, id: u64, node_id: &str) {
         let mut waits = Vec::new();
+        let mut unarmed: Option<String> = None;
         for f in self.g.outgoing(node_id) {
             let Some(target) = self.g.node(&f.target).filter(|n| is_gateway_option(n)) else {
                 let message = format!(
@@ -414,13 +413,14 @@ impl Run<'_, '_> {
             match self.node_wait(id, target) {
                 Ok(w) => waits.push((target.id.clone(), w)),
                 Err(message) => {
-                    self.incident(id, format!("'{}': {message}", target.id), Resume::Enter);
-                    return;
+                    unarmed.get_or_insert_with(|| format!("'{}': {message}", target.id));
                 }
             }
         }
         if waits.is_empty() {
-            self.incident(id, "an event gateway needs events after it", Resume::Enter);
+            let message =
+                unarmed.unwrap_or_else(|| "an event gateway needs events after it".to_owned());
+            self.incident(id, message, Resume::Enter);
             return;
         }
         let scope = self.tok(id).map_or(0, |t| t.scope);
@@ -762,4 +762,15 @@ impl Run<'_, '_> {
         self.record(t, start, StepKind::Entered);
         self.pass(t);
     }
+}
+
+/// The message or signal a catch that names none waits for: its node's
+/// name (words joined by single spaces), else its id. Models drawn for
+/// interchange (MIWG C.1.0) leave the definition out where the label says it.
+fn implied_name(node: &Node) -> String {
+    node.name
+        .as_deref()
+        .map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| node.id.clone())
 }

@@ -871,3 +871,48 @@ fn an_inclusive_route_takes_every_flow_it_lists() {
     let (_, eff) = begin(&d, json!({ "route": { "o": ids } }));
     assert_eq!(started(&eff), ["a", "c"]);
 }
+
+// ---- models drawn for interchange ------------------------------------------
+
+/// A catch with no message definition waits for the message its label
+/// names; an event gateway leaves out an option it cannot arm (a timer with
+/// no definition) and waits on the others (MIWG C.1.0).
+#[test]
+fn unnamed_catches_wait_for_their_label_and_gateways_skip_unarmable_options() {
+    let xml = r#"<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d" targetNamespace="t">
+      <process id="p"><startEvent id="s"/><eventBasedGateway id="g"/>
+      <intermediateCatchEvent id="m" name="Invoice&#10;received"><messageEventDefinition/></intermediateCatchEvent>
+      <intermediateCatchEvent id="t" name="7 days"><timerEventDefinition/></intermediateCatchEvent>
+      <endEvent id="e1"/><endEvent id="e2"/>
+      <sequenceFlow id="f0" sourceRef="s" targetRef="g"/>
+      <sequenceFlow id="f1" sourceRef="g" targetRef="m"/><sequenceFlow id="f2" sourceRef="g" targetRef="t"/>
+      <sequenceFlow id="f3" sourceRef="m" targetRef="e1"/><sequenceFlow id="f4" sourceRef="t" targetRef="e2"/>
+      </process></definitions>"#;
+    let d = crate::import(xml.as_bytes()).expect("imports");
+    let (mut inst, eff) = begin(&d, json!({}));
+    assert!(!has_incident(&eff), "{eff:?}");
+    assert!(
+        eff.iter().any(
+            |e| matches!(e, Effect::Subscribe { message, .. } if message == "Invoice received")
+        ),
+        "{eff:?}"
+    );
+    apply(
+        &d,
+        &mut inst,
+        Command::Message {
+            name: "Invoice received".into(),
+            correlation: None,
+            payload: Value::Null,
+        },
+        T0,
+    )
+    .expect("delivered");
+    assert_eq!(inst.status, InstanceStatus::Completed);
+    assert!(inst.completed_nodes().contains(&"e1"));
+    // With no option it can arm, the gateway is an incident naming why.
+    let only_timer = xml.replace(r#"<sequenceFlow id="f1" sourceRef="g" targetRef="m"/>"#, "");
+    let d = crate::import(only_timer.as_bytes()).expect("imports");
+    let (_, eff) = begin(&d, json!({}));
+    assert!(has_incident(&eff), "{eff:?}");
+}

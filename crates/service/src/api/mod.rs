@@ -35,6 +35,7 @@ pub mod tool_approvals;
 pub mod tools;
 pub mod web;
 pub mod webhooks;
+pub mod workflow_instances;
 pub mod workflows;
 pub mod workforce;
 
@@ -183,6 +184,7 @@ fn slices() -> OpenApiRouter<AppState> {
         .merge(timeline::router())
         .merge(plan_library::router())
         .merge(workflows::router())
+        .merge(workflow_instances::router())
         .merge(tokens::router())
         .merge(tools::router())
 }

@@ -58,6 +58,22 @@ impl From<WorkflowError> for ApiError {
             WorkflowError::Import(i) => import_error(&i),
             WorkflowError::Edit(e) => edit_error(e),
             WorkflowError::NotFound(m) => ApiError::NotFound(m),
+            WorkflowError::NotRunnable(report) => ApiError::Unprocessable {
+                code: "invalid_workflow",
+                message: "the workflow has validation errors; fix them before running it".into(),
+                details: report,
+            },
+            WorkflowError::Refused(m) => ApiError::Conflict {
+                code: "instance_state",
+                message: m,
+                details: serde_json::Value::Null,
+            },
+            WorkflowError::InUse(m) => ApiError::Conflict {
+                code: "workflow_in_use",
+                message: m,
+                details: serde_json::Value::Null,
+            },
+            WorkflowError::Run(m) => ApiError::Unexpected(anyhow::anyhow!(m)),
             WorkflowError::Stored(e) => ApiError::Unexpected(e.into()),
             WorkflowError::Db(e) => e.into(),
         }

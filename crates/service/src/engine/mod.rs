@@ -381,6 +381,15 @@ impl Engine {
             tracing::warn!(error = %e, "progress checks failed");
         }
         self.cfg.metrics.tick_phase(Phase::ProgressChecks, started);
+        // Running workflows: due timers, finished tasks and calls, thrown
+        // messages and signals.
+        let actor = format!("engine:{}", self.cfg.replica_id);
+        if let Err(e) = crate::workflows::pump::run(&self.pool, &self.planning, &actor)
+            .instrument(phase("tick.workflows"))
+            .await
+        {
+            tracing::warn!(error = %e, "moving workflows failed");
+        }
         let started = Instant::now();
         // Contract net: ask the workers of newly opened tenders for proposals.
         if let Err(e) = crate::coordination::contract_net::solicit(

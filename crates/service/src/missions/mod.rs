@@ -8,6 +8,7 @@ pub mod continuation;
 pub mod discovered;
 pub mod edit;
 pub mod finish;
+pub mod for_workflow;
 pub mod human;
 pub mod human_error;
 pub mod plan_library;

@@ -29,5 +29,6 @@ pub mod templates;
 pub mod tool_approvals;
 pub mod transitions;
 pub mod webhooks;
+pub mod workflow_instances;
 pub mod workflows;
 pub mod workforce;

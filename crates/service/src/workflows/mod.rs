@@ -7,6 +7,9 @@
 //! rewrites the latest version unless it is frozen (an instance started from
 //! it), in which case the edit makes the next version.
 
+pub mod instances;
+pub mod pump;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -46,9 +49,21 @@ pub enum WorkflowError {
     /// An edit the model refuses.
     #[error(transparent)]
     Edit(#[from] EditError),
-    /// No such workflow (or version) in the workspace.
+    /// No such workflow (or version, or instance) in the workspace.
     #[error("{0}")]
     NotFound(String),
+    /// The version has validation errors: it cannot run (the report).
+    #[error("the workflow has validation errors; fix them before running it")]
+    NotRunnable(Value),
+    /// The instance cannot take the command in its state, or cannot start.
+    #[error("{0}")]
+    Refused(String),
+    /// The workflow has instances: deleting it would pull their model away.
+    #[error("{0}")]
+    InUse(String),
+    /// Running the instance failed in a way no request caused.
+    #[error("{0}")]
+    Run(String),
     /// The stored model no longer reads (a code change; never user input).
     #[error("stored workflow model does not read: {0}")]
     Stored(#[from] serde_json::Error),
@@ -275,9 +290,16 @@ pub async fn list(
     })
 }
 
-/// Deletes a workflow with every version.
+/// Deletes a workflow with every version; refused while it has instances.
 pub async fn delete(pool: &PgPool, workspace_id: Uuid, id: Uuid) -> Result<(), WorkflowError> {
     let mut conn = pool.acquire().await?;
+    if store::get(&mut conn, workspace_id, id).await?.is_some()
+        && crate::store::workflow_instances::any_for_workflow(&mut conn, id).await?
+    {
+        return Err(WorkflowError::InUse(format!(
+            "workflow {id} has instances; it cannot be deleted while they keep its versions"
+        )));
+    }
     if store::delete(&mut conn, workspace_id, id).await? {
         Ok(())
     } else {

@@ -386,6 +386,7 @@ async fn choose_agents<'a>(
             .map(|i| candidates[*i].profile.clone())
             .collect();
         apply_norms(spec, needs.task_type, &task.task_key, &mut profiles);
+        apply_lane_role(&task.inputs, &mut profiles);
         let mut picked = assignment::choose(needs, &profiles, &weights)
             .map(|(pick, score)| (pool_idx[pick], score));
         // Hire only when nobody (roster or this mission's contractors) could
@@ -691,6 +692,23 @@ fn apply_norms(
     if let Some(spec) = spec {
         for p in profiles {
             p.deontic = spec.verdict(&p.role, task_type, task_key);
+        }
+    }
+}
+
+/// A workflow task's lane names an organisation role (`inputs.workflow.role`,
+/// see `docs/workflows.md`): agents playing it are obliged, so one of them
+/// takes the task whenever one can, and another agent only when none can.
+/// The organisation spec's prohibitions still hold.
+fn apply_lane_role(inputs: &serde_json::Value, profiles: &mut [assignment::AgentProfile]) {
+    let Some(role) = inputs.pointer("/workflow/role").and_then(|r| r.as_str()) else {
+        return;
+    };
+    for p in profiles {
+        if p.role.eq_ignore_ascii_case(role)
+            && p.deontic != coordinator_core::organisation::Deontic::Prohibited
+        {
+            p.deontic = coordinator_core::organisation::Deontic::Obliged;
         }
     }
 }

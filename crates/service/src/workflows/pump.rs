@@ -1,0 +1,178 @@
+//! What moves running workflows between requests, on every replica's tick:
+//! due timers, agent tasks whose missions ended, called processes that
+//! ended, and thrown messages and signals waiting in the outbox.
+//!
+//! Each item is one transaction that takes its instance with SKIP LOCKED
+//! (another replica moving it is left alone; the item is seen again next
+//! tick if still due) and applies one command, which the runner refuses if
+//! the token no longer waits for it: so a timer fires once and a task's
+//! outcome is taken once, however many replicas pump.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use coordinator_bpmn::run::{Command, Instance};
+
+use super::{
+    WorkflowError,
+    instances::{RunContext, command_in, deliver_message, deliver_signal},
+};
+use crate::{missions::PlanningConfig, store::workflow_instances as store};
+
+/// Items of each kind looked at per tick.
+const BATCH: i64 = 64;
+
+/// One pass: how many commands were applied.
+pub async fn run(
+    pool: &PgPool,
+    planning: &PlanningConfig,
+    actor: &str,
+) -> Result<usize, WorkflowError> {
+    let mut contexts: HashMap<Uuid, RunContext<'_>> = HashMap::new();
+    let mut applied = 0;
+    let mut conn = pool.acquire().await?;
+    let now = time::OffsetDateTime::now_utc();
+    let timers = store::due_timers(&mut conn, now, BATCH).await?;
+    let work = store::finished_work(&mut conn, BATCH).await?;
+    let children = store::finished_children(&mut conn, BATCH).await?;
+    drop(conn);
+    for (ws, instance, token) in timers {
+        let cmd = Command::TimerDue {
+            token: token as u64,
+        };
+        applied += apply(pool, planning, &mut contexts, actor, ws, instance, cmd).await?;
+    }
+    for w in work {
+        let cmd = if w.status == "completed" {
+            Command::Complete {
+                token: w.token as u64,
+                output: w.output.unwrap_or(Value::Null),
+            }
+        } else {
+            Command::Fail {
+                token: w.token as u64,
+                error_code: None,
+                message: w
+                    .failure_reason
+                    .unwrap_or_else(|| format!("the task's mission was {}", w.status)),
+            }
+        };
+        applied += apply(
+            pool,
+            planning,
+            &mut contexts,
+            actor,
+            w.workspace_id,
+            w.instance_id,
+            cmd,
+        )
+        .await?;
+    }
+    for (ws, parent, token, status, state) in children {
+        let cmd = if status == "completed" {
+            let child: Instance = serde_json::from_value(state)?;
+            Command::Complete {
+                token: token as u64,
+                output: Value::Object(child.variables),
+            }
+        } else {
+            Command::Fail {
+                token: token as u64,
+                error_code: None,
+                message: format!("the called process was {status}"),
+            }
+        };
+        applied += apply(pool, planning, &mut contexts, actor, ws, parent, cmd).await?;
+    }
+    applied += outbox(pool, planning, &mut contexts, actor).await?;
+    Ok(applied)
+}
+
+/// The context of `ws`'s instances, loaded once per pass.
+async fn context<'c, 'p>(
+    pool: &PgPool,
+    planning: &'p PlanningConfig,
+    contexts: &'c mut HashMap<Uuid, RunContext<'p>>,
+    actor: &str,
+    ws: Uuid,
+) -> Result<&'c RunContext<'p>, WorkflowError> {
+    if let std::collections::hash_map::Entry::Vacant(slot) = contexts.entry(ws) {
+        slot.insert(RunContext::load(pool, planning, ws, actor.to_owned()).await?);
+    }
+    contexts
+        .get(&ws)
+        .ok_or_else(|| WorkflowError::Run("context vanished".into()))
+}
+
+/// Applies one command in its own transaction; 1 if it applied, 0 if the
+/// instance was busy or the command no longer fits.
+async fn apply<'p>(
+    pool: &PgPool,
+    planning: &'p PlanningConfig,
+    contexts: &mut HashMap<Uuid, RunContext<'p>>,
+    actor: &str,
+    ws: Uuid,
+    instance: Uuid,
+    cmd: Command,
+) -> Result<usize, WorkflowError> {
+    let cx = context(pool, planning, contexts, actor, ws).await?;
+    let mut tx = pool.begin().await?;
+    match command_in(&mut tx, cx, Some(ws), instance, cmd, true).await {
+        Ok(Some(())) => {
+            tx.commit().await?;
+            Ok(1)
+        }
+        Ok(None) | Err(WorkflowError::Refused(_)) => Ok(0),
+        Err(e) => {
+            tracing::warn!(instance = %instance, error = %e, "a workflow command failed; retried next tick");
+            Ok(0)
+        }
+    }
+}
+
+/// Delivers thrown messages and signals, each taken from the outbox by the
+/// transaction that delivers it.
+async fn outbox<'p>(
+    pool: &PgPool,
+    planning: &'p PlanningConfig,
+    contexts: &mut HashMap<Uuid, RunContext<'p>>,
+    actor: &str,
+) -> Result<usize, WorkflowError> {
+    let mut n = 0;
+    for _ in 0..BATCH {
+        let mut tx = pool.begin().await?;
+        let Some(item) = store::take_outbox(&mut tx).await? else {
+            break;
+        };
+        let cx = context(pool, planning, contexts, actor, item.workspace_id).await?;
+        // Delivered in transactions of their own: a message or signal thrown
+        // is delivered at least once to instances waiting when it is taken.
+        if item.kind == "message" {
+            deliver_message(
+                pool,
+                cx,
+                item.workspace_id,
+                &item.name,
+                item.correlation.as_deref(),
+                item.payload.clone(),
+            )
+            .await?;
+        } else {
+            deliver_signal(
+                pool,
+                cx,
+                item.workspace_id,
+                &item.name,
+                item.payload.clone(),
+                item.from_instance,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        n += 1;
+    }
+    Ok(n)
+}

@@ -1,0 +1,490 @@
+//! Running BPMN workflows on the engine: every process of the MIWG models
+//! runs to an end with simulated workers; timers survive a replica restart;
+//! two replicas racing over one instance apply each outcome once; messages,
+//! signals, lanes and roles, call activities and boundary timers.
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+const BPMN: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
+
+fn miwg(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/crates/bpmn/tests/miwg/{name}.bpmn",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A definitions document around `body`.
+fn doc(body: &str) -> Vec<u8> {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><definitions xmlns="{BPMN}" xmlns:c="https://coordinator.dev/schema/bpmn/1.0" id="d" targetNamespace="t">{body}</definitions>"#
+    )
+    .into_bytes()
+}
+
+async fn import(app: &TestApp, xml: Vec<u8>) -> Value {
+    let resp = app
+        .http
+        .post(format!("{}/v1/workflows/import", app.url))
+        .bearer_auth(&app.token)
+        .header("content-type", "application/xml")
+        .body(xml)
+        .send()
+        .await
+        .expect("import");
+    assert_eq!(resp.status().as_u16(), 201);
+    resp.json().await.expect("json")
+}
+
+async fn start(app: &TestApp, workflow: &str, body: Value) -> Value {
+    let (status, inst) = app
+        .post(&format!("/v1/workflows/{workflow}/instances"), body)
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{inst}");
+    inst
+}
+
+/// Waits for the instance to end, completing every task that waits for a
+/// person with `output` and sending every message a token waits for (as
+/// the other party would) on the way; returns the ended instance.
+async fn drive(app: &TestApp, id: &str, output: Value) -> Value {
+    wait_until_within(
+        &format!("instance {id} to end"),
+        Duration::from_secs(60),
+        || {
+            let output = output.clone();
+            async move {
+                let (_, inst) = app.get(&format!("/v1/workflow-instances/{id}")).await;
+                if inst["status"] != "running" {
+                    return Some(inst);
+                }
+                for t in inst["tokens"].as_array().into_iter().flatten() {
+                    if let Some(name) = t["message_name"].as_str() {
+                        app.post(
+                            "/v1/workflow-messages",
+                            json!({ "name": name, "correlation_key": t["correlation"] }),
+                        )
+                        .await;
+                    }
+                }
+                for t in inst["human_tasks"].as_array().into_iter().flatten() {
+                    let token = t["token"].as_i64().expect("token");
+                    app.post(
+                        &format!("/v1/workflow-instances/{id}/tokens/{token}/complete"),
+                        json!({ "output": output }),
+                    )
+                    .await;
+                }
+                None
+            }
+        },
+    )
+    .await
+}
+
+/// Each process with nodes of each MIWG model, started at its first start
+/// event, runs to completion with simulated agents and people answering.
+#[tokio::test]
+async fn every_process_of_the_miwg_models_runs_to_an_end() {
+    let app = spawn_app().await;
+    let worker = spawn_worker(0).await;
+    app.register_fleet(&worker.url(), 8).await;
+    for name in ["A.1.0", "A.2.0", "A.3.0", "A.4.0", "B.1.0", "C.1.0"] {
+        let w = import(&app, miwg(name)).await;
+        let id = w["id"].as_str().expect("id");
+        for p in w["model"]["processes"].as_array().expect("processes") {
+            let Some(start_event) = p["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|n| {
+                    n["kind"]["type"] == "start_event" && n["kind"]["trigger"]["type"] != "timer"
+                })
+                .and_then(|n| n["id"].as_str())
+            else {
+                continue;
+            };
+            let inst = start(
+                &app,
+                id,
+                json!({
+                    "process_id": p["id"],
+                    "start_event": start_event,
+                    "variables": { "approved": true, "clarified": "yes" },
+                }),
+            )
+            .await;
+            let iid = inst["id"].as_str().expect("instance id");
+            let done = drive(&app, iid, json!({})).await;
+            assert_eq!(done["status"], "completed", "{name} {}: {}", p["id"], done);
+            assert!(
+                done["tokens"].as_array().is_some_and(Vec::is_empty),
+                "{done}"
+            );
+        }
+    }
+    app.stop().await;
+}
+
+/// An exclusive split drawn without conditions takes the flow the variable
+/// `route.<gateway>` names (A.2.0's three branches).
+#[tokio::test]
+async fn a_route_variable_chooses_the_branch_of_a_split_without_conditions() {
+    let app = spawn_app().await;
+    let worker = spawn_worker(0).await;
+    app.register_fleet(&worker.url(), 8).await;
+    let w = import(&app, miwg("A.2.0")).await;
+    let id = w["id"].as_str().expect("id");
+    let process = &w["model"]["processes"][0];
+    let split = process["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| {
+            n["kind"]["type"] == "gateway"
+                && n["name"].as_str().is_some_and(|s| s.contains("Split"))
+        })
+        .expect("the split");
+    let split_id = split["id"].as_str().expect("id");
+    let flows: Vec<&Value> = process["flows"]
+        .as_array()
+        .expect("flows")
+        .iter()
+        .filter(|f| f["source"] == split_id)
+        .collect();
+    assert_eq!(flows.len(), 3);
+    for f in flows {
+        let inst = start(
+            &app,
+            id,
+            json!({ "variables": { "route": { split_id: f["id"] } } }),
+        )
+        .await;
+        let done = drive(&app, inst["id"].as_str().expect("id"), json!({})).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        let target = f["target"].as_str().expect("target");
+        assert!(
+            done["completed"]
+                .as_array()
+                .expect("completed")
+                .iter()
+                .any(|n| n == target),
+            "the route to {target} was taken: {}",
+            done["completed"]
+        );
+    }
+    app.stop().await;
+}
+
+fn timer_model(duration: &str) -> Vec<u8> {
+    doc(&format!(
+        r#"<process id="p" isExecutable="true"><startEvent id="s"/>
+        <intermediateCatchEvent id="wait"><timerEventDefinition><timeDuration>{duration}</timeDuration></timerEventDefinition></intermediateCatchEvent>
+        <endEvent id="e"/>
+        <sequenceFlow id="f1" sourceRef="s" targetRef="wait"/>
+        <sequenceFlow id="f2" sourceRef="wait" targetRef="e"/></process>"#
+    ))
+}
+
+/// A timer set by one replica fires once, on another, after the first stopped.
+#[tokio::test]
+async fn a_timer_survives_a_replica_restart_and_fires_once() {
+    let db = fresh_database().await;
+    let first = spawn_app_on(&db, test_settings()).await;
+    let w = import(&first, timer_model("PT2S")).await;
+    let inst = start(&first, w["id"].as_str().expect("id"), json!({})).await;
+    let id = inst["id"].as_str().expect("id").to_owned();
+    assert_eq!(inst["tokens"][0]["wait"], "timer", "{inst}");
+    assert!(inst["tokens"][0]["due_at"].is_string(), "{inst}");
+    first.stop().await;
+    let second = spawn_app_on(&db, test_settings()).await;
+    let done = drive(&second, &id, json!({})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let fired = done["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .filter(|s| s["element"] == "wait" && s["what"] == "completed")
+        .count();
+    assert_eq!(fired, 1, "{}", done["history"]);
+    second.stop().await;
+}
+
+/// Two replicas pump one instance whose parallel split hands out 12 agent
+/// tasks at once: every task's outcome is applied once, and two people
+/// answering the same task on the two replicas get one 200 and one 409.
+#[tokio::test]
+async fn two_replicas_racing_over_one_instance_apply_each_outcome_once() {
+    let apps = spawn_replicas(2).await;
+    let worker = spawn_worker(5).await;
+    apps[0].register_fleet(&worker.url(), 16).await;
+    let tasks: String = (0..12)
+        .map(|i| format!(r#"<serviceTask id="t{i}"/><sequenceFlow id="a{i}" sourceRef="fork" targetRef="t{i}"/><sequenceFlow id="b{i}" sourceRef="t{i}" targetRef="join"/>"#))
+        .collect();
+    let xml = doc(&format!(
+        r#"<process id="p" isExecutable="true"><startEvent id="s"/>
+        <parallelGateway id="fork"/><parallelGateway id="join"/><userTask id="ok"/><endEvent id="e"/>
+        <sequenceFlow id="f0" sourceRef="s" targetRef="fork"/>{tasks}
+        <sequenceFlow id="f1" sourceRef="join" targetRef="ok"/>
+        <sequenceFlow id="f2" sourceRef="ok" targetRef="e"/></process>"#
+    ));
+    let w = import(&apps[0], xml).await;
+    let inst = start(&apps[1], w["id"].as_str().expect("id"), json!({})).await;
+    let id = inst["id"].as_str().expect("id").to_owned();
+    let waiting = wait_until("the person's task", || async {
+        let (_, i) = apps[0].get(&format!("/v1/workflow-instances/{id}")).await;
+        i["human_tasks"]
+            .as_array()
+            .filter(|t| !t.is_empty())
+            .map(|t| t[0]["token"].as_i64())
+    })
+    .await
+    .expect("token");
+    let path = format!("/v1/workflow-instances/{id}/tokens/{waiting}/complete");
+    let (a, b) = tokio::join!(
+        apps[0].post(&path, json!({ "output": { "by": 0 } })),
+        apps[1].post(&path, json!({ "output": { "by": 1 } }))
+    );
+    let mut statuses = [a.0, b.0];
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [StatusCode::OK, StatusCode::CONFLICT],
+        "{} / {}",
+        a.1,
+        b.1
+    );
+    let done = drive(&apps[0], &id, json!({})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let history = done["history"].as_array().expect("history");
+    for i in 0..12 {
+        let node = format!("t{i}");
+        let completions = history
+            .iter()
+            .filter(|s| s["element"] == node.as_str() && s["what"] == "completed")
+            .count();
+        assert_eq!(completions, 1, "{node}");
+    }
+    let missions: i64 = sqlx::query_scalar("SELECT count(*) FROM orchestration_runs")
+        .fetch_one(&apps[0].pool)
+        .await
+        .expect("count");
+    assert_eq!(missions, 12, "one mission per agent task, none doubled");
+    for app in apps {
+        app.stop().await;
+    }
+}
+
+/// A receive task waits for a message with its correlation key; a signal
+/// reaches every instance waiting for it; an unknown message is a 422.
+#[tokio::test]
+async fn messages_correlate_by_key_and_signals_reach_every_waiting_instance() {
+    let app = spawn_app().await;
+    let xml = doc(
+        r#"<message id="m" name="Payment"/><signal id="sg" name="Closing"/>
+        <process id="p" isExecutable="true"><startEvent id="s"/>
+        <receiveTask id="pay" messageRef="m" c:correlationKey="${order}"/>
+        <intermediateCatchEvent id="close"><signalEventDefinition signalRef="sg"/></intermediateCatchEvent>
+        <endEvent id="e"/>
+        <sequenceFlow id="f1" sourceRef="s" targetRef="pay"/>
+        <sequenceFlow id="f2" sourceRef="pay" targetRef="close"/>
+        <sequenceFlow id="f3" sourceRef="close" targetRef="e"/></process>"#,
+    );
+    let w = import(&app, xml).await;
+    let wid = w["id"].as_str().expect("id");
+    let mut ids = Vec::new();
+    for order in ["A-1", "A-2", "A-3"] {
+        let inst = start(&app, wid, json!({ "variables": { "order": order } })).await;
+        assert_eq!(inst["tokens"][0]["message_name"], "Payment", "{inst}");
+        ids.push(inst["id"].as_str().expect("id").to_owned());
+    }
+    let (status, err) = app
+        .post(
+            "/v1/workflow-messages",
+            json!({ "name": "Payment", "correlation_key": "B-9" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(err["error"]["code"], "no_subscriber");
+    let (status, to) = app
+        .post(
+            "/v1/workflow-messages",
+            json!({ "name": "Payment", "correlation_key": "A-2", "payload": { "paid": 10 } }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{to}");
+    assert_eq!(to["instance_id"], ids[1].as_str());
+    let (_, second) = app.get(&format!("/v1/workflow-instances/{}", ids[1])).await;
+    assert_eq!(second["variables"]["paid"], 10, "{second}");
+    assert_eq!(second["tokens"][0]["signal_name"], "Closing", "{second}");
+    for order in ["A-1", "A-3"] {
+        app.post(
+            "/v1/workflow-messages",
+            json!({ "name": "Payment", "correlation_key": order }),
+        )
+        .await;
+    }
+    let (status, sent) = app
+        .post("/v1/workflow-signals", json!({ "name": "Closing" }))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{sent}");
+    assert_eq!(sent["delivered"], 3);
+    for id in &ids {
+        let (_, i) = app.get(&format!("/v1/workflow-instances/{id}")).await;
+        assert_eq!(i["status"], "completed", "{i}");
+    }
+    app.stop().await;
+}
+
+/// A task in a lane goes to an agent of the lane's role, not to a better
+/// scored agent of another role.
+#[tokio::test]
+async fn a_task_in_a_lane_goes_to_an_agent_of_the_lanes_role() {
+    let app = spawn_app().await;
+    let worker = spawn_worker(0).await;
+    app.register_fleet(&worker.url(), 8).await;
+    let xml = doc(r#"<process id="p" isExecutable="true">
+        <laneSet id="ls"><lane id="l" name="Finance" c:role="reviewer"><flowNodeRef>check</flowNodeRef></lane></laneSet>
+        <startEvent id="s"/><serviceTask id="check" name="Check the books"/><endEvent id="e"/>
+        <sequenceFlow id="f1" sourceRef="s" targetRef="check"/>
+        <sequenceFlow id="f2" sourceRef="check" targetRef="e"/></process>"#);
+    let w = import(&app, xml).await;
+    let inst = start(&app, w["id"].as_str().expect("id"), json!({})).await;
+    let done = drive(&app, inst["id"].as_str().expect("id"), json!({})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let agent: String = sqlx::query_scalar(
+        "SELECT assigned_agent_id FROM orchestration_tasks WHERE title = 'Check the books'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("the task");
+    assert_eq!(agent, "reviewer");
+    app.stop().await;
+}
+
+/// A call activity runs the called process as a child instance and goes on
+/// with its variables; an interrupting boundary timer cuts a person's task
+/// short.
+#[tokio::test]
+async fn call_activities_and_boundary_timers_run_on_the_engine() {
+    let app = spawn_app().await;
+    let xml = doc(
+        r#"<process id="main" isExecutable="true"><startEvent id="s"/>
+        <callActivity id="call" calledElement="child"/>
+        <userTask id="slow"/>
+        <boundaryEvent id="late" attachedToRef="slow"><timerEventDefinition><timeDuration>PT1S</timeDuration></timerEventDefinition></boundaryEvent>
+        <endEvent id="done"/><endEvent id="timedout"/>
+        <sequenceFlow id="f1" sourceRef="s" targetRef="call"/>
+        <sequenceFlow id="f2" sourceRef="call" targetRef="slow"/>
+        <sequenceFlow id="f3" sourceRef="slow" targetRef="done"/>
+        <sequenceFlow id="f4" sourceRef="late" targetRef="timedout"/></process>
+        <process id="child" isExecutable="false"><startEvent id="cs"/>
+        <scriptTask id="set"><script>answer = 42</script></scriptTask><endEvent id="ce"/>
+        <sequenceFlow id="c1" sourceRef="cs" targetRef="set"/>
+        <sequenceFlow id="c2" sourceRef="set" targetRef="ce"/></process>"#,
+    );
+    let w = import(&app, xml).await;
+    let inst = start(
+        &app,
+        w["id"].as_str().expect("id"),
+        json!({ "process_id": "main" }),
+    )
+    .await;
+    let id = inst["id"].as_str().expect("id").to_owned();
+    // Nobody answers the person's task: the boundary timer ends it.
+    let done = wait_until_within(
+        "the timer to cut the task",
+        Duration::from_secs(30),
+        || async {
+            let (_, i) = app.get(&format!("/v1/workflow-instances/{id}")).await;
+            (i["status"] != "running").then_some(i)
+        },
+    )
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["variables"]["answer"], 42,
+        "the child's variables came back: {done}"
+    );
+    let completed = done["completed"].as_array().expect("completed");
+    assert!(completed.iter().any(|n| n == "timedout"), "{completed:?}");
+    assert!(!completed.iter().any(|n| n == "done"), "{completed:?}");
+    let (_, list) = app
+        .get(&format!(
+            "/v1/workflows/{}/instances",
+            w["id"].as_str().expect("id")
+        ))
+        .await;
+    let parents: Vec<&Value> = list["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .map(|i| &i["parent_id"])
+        .collect();
+    assert!(
+        parents.contains(&&json!(id)),
+        "the child names its parent: {list}"
+    );
+    app.stop().await;
+}
+
+/// Refusals change nothing: an invalid version does not start, a finished
+/// instance takes no command, another workspace sees nothing, and a
+/// workflow with instances is not deleted.
+#[tokio::test]
+async fn refused_starts_and_commands_change_nothing() {
+    let app = spawn_app().await;
+    let (_, empty) = app.post("/v1/workflows", json!({ "name": "empty" })).await;
+    let (status, err) = app
+        .post(
+            &format!(
+                "/v1/workflows/{}/instances",
+                empty["id"].as_str().expect("id")
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(err["error"]["code"], "invalid_workflow");
+    assert!(err["error"]["details"]["errors"].is_array(), "{err}");
+    let w = import(&app, timer_model("PT0S")).await;
+    let wid = w["id"].as_str().expect("id");
+    let inst = start(&app, wid, json!({})).await;
+    let id = inst["id"].as_str().expect("id").to_owned();
+    let done = drive(&app, &id, json!({})).await;
+    assert_eq!(done["status"], "completed");
+    let (status, err) = app
+        .post(&format!("/v1/workflow-instances/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{err}");
+    let other = other_workspace_token(&app).await;
+    let (status, _) = app
+        .request(
+            Method::GET,
+            &format!("/v1/workflow-instances/{id}"),
+            None,
+            Some(&other),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, err) = app
+        .request(
+            Method::DELETE,
+            &format!("/v1/workflows/{wid}"),
+            None,
+            Some(&app.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{err}");
+    assert_eq!(err["error"]["code"], "workflow_in_use");
+    let (_, after) = app.get(&format!("/v1/workflow-instances/{id}")).await;
+    assert_eq!(after["updated_at"], done["updated_at"]);
+    app.stop().await;
+}
