@@ -401,8 +401,7 @@ fn node(defs: &Definitions, p: &Process, s: Scope<'_>, n: &Node, v: &mut Finding
                     "called_element_not_in_document",
                     format!(
                         "call activity {} calls '{c}', which is not a process of this document: \
-                         a stored workflow with that process id is called at run time, or the \
-                         call stops for a person",
+                         the call fails as a BPMN error when reached",
                         label(n)
                     ),
                     Some(&n.id),
