@@ -110,3 +110,71 @@ async fn w_process(app: &TestApp, id: &str) -> String {
         .expect("a process")
         .to_owned()
 }
+
+/// Agents run workflows through their tools: start, answer a person's
+/// task, send the message it waits for, broadcast a signal, read it.
+#[tokio::test]
+async fn the_running_tools_start_answer_message_and_signal() {
+    let app = spawn_app().await;
+    let tool = |name: &str, args: Value| {
+        let path = format!("/v1/tools/{name}");
+        let app = &app;
+        async move {
+            let (status, body) = app.post(&path, args).await;
+            let result = if status == StatusCode::OK {
+                body["result"].clone()
+            } else {
+                body
+            };
+            (status, result)
+        }
+    };
+    let xml = r#"<?xml version="1.0"?><definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d" targetNamespace="t">
+      <message id="m" name="Go"/><signal id="sg" name="Stop"/>
+      <process id="p" isExecutable="true"><startEvent id="s"/><userTask id="ask"/>
+      <intermediateCatchEvent id="hear"><messageEventDefinition messageRef="m"/></intermediateCatchEvent>
+      <intermediateCatchEvent id="halt"><signalEventDefinition signalRef="sg"/></intermediateCatchEvent>
+      <endEvent id="e"/>
+      <sequenceFlow id="f1" sourceRef="s" targetRef="ask"/><sequenceFlow id="f2" sourceRef="ask" targetRef="hear"/>
+      <sequenceFlow id="f3" sourceRef="hear" targetRef="halt"/><sequenceFlow id="f4" sourceRef="halt" targetRef="e"/>
+      </process></definitions>"#;
+    let resp = app
+        .http
+        .post(format!("{}/v1/workflows/import", app.url))
+        .bearer_auth(&app.token)
+        .header("content-type", "application/xml")
+        .body(xml)
+        .send()
+        .await
+        .expect("import");
+    let w: Value = resp.json().await.expect("json");
+    let (status, inst) = tool(
+        "workflow_start",
+        json!({ "workflow_id": w["id"], "variables": { "n": 1 } }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{inst}");
+    let id = inst["instance_id"].clone();
+    let token = inst["human_tasks"][0]["token"].clone();
+    let (status, after) = tool(
+        "workflow_complete_task",
+        json!({ "instance_id": id, "token": token, "output": { "ok": true } }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{after}");
+    assert_eq!(after["variables"]["ok"], true, "{after}");
+    let (status, err) = tool("workflow_message", json!({ "name": "Nobody" })).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    let (_, to) = tool(
+        "workflow_message",
+        json!({ "name": "Go", "payload": { "x": 2 } }),
+    )
+    .await;
+    assert_eq!(to["instance_id"], id, "{to}");
+    let (_, sent) = tool("workflow_signal", json!({ "name": "Stop" })).await;
+    assert_eq!(sent["delivered"], 1, "{sent}");
+    let (_, done) = tool("workflow_instance", json!({ "instance_id": id })).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["variables"]["x"], 2, "{done}");
+    app.stop().await;
+}

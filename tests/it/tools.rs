@@ -36,6 +36,11 @@ const TOOLS: &[&str] = &[
     "bpmn_remove_node",
     "bpmn_connect",
     "bpmn_add_lane",
+    "workflow_start",
+    "workflow_instance",
+    "workflow_complete_task",
+    "workflow_message",
+    "workflow_signal",
 ];
 
 fn tool_names(list: &Value) -> Vec<String> {

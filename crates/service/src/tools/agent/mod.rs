@@ -25,6 +25,7 @@ mod planning;
 mod reservations;
 mod stakeholder;
 mod task;
+mod workflow_runs;
 mod workflows;
 mod workforce;
 
@@ -46,6 +47,7 @@ pub(super) fn build() -> Vec<Tool> {
         workforce::tools(),
         stakeholder::tools(),
         workflows::tools(),
+        workflow_runs::tools(),
     ]
     .into_iter()
     .flatten()
