@@ -10,10 +10,12 @@ use std::collections::HashSet;
 
 use crate::model::Definitions;
 
+mod fragment;
 mod layout;
 mod parse;
 mod print;
 mod read;
+mod read_kit;
 mod read_node;
 pub mod tree;
 mod write;

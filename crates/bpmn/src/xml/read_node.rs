@@ -1,9 +1,12 @@
-//! Flow nodes, their event definitions and loop characteristics, from
-//! the element tree.
+//! The content of a process or subprocess (flow nodes with their event
+//! definitions and loop characteristics, lanes, sequence flows, data,
+//! artifacts) from the element tree. Recursive: a subprocess holds a scope.
 
 use crate::model::*;
 
-use super::read::{Attrs, Cx, Flows, Kept, Step, UNSUPPORTED_NODES, expression, id_of, required};
+use super::read_kit::{
+    Attrs, Cx, Kept, NODES, Step, UNSUPPORTED_NODES, expression, id_of, required,
+};
 use super::{CAMUNDA_NS, ImportError};
 
 /// Event definitions the model types.
@@ -403,4 +406,189 @@ fn loop_characteristics(el: Element) -> Result<Result<Loop, Element>, ImportErro
         completion_condition_attributes: completion_condition_attributes.unwrap_or_default(),
         extras: kept.extras,
     }))
+}
+
+/// The content of a process or an embedded subprocess.
+#[derive(Default)]
+pub(super) struct Flows {
+    pub(super) lane_sets: Vec<LaneSet>,
+    pub(super) nodes: Vec<Node>,
+    pub(super) flows: Vec<SequenceFlow>,
+    pub(super) data: Vec<DataElement>,
+    pub(super) artifacts: Vec<Artifact>,
+}
+
+impl Flows {
+    /// Takes `el` if it is content of a process; gives it back otherwise.
+    pub(super) fn take(&mut self, el: Element, cx: Cx<'_>) -> Result<Option<Element>, ImportError> {
+        let Some(name) = el.bpmn_name() else {
+            return Ok(Some(el));
+        };
+        match name {
+            "laneSet" => self.lane_sets.push(lane_set(el, cx)?),
+            "sequenceFlow" => self.flows.push(sequence_flow(el, cx)?),
+            "dataObject" | "dataObjectReference" | "dataStoreReference" => {
+                self.data.push(data_element(el, cx)?);
+            }
+            "textAnnotation" | "association" | "group" => self.artifacts.push(artifact(el, cx)?),
+            n if NODES.contains(&n) || UNSUPPORTED_NODES.contains(&n) => {
+                self.nodes.push(node(el, cx)?);
+            }
+            _ => return Ok(Some(el)),
+        }
+        Ok(None)
+    }
+}
+
+fn lane_set(el: Element, cx: Cx<'_>) -> Result<LaneSet, ImportError> {
+    let mut attrs = Attrs(el.attributes);
+    let id = attrs.take("id");
+    let name = attrs.take("name");
+    let mut lanes = Vec::new();
+    let mut kept = Kept::new(attrs);
+    kept.sort(el.children, false, |child| {
+        if child.bpmn_name() != Some("lane") {
+            return Ok(Step::Keep(child));
+        }
+        lanes.push(lane(child, cx)?);
+        Ok(Step::Content)
+    })?;
+    Ok(LaneSet {
+        id,
+        name,
+        lanes,
+        extras: kept.extras,
+    })
+}
+
+fn lane(el: Element, cx: Cx<'_>) -> Result<Lane, ImportError> {
+    let mut attrs = Attrs(el.attributes);
+    let id = id_of(&mut attrs, &el.name, el.offset, cx)?;
+    let name = attrs.take("name");
+    let mut refs = Vec::new();
+    let mut child_lane_set = None;
+    let mut kept = Kept::new(attrs);
+    kept.sort(el.children, false, |child| {
+        match child.bpmn_name() {
+            Some("flowNodeRef") => match child.text_only() {
+                Some(text) => refs.push(text.trim().to_owned()),
+                None => return Ok(Step::Keep(child)),
+            },
+            Some("childLaneSet") if child_lane_set.is_none() => {
+                child_lane_set = Some(Box::new(lane_set(child, cx)?));
+            }
+            _ => return Ok(Step::Keep(child)),
+        }
+        Ok(Step::Content)
+    })?;
+    Ok(Lane {
+        id,
+        name,
+        flow_node_refs: refs,
+        child_lane_set,
+        extras: kept.extras,
+    })
+}
+
+fn sequence_flow(el: Element, cx: Cx<'_>) -> Result<SequenceFlow, ImportError> {
+    let mut attrs = Attrs(el.attributes);
+    let id = id_of(&mut attrs, &el.name, el.offset, cx)?;
+    let name = attrs.take("name");
+    let source = required(&mut attrs, "sourceRef", &el.name, el.offset, cx)?;
+    let target = required(&mut attrs, "targetRef", &el.name, el.offset, cx)?;
+    let mut condition = None;
+    let mut condition_attributes = Vec::new();
+    let mut kept = Kept::new(attrs);
+    kept.sort(el.children, true, |child| {
+        if child.bpmn_name() != Some("conditionExpression") || condition.is_some() {
+            return Ok(Step::Keep(child));
+        }
+        match expression(child) {
+            Ok((text, attrs)) => {
+                condition = Some(text);
+                condition_attributes = attrs;
+                Ok(Step::Content)
+            }
+            Err(child) => Ok(Step::Keep(*child)),
+        }
+    })?;
+    Ok(SequenceFlow {
+        id,
+        name,
+        source,
+        target,
+        condition,
+        condition_attributes,
+        documentation: kept.documentation,
+        extras: kept.extras,
+    })
+}
+
+fn data_element(el: Element, cx: Cx<'_>) -> Result<DataElement, ImportError> {
+    let mut attrs = Attrs(el.attributes);
+    let id = id_of(&mut attrs, &el.name, el.offset, cx)?;
+    let name = attrs.take("name");
+    let kind = match el.name.as_str() {
+        "dataObject" => DataKind::Object {
+            is_collection: attrs.take_bool("isCollection").unwrap_or(false),
+        },
+        "dataObjectReference" => DataKind::ObjectReference {
+            data_object_ref: attrs.take("dataObjectRef"),
+        },
+        _ => DataKind::StoreReference {
+            data_store_ref: attrs.take("dataStoreRef"),
+        },
+    };
+    let mut kept = Kept::new(attrs);
+    kept.sort(el.children, false, |child| Ok(Step::Keep(child)))?;
+    Ok(DataElement {
+        id,
+        name,
+        kind,
+        extras: kept.extras,
+    })
+}
+
+pub(super) fn artifact(el: Element, cx: Cx<'_>) -> Result<Artifact, ImportError> {
+    let mut attrs = Attrs(el.attributes);
+    let id = id_of(&mut attrs, &el.name, el.offset, cx)?;
+    let mut text = None;
+    let kind = match el.name.as_str() {
+        "textAnnotation" => ArtifactKind::TextAnnotation { text: None },
+        "association" => ArtifactKind::Association {
+            source: required(&mut attrs, "sourceRef", &el.name, el.offset, cx)?,
+            target: required(&mut attrs, "targetRef", &el.name, el.offset, cx)?,
+            direction: attrs.take("associationDirection"),
+        },
+        _ => ArtifactKind::Group {
+            category_value_ref: attrs.take("categoryValueRef"),
+        },
+    };
+    let annotation = matches!(kind, ArtifactKind::TextAnnotation { .. });
+    let mut kept = Kept::new(attrs);
+    kept.sort(el.children, false, |child| {
+        if !annotation
+            || text.is_some()
+            || child.bpmn_name() != Some("text")
+            || !child.attributes.is_empty()
+        {
+            return Ok(Step::Keep(child));
+        }
+        match child.text_only() {
+            Some(t) => {
+                text = Some(t);
+                Ok(Step::Content)
+            }
+            None => Ok(Step::Keep(child)),
+        }
+    })?;
+    let kind = match kind {
+        ArtifactKind::TextAnnotation { .. } => ArtifactKind::TextAnnotation { text },
+        other => other,
+    };
+    Ok(Artifact {
+        id,
+        kind,
+        extras: kept.extras,
+    })
 }

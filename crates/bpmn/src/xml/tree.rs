@@ -7,10 +7,8 @@
 //! its own namespaces, readable by agents and compact to store.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{self, Deserializer, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::{BPMN_MODEL_NS, BPMNDI_NS, DC_NS, DI_NS, XSI_NS};
 
@@ -252,47 +250,5 @@ impl Element {
         for child in self.elements() {
             child.walk(f);
         }
-    }
-
-    /// This element as a self-contained XML string (namespaces declared on
-    /// it), the form it takes in JSON.
-    pub fn to_xml(&self) -> String {
-        super::print::fragment(self)
-    }
-
-    /// Parses one element from a self-contained XML string.
-    pub fn from_xml(xml: &str) -> Result<Self, super::ImportError> {
-        super::parse::fragment(xml)
-    }
-}
-
-impl fmt::Display for Element {
-    /// The element as self-contained XML.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_xml())
-    }
-}
-
-impl Serialize for Element {
-    /// As its XML string: compact, and readable in JSON.
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_xml())
-    }
-}
-
-impl<'de> Deserialize<'de> for Element {
-    /// From its XML string, with the importer's limits.
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct XmlVisitor;
-        impl Visitor<'_> for XmlVisitor {
-            type Value = Element;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("one XML element as a string")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Element, E> {
-                Element::from_xml(v).map_err(E::custom)
-            }
-        }
-        deserializer.deserialize_str(XmlVisitor)
     }
 }
