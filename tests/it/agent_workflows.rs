@@ -7,23 +7,23 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
+/// Calls tool `name` with the admin token: (status, its result when 200,
+/// else the error body).
+async fn call_tool(app: &TestApp, name: &str, args: Value) -> (StatusCode, Value) {
+    let (status, body) = app.post(&format!("/v1/tools/{name}"), args).await;
+    let result = if status == StatusCode::OK {
+        body["result"].clone()
+    } else {
+        body
+    };
+    (status, result)
+}
+
 /// Agents author through the tools; another workspace sees nothing.
 #[tokio::test]
 async fn the_workflow_tools_author_and_other_workspaces_see_nothing() {
     let app = spawn_app().await;
-    let tool = |name: &str, args: Value| {
-        let path = format!("/v1/tools/{name}");
-        let app = &app;
-        async move {
-            let (status, body) = app.post(&path, args).await;
-            let result = if status == StatusCode::OK {
-                body["result"].clone()
-            } else {
-                body
-            };
-            (status, result)
-        }
-    };
+    let tool = |name: &'static str, args: Value| call_tool(&app, name, args);
     let (status, w) = tool("workflow_create", json!({ "name": "Onboarding" })).await;
     assert_eq!(status, StatusCode::OK, "{w}");
     let id = w["workflow_id"].as_str().expect("workflow_id").to_owned();
@@ -116,19 +116,7 @@ async fn w_process(app: &TestApp, id: &str) -> String {
 #[tokio::test]
 async fn the_running_tools_start_answer_message_and_signal() {
     let app = spawn_app().await;
-    let tool = |name: &str, args: Value| {
-        let path = format!("/v1/tools/{name}");
-        let app = &app;
-        async move {
-            let (status, body) = app.post(&path, args).await;
-            let result = if status == StatusCode::OK {
-                body["result"].clone()
-            } else {
-                body
-            };
-            (status, result)
-        }
-    };
+    let tool = |name: &'static str, args: Value| call_tool(&app, name, args);
     let xml = r#"<?xml version="1.0"?><definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d" targetNamespace="t">
       <message id="m" name="Go"/><signal id="sg" name="Stop"/>
       <process id="p" isExecutable="true"><startEvent id="s"/><userTask id="ask"/>
@@ -138,16 +126,7 @@ async fn the_running_tools_start_answer_message_and_signal() {
       <sequenceFlow id="f1" sourceRef="s" targetRef="ask"/><sequenceFlow id="f2" sourceRef="ask" targetRef="hear"/>
       <sequenceFlow id="f3" sourceRef="hear" targetRef="halt"/><sequenceFlow id="f4" sourceRef="halt" targetRef="e"/>
       </process></definitions>"#;
-    let resp = app
-        .http
-        .post(format!("{}/v1/workflows/import", app.url))
-        .bearer_auth(&app.token)
-        .header("content-type", "application/xml")
-        .body(xml)
-        .send()
-        .await
-        .expect("import");
-    let w: Value = resp.json().await.expect("json");
+    let w = import_workflow(&app, xml.as_bytes().to_vec()).await;
     let (status, inst) = tool(
         "workflow_start",
         json!({ "workflow_id": w["id"], "variables": { "n": 1 } }),

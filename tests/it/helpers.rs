@@ -637,3 +637,20 @@ pub async fn other_workspace_token(app: &TestApp) -> String {
     .unwrap();
     token
 }
+
+/// Imports a BPMN document as a new workflow; panics unless 201.
+pub async fn import_workflow(app: &TestApp, xml: Vec<u8>) -> Value {
+    let resp = app
+        .http
+        .post(format!("{}/v1/workflows/import", app.url))
+        .bearer_auth(&app.token)
+        .header("content-type", "application/xml")
+        .body(xml)
+        .send()
+        .await
+        .expect("import");
+    let status = resp.status().as_u16();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, 201, "{body}");
+    body
+}

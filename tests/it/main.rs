@@ -65,6 +65,7 @@ mod timeline;
 mod tokens;
 mod tool_policy;
 mod tools;
+mod workflow_page;
 mod workflow_runs;
 mod workflows;
 mod workforce;

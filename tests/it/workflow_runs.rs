@@ -29,20 +29,6 @@ fn doc(body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-async fn import(app: &TestApp, xml: Vec<u8>) -> Value {
-    let resp = app
-        .http
-        .post(format!("{}/v1/workflows/import", app.url))
-        .bearer_auth(&app.token)
-        .header("content-type", "application/xml")
-        .body(xml)
-        .send()
-        .await
-        .expect("import");
-    assert_eq!(resp.status().as_u16(), 201);
-    resp.json().await.expect("json")
-}
-
 async fn start(app: &TestApp, workflow: &str, body: Value) -> Value {
     let (status, inst) = app
         .post(&format!("/v1/workflows/{workflow}/instances"), body)
@@ -97,7 +83,7 @@ async fn every_process_of_the_miwg_models_runs_to_an_end() {
     let worker = spawn_worker(0).await;
     app.register_fleet(&worker.url(), 8).await;
     for name in ["A.1.0", "A.2.0", "A.3.0", "A.4.0", "B.1.0", "C.1.0"] {
-        let w = import(&app, miwg(name)).await;
+        let w = import_workflow(&app, miwg(name)).await;
         let id = w["id"].as_str().expect("id");
         for p in w["model"]["processes"].as_array().expect("processes") {
             let Some(start_event) = p["nodes"]
@@ -140,7 +126,7 @@ async fn a_route_variable_chooses_the_branch_of_a_split_without_conditions() {
     let app = spawn_app().await;
     let worker = spawn_worker(0).await;
     app.register_fleet(&worker.url(), 8).await;
-    let w = import(&app, miwg("A.2.0")).await;
+    let w = import_workflow(&app, miwg("A.2.0")).await;
     let id = w["id"].as_str().expect("id");
     let process = &w["model"]["processes"][0];
     let split = process["nodes"]
@@ -198,7 +184,7 @@ fn timer_model(duration: &str) -> Vec<u8> {
 async fn a_timer_survives_a_replica_restart_and_fires_once() {
     let db = fresh_database().await;
     let first = spawn_app_on(&db, test_settings()).await;
-    let w = import(&first, timer_model("PT2S")).await;
+    let w = import_workflow(&first, timer_model("PT2S")).await;
     let inst = start(&first, w["id"].as_str().expect("id"), json!({})).await;
     let id = inst["id"].as_str().expect("id").to_owned();
     assert_eq!(inst["tokens"][0]["wait"], "timer", "{inst}");
@@ -214,6 +200,29 @@ async fn a_timer_survives_a_replica_restart_and_fires_once() {
         .filter(|s| s["element"] == "wait" && s["what"] == "completed")
         .count();
     assert_eq!(fired, 1, "{}", done["history"]);
+    // Every move is in the workspace's event log, written with it.
+    let (_, page) = second.get("/v1/events?kind=workflow.*").await;
+    let kinds: Vec<(&str, &str)> = page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["payload"]["instance_id"] == id.as_str())
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap_or_default(),
+                e["payload"]["command"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("workflow.started", ""),
+            ("workflow.advanced", "timer_due"),
+            ("workflow.ended", "")
+        ],
+        "{page}"
+    );
     second.stop().await;
 }
 
@@ -235,7 +244,7 @@ async fn two_replicas_racing_over_one_instance_apply_each_outcome_once() {
         <sequenceFlow id="f1" sourceRef="join" targetRef="ok"/>
         <sequenceFlow id="f2" sourceRef="ok" targetRef="e"/></process>"#
     ));
-    let w = import(&apps[0], xml).await;
+    let w = import_workflow(&apps[0], xml).await;
     let inst = start(&apps[1], w["id"].as_str().expect("id"), json!({})).await;
     let id = inst["id"].as_str().expect("id").to_owned();
     let waiting = wait_until("the person's task", || async {
@@ -297,7 +306,7 @@ async fn messages_correlate_by_key_and_signals_reach_every_waiting_instance() {
         <sequenceFlow id="f2" sourceRef="pay" targetRef="close"/>
         <sequenceFlow id="f3" sourceRef="close" targetRef="e"/></process>"#,
     );
-    let w = import(&app, xml).await;
+    let w = import_workflow(&app, xml).await;
     let wid = w["id"].as_str().expect("id");
     let mut ids = Vec::new();
     for order in ["A-1", "A-2", "A-3"] {
@@ -355,7 +364,7 @@ async fn a_task_in_a_lane_goes_to_an_agent_of_the_lanes_role() {
         <startEvent id="s"/><serviceTask id="check" name="Check the books"/><endEvent id="e"/>
         <sequenceFlow id="f1" sourceRef="s" targetRef="check"/>
         <sequenceFlow id="f2" sourceRef="check" targetRef="e"/></process>"#);
-    let w = import(&app, xml).await;
+    let w = import_workflow(&app, xml).await;
     let inst = start(&app, w["id"].as_str().expect("id"), json!({})).await;
     let done = drive(&app, inst["id"].as_str().expect("id"), json!({})).await;
     assert_eq!(done["status"], "completed", "{done}");
@@ -390,7 +399,7 @@ async fn call_activities_and_boundary_timers_run_on_the_engine() {
         <sequenceFlow id="c1" sourceRef="cs" targetRef="set"/>
         <sequenceFlow id="c2" sourceRef="set" targetRef="ce"/></process>"#,
     );
-    let w = import(&app, xml).await;
+    let w = import_workflow(&app, xml).await;
     let inst = start(
         &app,
         w["id"].as_str().expect("id"),
@@ -454,7 +463,7 @@ async fn refused_starts_and_commands_change_nothing() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
     assert_eq!(err["error"]["code"], "invalid_workflow");
     assert!(err["error"]["details"]["errors"].is_array(), "{err}");
-    let w = import(&app, timer_model("PT0S")).await;
+    let w = import_workflow(&app, timer_model("PT0S")).await;
     let wid = w["id"].as_str().expect("id");
     let inst = start(&app, wid, json!({})).await;
     let id = inst["id"].as_str().expect("id").to_owned();

@@ -36,6 +36,8 @@ pub enum EventArea {
     /// What agents do through their tools: the blackboard, discovered work,
     /// handoffs between agents, refused tool calls.
     Agents,
+    /// BPMN workflow instances.
+    Workflows,
 }
 
 impl EventArea {
@@ -51,6 +53,7 @@ impl EventArea {
         EventArea::Organisation,
         EventArea::Bdi,
         EventArea::Agents,
+        EventArea::Workflows,
     ];
 
     /// The catalogue's heading for the area.
@@ -68,6 +71,7 @@ impl EventArea {
             EventArea::Organisation => "Organisation ([organisation.md](organisation.md))",
             EventArea::Bdi => "BDI ([bdi.md](bdi.md))",
             EventArea::Agents => "Agents acting ([agents.md](agents.md))",
+            EventArea::Workflows => "Workflows ([workflows.md](workflows.md))",
         }
     }
 }
@@ -122,6 +126,8 @@ pub enum EventEntity {
     Intention,
     /// A key of a mission's blackboard.
     BlackboardKey,
+    /// A running BPMN workflow instance.
+    WorkflowInstance,
 }
 
 impl EventEntity {
@@ -151,6 +157,7 @@ impl EventEntity {
             EventEntity::Goal => "goal",
             EventEntity::Intention => "intention",
             EventEntity::BlackboardKey => "blackboard key",
+            EventEntity::WorkflowInstance => "workflow instance",
         }
     }
 }
@@ -518,6 +525,17 @@ event_kinds! {
     RequestFailed = "request.failed", Agents, Message,
         "The recipient replied FAILURE to a query or an agreed request.",
         ["request_id", "kind", "requester", "recipient", "message_id"];
+
+    // ----------------------------------------------------------- workflows
+    WorkflowStarted = "workflow.started", Workflows, WorkflowInstance,
+        "A workflow instance started (its version is frozen).",
+        ["instance_id", "workflow_id", "version", "process_id", "status", "active", "completed", "incidents", "parent_id"];
+    WorkflowAdvanced = "workflow.advanced", Workflows, WorkflowInstance,
+        "A command moved a workflow instance: a task done, a timer due, a message, a signal, a person's answer.",
+        ["instance_id", "workflow_id", "version", "process_id", "status", "active", "completed", "incidents", "command"];
+    WorkflowEnded = "workflow.ended", Workflows, WorkflowInstance,
+        "A workflow instance ended: completed, terminated (cancelled) or failed (stopped at incidents).",
+        ["instance_id", "workflow_id", "version", "process_id", "status", "active", "completed", "incidents"];
 }
 
 impl EventKind {

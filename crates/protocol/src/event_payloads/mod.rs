@@ -12,6 +12,7 @@
 //!   decisions and tools.
 //! - [`bdi`]: agents' beliefs, desires, goals and intentions, and missions
 //!   as intentions.
+//! - [`workflows`]: running BPMN workflow instances.
 //!
 //! Every type is re-exported here (`event_payloads::TaskQueued`).
 
@@ -47,10 +48,12 @@ macro_rules! payload_kind {
 pub mod bdi;
 pub mod coordination;
 pub mod missions;
+pub mod workflows;
 
 pub use bdi::*;
 pub use coordination::*;
 pub use missions::*;
+pub use workflows::*;
 
 #[cfg(test)]
 mod tests;

@@ -557,6 +557,33 @@ fn bdi_samples() -> Vec<(EventKind, BTreeSet<String>)> {
 /// Every field a fully populated payload writes is listed in the
 /// catalogue, and every listed field is one it writes (`status` is added
 /// by the store to task transitions); and every kind has a payload type.
+/// A payload of each workflow kind.
+fn workflow_samples() -> Vec<(EventKind, BTreeSet<String>)> {
+    let snapshot = || WorkflowSnapshot {
+        instance_id: Uuid::nil(),
+        workflow_id: Uuid::nil(),
+        version: 1,
+        process_id: s(),
+        status: s(),
+        active: vec![],
+        completed: vec![],
+        incidents: vec![],
+    };
+    vec![
+        keys(&WorkflowStarted {
+            snapshot: snapshot(),
+            parent_id: None,
+        }),
+        keys(&WorkflowAdvanced {
+            snapshot: snapshot(),
+            command: s(),
+        }),
+        keys(&WorkflowEnded {
+            snapshot: snapshot(),
+        }),
+    ]
+}
+
 #[test]
 fn payload_fields_match_the_catalogue() {
     let mut covered = BTreeSet::new();
@@ -564,6 +591,7 @@ fn payload_fields_match_the_catalogue() {
         .into_iter()
         .chain(coordination_samples())
         .chain(bdi_samples())
+        .chain(workflow_samples())
         .chain(crate::agent_events::tests::samples());
     for (kind, mut written) in samples {
         let mut listed: BTreeSet<String> = kind

@@ -1,6 +1,8 @@
-//! The built-in web board: a static page (HTML, CSS, JS from `web/`, embedded
-//! in the binary) served at `/` and `/assets/{file}` without auth. The page
-//! itself asks for a token and sends it on every `/v1` call it makes.
+//! The built-in web board: static pages (HTML, CSS, JS from `web/`, embedded
+//! in the binary) served at `/` (the board), `/workflow` (a workflow
+//! instance as a diagram, drawn by the vendored bpmn-js viewer) and
+//! `/assets/{file}` without auth. The pages themselves ask for a token and
+//! send it on every `/v1` call they make.
 
 use axum::{
     Router,
@@ -17,6 +19,7 @@ use crate::error::ApiError;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(index))
+        .route("/workflow", get(workflow))
         .route("/assets/{file}", get(asset))
 }
 
@@ -42,8 +45,12 @@ const fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 macro_rules! asset {
-    ($name:literal, $content_type:literal) => {{
-        const BODY: &str = include_str!(concat!("../../web/", $name));
+    ($name:literal, $content_type:literal) => {
+        asset!($name, $name, $content_type)
+    };
+    // Served as `/assets/{name}`, read from `web/{path}` (the vendored files).
+    ($name:literal, $path:literal, $content_type:literal) => {{
+        const BODY: &str = include_str!(concat!("../../web/", $path));
         Asset {
             name: $name,
             content_type: $content_type,
@@ -54,6 +61,7 @@ macro_rules! asset {
 }
 
 const INDEX: Asset = asset!("index.html", "text/html; charset=utf-8");
+const WORKFLOW: Asset = asset!("workflow.html", "text/html; charset=utf-8");
 
 /// Everything under `/assets/`: the stylesheet, the entry module and the
 /// modules it imports (index.html preloads them all, so they arrive in
@@ -72,14 +80,43 @@ const ASSETS: &[Asset] = &[
     asset!("timeline.js", "text/javascript; charset=utf-8"),
     asset!("attention.js", "text/javascript; charset=utf-8"),
     asset!("approvals.js", "text/javascript; charset=utf-8"),
+    // The workflow instance page and bpmn-js (see web/vendor/bpmn-js/README.md).
+    asset!("workflow.css", "text/css; charset=utf-8"),
+    asset!("workflow.js", "text/javascript; charset=utf-8"),
+    asset!(
+        "bpmn-navigated-viewer.js",
+        "vendor/bpmn-js/bpmn-navigated-viewer.production.min.js",
+        "text/javascript; charset=utf-8"
+    ),
+    asset!(
+        "diagram-js.css",
+        "vendor/bpmn-js/diagram-js.css",
+        "text/css; charset=utf-8"
+    ),
+    asset!(
+        "bpmn-js.css",
+        "vendor/bpmn-js/bpmn-js.css",
+        "text/css; charset=utf-8"
+    ),
 ];
 
-/// The page loads only its own scripts and styles and talks only to this origin.
+/// The pages load only their own scripts and styles and talk only to this
+/// origin. (bpmn-js sets styles through the DOM, which this allows; its
+/// watermark's logo is inline SVG.)
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 async fn index(headers: HeaderMap) -> Response {
-    let mut resp = serve(&INDEX, &headers);
+    page(&INDEX, &headers)
+}
+
+async fn workflow(headers: HeaderMap) -> Response {
+    page(&WORKFLOW, &headers)
+}
+
+/// A page, with its CSP and referrer policy.
+fn page(a: &Asset, headers: &HeaderMap) -> Response {
+    let mut resp = serve(a, headers);
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -129,14 +166,29 @@ fn serve(a: &Asset, headers: &HeaderMap) -> Response {
 mod tests {
     use super::*;
 
+    /// The pages; each asset is loaded by at least one of them.
+    const PAGES: &[&Asset] = &[&INDEX, &WORKFLOW];
+
     #[test]
-    fn every_asset_the_page_names_is_served() {
+    fn every_asset_is_loaded_by_a_page_and_every_page_asset_is_served() {
         for a in ASSETS {
             assert!(
-                INDEX.body.contains(&format!("/assets/{}", a.name)),
-                "index.html does not load {}",
+                PAGES
+                    .iter()
+                    .any(|p| p.body.contains(&format!("/assets/{}\"", a.name))),
+                "no page loads {}",
                 a.name
             );
+        }
+        for p in PAGES {
+            for link in p.body.split("\"/assets/").skip(1) {
+                let name = link.split('"').next().unwrap_or_default();
+                assert!(
+                    ASSETS.iter().any(|a| a.name == name),
+                    "{} loads {name}, which is not in ASSETS",
+                    p.name
+                );
+            }
         }
     }
 

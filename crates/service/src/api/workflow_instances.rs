@@ -19,7 +19,10 @@ use super::{
 use crate::{
     auth::{Principal, Role},
     error::ApiResult,
-    workflows::instances::{self, InstanceList, InstanceView, StartInstance},
+    workflows::{
+        delivery,
+        instances::{self, InstanceList, InstanceView, StartInstance},
+    },
 };
 
 /// Who starts, cancels and steers instances.
@@ -416,7 +419,7 @@ async fn message(
     Json(req): Json<Message>,
 ) -> ApiResult<Json<Delivered>> {
     who.require(RUNNERS)?;
-    let to = instances::correlate(
+    let to = delivery::correlate(
         &state.pool,
         &state.planning,
         &who,
@@ -483,6 +486,6 @@ async fn signal(
 ) -> ApiResult<Json<Broadcast>> {
     who.require(RUNNERS)?;
     let delivered =
-        instances::broadcast(&state.pool, &state.planning, &who, &req.name, req.payload).await?;
+        delivery::broadcast(&state.pool, &state.planning, &who, &req.name, req.payload).await?;
     Ok(Json(Broadcast { delivered }))
 }

@@ -22,7 +22,7 @@ use coordinator_bpmn::{
     run::{self, Command, Effect, Instance, InstanceStatus, RunError, Wait, Work},
     validate,
 };
-use coordinator_core::invalid::Invalid;
+use coordinator_protocol::event_payloads as payloads;
 
 use super::WorkflowError;
 use crate::{
@@ -34,6 +34,7 @@ use crate::{
     },
     planning::{AgentCapability, PlanSpec, TaskSpec},
     store::{
+        events::{self, WorkspaceEvent},
         workflow_instances::{self as store, InstanceRow, NewInstance, TokenRow},
         workflows,
     },
@@ -276,7 +277,77 @@ async fn create(
         .ok_or_else(|| WorkflowError::NotFound(format!("no instance {id}")))?;
     let mut work = Map::new();
     carry_out(tx, cx, defs, &row, &mut inst, &mut work, effects, depth).await?;
-    persist(tx, &row, &inst, &work).await
+    persist(tx, &row, &inst, &work).await?;
+    let started = payloads::WorkflowStarted {
+        snapshot: snapshot(&row, &inst),
+        parent_id: row.parent_id,
+    };
+    record(tx, &row, &cx.actor, &started).await?;
+    ended(tx, cx, &row, &inst).await
+}
+
+/// Where the instance stands, as its events carry it.
+fn snapshot(row: &InstanceRow, inst: &Instance) -> payloads::WorkflowSnapshot {
+    payloads::WorkflowSnapshot {
+        instance_id: row.id,
+        workflow_id: row.workflow_id,
+        version: row.version,
+        process_id: row.process_id.clone(),
+        status: status_of(inst.status).to_owned(),
+        active: inst.active_nodes().into_iter().map(str::to_owned).collect(),
+        completed: inst.completed_nodes().into_iter().map(str::to_owned).collect(),
+        incidents: inst
+            .incidents()
+            .into_iter()
+            .map(|(token, node, message)| json!({ "token": token, "node": node, "message": message }))
+            .collect(),
+    }
+}
+
+/// Writes a workspace event in the instance's transaction.
+async fn record<P: coordinator_protocol::event_payloads::EventPayload>(
+    tx: &mut PgConnection,
+    row: &InstanceRow,
+    actor: &str,
+    payload: &P,
+) -> Result<(), WorkflowError> {
+    events::record(
+        tx,
+        row.workspace_id,
+        WorkspaceEvent::new(None, None, actor, payload),
+    )
+    .await?;
+    Ok(())
+}
+
+/// `workflow.ended`, when the instance is no longer running.
+async fn ended(
+    tx: &mut PgConnection,
+    cx: &RunContext<'_>,
+    row: &InstanceRow,
+    inst: &Instance,
+) -> Result<(), WorkflowError> {
+    if inst.status == InstanceStatus::Running {
+        return Ok(());
+    }
+    let payload = payloads::WorkflowEnded {
+        snapshot: snapshot(row, inst),
+    };
+    record(tx, row, &cx.actor, &payload).await
+}
+
+/// A command's name in `workflow.advanced`.
+fn command_name(cmd: &Command) -> &'static str {
+    match cmd {
+        Command::Complete { .. } => "complete",
+        Command::Fail { .. } => "fail",
+        Command::TimerDue { .. } => "timer_due",
+        Command::Message { .. } => "message",
+        Command::Signal { .. } => "signal",
+        Command::SetVariables { .. } => "set_variables",
+        Command::Retry { .. } => "retry",
+        Command::Cancel => "cancel",
+    }
 }
 
 /// Applies `cmd` to the instance `id` (of `workspace_id`, or any with
@@ -302,9 +373,16 @@ pub(crate) async fn command_in(
     let defs = definitions(tx, &row).await?;
     let mut inst: Instance = serde_json::from_value(row.state.clone())?;
     let mut work = row.work.as_object().cloned().unwrap_or_default();
+    let command = command_name(&cmd);
     let effects = run::apply(&defs, &mut inst, cmd, cx.now).map_err(refused)?;
     carry_out(tx, cx, &defs, &row, &mut inst, &mut work, effects, 0).await?;
     persist(tx, &row, &inst, &work).await?;
+    let advanced = payloads::WorkflowAdvanced {
+        snapshot: snapshot(&row, &inst),
+        command: command.to_owned(),
+    };
+    record(tx, &row, &cx.actor, &advanced).await?;
+    ended(tx, cx, &row, &inst).await?;
     Ok(Some(()))
 }
 
@@ -763,102 +841,4 @@ pub async fn list(
         instances,
         next_cursor,
     })
-}
-
-/// Delivers a message to the first instance of the workspace whose token
-/// waits for it with this correlation key (a token with no key takes any);
-/// the instance's id, or `None` when nobody waits.
-pub async fn correlate(
-    pool: &PgPool,
-    planning: &PlanningConfig,
-    who: &Principal,
-    name: &str,
-    correlation: Option<&str>,
-    payload: Value,
-) -> Result<Option<Uuid>, WorkflowError> {
-    if name.trim().is_empty() {
-        return Err(Invalid::new("name", "name must not be blank").into());
-    }
-    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor()).await?;
-    deliver_message(pool, &cx, who.workspace_id, name, correlation, payload).await
-}
-
-pub(crate) async fn deliver_message(
-    pool: &PgPool,
-    cx: &RunContext<'_>,
-    workspace_id: Uuid,
-    name: &str,
-    correlation: Option<&str>,
-    payload: Value,
-) -> Result<Option<Uuid>, WorkflowError> {
-    let mut conn = pool.acquire().await?;
-    let waiters = store::message_waiters(&mut conn, workspace_id, name).await?;
-    drop(conn);
-    for (instance, key) in waiters {
-        if key.is_some() && key.as_deref() != correlation {
-            continue;
-        }
-        let mut tx = pool.begin().await?;
-        let cmd = Command::Message {
-            name: name.to_owned(),
-            correlation: correlation.map(str::to_owned),
-            payload: payload.clone(),
-        };
-        match command_in(&mut tx, cx, Some(workspace_id), instance, cmd, false).await {
-            Ok(_) => {
-                tx.commit().await?;
-                return Ok(Some(instance));
-            }
-            // Taken meanwhile by another delivery: try the next.
-            Err(WorkflowError::Refused(_)) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(None)
-}
-
-/// Broadcasts a signal to every instance of the workspace waiting for it;
-/// how many took it.
-pub async fn broadcast(
-    pool: &PgPool,
-    planning: &PlanningConfig,
-    who: &Principal,
-    name: &str,
-    payload: Value,
-) -> Result<usize, WorkflowError> {
-    if name.trim().is_empty() {
-        return Err(Invalid::new("name", "name must not be blank").into());
-    }
-    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor()).await?;
-    deliver_signal(pool, &cx, who.workspace_id, name, payload, None).await
-}
-
-pub(crate) async fn deliver_signal(
-    pool: &PgPool,
-    cx: &RunContext<'_>,
-    workspace_id: Uuid,
-    name: &str,
-    payload: Value,
-    except: Option<Uuid>,
-) -> Result<usize, WorkflowError> {
-    let mut conn = pool.acquire().await?;
-    let waiters = store::signal_waiters(&mut conn, workspace_id, name).await?;
-    drop(conn);
-    let mut n = 0;
-    for instance in waiters.into_iter().filter(|i| Some(*i) != except) {
-        let mut tx = pool.begin().await?;
-        let cmd = Command::Signal {
-            name: name.to_owned(),
-            payload: payload.clone(),
-        };
-        match command_in(&mut tx, cx, Some(workspace_id), instance, cmd, false).await {
-            Ok(_) => {
-                tx.commit().await?;
-                n += 1;
-            }
-            Err(WorkflowError::Refused(_)) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }

@@ -7,6 +7,7 @@
 //! rewrites the latest version unless it is frozen (an instance started from
 //! it), in which case the edit makes the next version.
 
+pub mod delivery;
 pub mod instances;
 pub mod pump;
 

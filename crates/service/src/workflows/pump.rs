@@ -18,7 +18,8 @@ use coordinator_bpmn::run::{Command, Instance};
 
 use super::{
     WorkflowError,
-    instances::{RunContext, command_in, deliver_message, deliver_signal},
+    delivery::{deliver_message, deliver_signal},
+    instances::{RunContext, command_in},
 };
 use crate::{missions::PlanningConfig, store::workflow_instances as store};
 

@@ -15,7 +15,10 @@ use crate::{
     auth::{Principal, Role},
     error::ApiError,
     tools::{Group, Tool, ToolContext},
-    workflows::instances::{self, InstanceView, StartInstance},
+    workflows::{
+        delivery,
+        instances::{self, InstanceView, StartInstance},
+    },
 };
 
 /// Who starts and steers instances.
@@ -206,7 +209,7 @@ fn message<'a>(
 ) -> Answer<'a> {
     Box::pin(async move {
         let m: Message = body(args)?;
-        let to = instances::correlate(
+        let to = delivery::correlate(
             cx.pool,
             cx.planning,
             who,
@@ -240,7 +243,7 @@ struct Signal {
 fn signal<'a>(cx: &'a ToolContext<'a>, who: &'a Principal, args: Map<String, Value>) -> Answer<'a> {
     Box::pin(async move {
         let s: Signal = body(args)?;
-        let delivered = instances::broadcast(cx.pool, cx.planning, who, &s.name, s.payload).await?;
+        let delivered = delivery::broadcast(cx.pool, cx.planning, who, &s.name, s.payload).await?;
         Ok(json!({ "delivered": delivered }))
     })
 }

@@ -210,6 +210,16 @@ struct Which {
     version: Option<i32>,
 }
 
+impl Which {
+    /// A version, when named, is 1 or more.
+    fn check_version(&self) -> Result<(), ApiError> {
+        match self.version {
+            Some(v) if v < 1 => Err(ApiError::invalid("version", "version must be 1 or more")),
+            _ => Ok(()),
+        }
+    }
+}
+
 fn delete<'a>(cx: &'a ToolContext<'a>, who: &'a Principal, args: Map<String, Value>) -> Answer<'a> {
     Box::pin(async move {
         let w: Which = body(args)?;
@@ -241,9 +251,7 @@ fn inspect<'a>(
 ) -> Answer<'a> {
     Box::pin(async move {
         let w: Which = body(args)?;
-        if w.version.is_some_and(|v| v < 1) {
-            return Err(ApiError::invalid("version", "version must be 1 or more"));
-        }
+        w.check_version()?;
         let view = workflows::show(cx.pool, who.workspace_id, w.workflow_id, w.version).await?;
         answer(&view)
     })
@@ -256,9 +264,7 @@ fn validate<'a>(
 ) -> Answer<'a> {
     Box::pin(async move {
         let w: Which = body(args)?;
-        if w.version.is_some_and(|v| v < 1) {
-            return Err(ApiError::invalid("version", "version must be 1 or more"));
-        }
+        w.check_version()?;
         let report =
             workflows::validate(cx.pool, who.workspace_id, w.workflow_id, w.version).await?;
         answer(&report)
