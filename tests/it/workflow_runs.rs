@@ -497,3 +497,53 @@ async fn refused_starts_and_commands_change_nothing() {
     assert_eq!(after["updated_at"], done["updated_at"]);
     app.stop().await;
 }
+
+/// A call activity reaches a process of another stored workflow (its latest
+/// version, frozen by the call) and goes on with the child's variables.
+#[tokio::test]
+async fn a_call_activity_runs_a_process_of_another_workflow() {
+    let app = spawn_app().await;
+    let child = import_workflow(
+        &app,
+        doc(
+            r#"<process id="shared_review" isExecutable="true"><startEvent id="s"/>
+        <scriptTask id="set"><script>reviewed = true</script></scriptTask><endEvent id="e"/>
+        <sequenceFlow id="f1" sourceRef="s" targetRef="set"/>
+        <sequenceFlow id="f2" sourceRef="set" targetRef="e"/></process>"#,
+        ),
+    )
+    .await;
+    let parent = import_workflow(
+        &app,
+        doc(r#"<process id="main" isExecutable="true"><startEvent id="s"/>
+        <callActivity id="review" calledElement="shared_review"/>
+        <exclusiveGateway id="g" default="bad"/><endEvent id="ok"/><endEvent id="no"/>
+        <sequenceFlow id="f1" sourceRef="s" targetRef="review"/>
+        <sequenceFlow id="f2" sourceRef="review" targetRef="g"/>
+        <sequenceFlow id="good" sourceRef="g" targetRef="ok"><conditionExpression>${reviewed}</conditionExpression></sequenceFlow>
+        <sequenceFlow id="bad" sourceRef="g" targetRef="no"/></process>"#),
+    )
+    .await;
+    let inst = start(&app, parent["id"].as_str().expect("id"), json!({})).await;
+    let done = drive(&app, inst["id"].as_str().expect("id"), json!({})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        done["completed"]
+            .as_array()
+            .expect("completed")
+            .iter()
+            .any(|n| n == "ok"),
+        "{done}"
+    );
+    let (_, child_now) = app
+        .get(&format!(
+            "/v1/workflows/{}",
+            child["id"].as_str().expect("id")
+        ))
+        .await;
+    assert_eq!(
+        child_now["frozen"], true,
+        "the call froze the child's version"
+    );
+    app.stop().await;
+}

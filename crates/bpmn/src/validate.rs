@@ -401,7 +401,7 @@ fn node(defs: &Definitions, p: &Process, s: Scope<'_>, n: &Node, v: &mut Finding
                     "called_element_not_in_document",
                     format!(
                         "call activity {} calls '{c}', which is not a process of this document: \
-                         the call fails as a BPMN error when reached",
+                         a stored workflow with that process is called, or the call fails",
                         label(n)
                     ),
                     Some(&n.id),

@@ -250,3 +250,26 @@ pub async fn delete(conn: &mut PgConnection, workspace_id: Uuid, id: Uuid) -> sq
     .rows_affected();
     Ok(gone == 1)
 }
+
+/// The newest workflow of the workspace whose latest version has a process
+/// `process_id`: (workflow, version, model). A call activity's target.
+pub async fn find_process(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    process_id: &str,
+) -> sqlx::Result<Option<(Uuid, i32, Value)>> {
+    let row = sqlx::query!(
+        "SELECT w.id, v.version, v.model
+         FROM workflows w
+         JOIN workflow_versions v ON v.workflow_id = w.id AND v.version = w.latest_version
+         WHERE w.workspace_id = $1
+           AND v.model->'processes' @> jsonb_build_array(jsonb_build_object('id', $2::text))
+         ORDER BY w.id DESC
+         LIMIT 1",
+        workspace_id,
+        process_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.id, r.version, r.model)))
+}

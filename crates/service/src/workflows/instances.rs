@@ -525,8 +525,10 @@ async fn carry_out(
     Ok(())
 }
 
-/// Starts a called process as a child instance; when none can be found,
-/// the call fails (an error boundary catches it, else an incident).
+/// Starts a called process as a child instance: a process of the same
+/// document, else one of another stored workflow of the workspace (its
+/// latest version, which the call freezes); when none can be found the
+/// call fails (an error boundary catches it, else an incident).
 #[allow(clippy::too_many_arguments)]
 async fn call(
     tx: &mut PgConnection,
@@ -540,28 +542,62 @@ async fn call(
     depth: usize,
 ) -> Result<Vec<Effect>, WorkflowError> {
     let vars = variables.as_object().cloned().unwrap_or_default();
-    let started = if depth >= MAX_CALL_DEPTH {
+    // The called process: one of this document, else the latest version of
+    // the workspace's newest workflow that has a process of that id.
+    let target = if depth >= MAX_CALL_DEPTH {
         Err(format!("calls nested deeper than {MAX_CALL_DEPTH}"))
     } else if defs.process(called).is_some() {
-        run::start(defs, Some(called), None, vars, cx.now).map_err(|e| e.to_string())
+        Ok(None)
     } else {
-        Err(format!(
-            "process '{called}' is not in this workflow; call processes of the same document"
-        ))
+        match workflows::find_process(tx, row.workspace_id, called).await? {
+            Some((workflow_id, version, model)) => {
+                let other: Definitions = serde_json::from_value(model)?;
+                Ok(Some((workflow_id, version, other)))
+            }
+            None => Err(format!(
+                "no process '{called}' in this workflow or any other of the workspace"
+            )),
+        }
     };
+    let started = target.and_then(|t| {
+        let (workflow_id, version, child_defs) = match t {
+            Some((w, v, d)) => (w, v, std::borrow::Cow::Owned(d)),
+            None => (
+                row.workflow_id,
+                row.version,
+                std::borrow::Cow::Borrowed(defs),
+            ),
+        };
+        run::start(&child_defs, Some(called), None, vars, cx.now)
+            .map(|(child, effects)| (workflow_id, version, child_defs, child, effects))
+            .map_err(|e| e.to_string())
+    });
     match started {
-        Ok((child, effects)) => {
+        Ok((workflow_id, version, child_defs, child, effects)) => {
+            if workflow_id != row.workflow_id {
+                store::freeze_version(tx, workflow_id, version).await?;
+            }
             let id = Uuid::now_v7();
             let s = Started {
                 workspace_id: row.workspace_id,
-                workflow_id: row.workflow_id,
-                version: row.version,
+                workflow_id,
+                version,
                 business_key: row.business_key.as_deref(),
                 parent: Some((row.id, token as i64)),
                 created_by: &cx.actor,
                 created_token: row.created_token,
             };
-            Box::pin(create(tx, cx, defs, id, &s, child, effects, depth + 1)).await?;
+            Box::pin(create(
+                tx,
+                cx,
+                &child_defs,
+                id,
+                &s,
+                child,
+                effects,
+                depth + 1,
+            ))
+            .await?;
             Ok(Vec::new())
         }
         Err(message) => run::apply(
