@@ -556,6 +556,50 @@ async fn workspace_b(app: &TestApp, doc: &Value) -> (Uuid, String, Ids) {
     );
     // Tools are global; this one reads the mission named in its arguments.
     ids.insert("tools/{name}".into(), "mission_status".into());
+    // A workflow with an instance waiting at a person's task.
+    let workflow = b(
+        Method::POST,
+        "/v1/workflows".into(),
+        Some(json!({"name": "B-SECRET-WORKFLOW"})),
+    )
+    .await;
+    let workflow_id = workflow["id"].as_str().expect("workflow id").to_owned();
+    for (node, kind) in [
+        ("b_start", "startEvent"),
+        ("b_task", "userTask"),
+        ("b_end", "endEvent"),
+    ] {
+        b(
+            Method::POST,
+            format!("/v1/workflows/{workflow_id}/nodes"),
+            Some(json!({"id": node, "type": kind, "name": node})),
+        )
+        .await;
+    }
+    for (flow, from, to) in [("b_f1", "b_start", "b_task"), ("b_f2", "b_task", "b_end")] {
+        b(
+            Method::POST,
+            format!("/v1/workflows/{workflow_id}/flows"),
+            Some(json!({"id": flow, "source": from, "target": to})),
+        )
+        .await;
+    }
+    let instance = b(
+        Method::POST,
+        format!("/v1/workflows/{workflow_id}/instances"),
+        Some(json!({"variables": {"secret": "B-SECRET-VARIABLE"}})),
+    )
+    .await;
+    ids.insert("workflows/{id}".into(), workflow_id);
+    ids.insert("nodes/{node_id}".into(), "b_task".into());
+    ids.insert(
+        "workflow-instances/{id}".into(),
+        instance["id"].as_str().expect("instance id").to_owned(),
+    );
+    ids.insert(
+        "tokens/{token}".into(),
+        instance["human_tasks"][0]["token"].to_string(),
+    );
     for (key, _why) in UNMATERIALISED {
         ids.insert((*key).into(), Uuid::new_v4().to_string());
     }

@@ -547,3 +547,37 @@ async fn a_call_activity_runs_a_process_of_another_workflow() {
     );
     app.stop().await;
 }
+
+/// A message nobody waits for starts the newest workflow whose process a
+/// message of that name starts; its correlation key becomes the business key.
+#[tokio::test]
+async fn a_message_starts_a_process_with_a_message_start_event() {
+    let app = spawn_app().await;
+    import_workflow(
+        &app,
+        doc(r#"<message id="m" name="Order placed"/>
+        <process id="orders" isExecutable="true">
+        <startEvent id="placed"><messageEventDefinition messageRef="m"/></startEvent>
+        <userTask id="pack"/><endEvent id="e"/>
+        <sequenceFlow id="f1" sourceRef="placed" targetRef="pack"/>
+        <sequenceFlow id="f2" sourceRef="pack" targetRef="e"/></process>"#),
+    )
+    .await;
+    let (status, to) = app
+        .post(
+            "/v1/workflow-messages",
+            json!({ "name": "Order placed", "correlation_key": "O-1", "payload": { "qty": 2 } }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{to}");
+    let (_, inst) = app
+        .get(&format!(
+            "/v1/workflow-instances/{}",
+            to["instance_id"].as_str().expect("id")
+        ))
+        .await;
+    assert_eq!(inst["business_key"], "O-1", "{inst}");
+    assert_eq!(inst["variables"]["qty"], 2, "{inst}");
+    assert_eq!(inst["active"], json!(["pack"]), "{inst}");
+    app.stop().await;
+}

@@ -80,7 +80,15 @@ async fn start(
             "version must be 1 or more",
         ));
     }
-    let view = instances::start(&state.pool, &state.planning, &who, id, req).await?;
+    let view = instances::start(
+        &state.pool,
+        &state.planning,
+        state.engine.events_notifier.as_ref(),
+        &who,
+        id,
+        req,
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -179,7 +187,15 @@ async fn cancel(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<InstanceView>> {
     who.require(RUNNERS)?;
-    let view = instances::command(&state.pool, &state.planning, &who, id, Command::Cancel).await?;
+    let view = instances::command(
+        &state.pool,
+        &state.planning,
+        state.engine.events_notifier.as_ref(),
+        &who,
+        id,
+        Command::Cancel,
+    )
+    .await?;
     Ok(Json(view))
 }
 
@@ -234,7 +250,15 @@ async fn complete(
         output: req.output,
     };
     Ok(Json(
-        instances::command(&state.pool, &state.planning, &who, id, cmd).await?,
+        instances::command(
+            &state.pool,
+            &state.planning,
+            state.engine.events_notifier.as_ref(),
+            &who,
+            id,
+            cmd,
+        )
+        .await?,
     ))
 }
 
@@ -287,7 +311,15 @@ async fn fail(
         message: req.message,
     };
     Ok(Json(
-        instances::command(&state.pool, &state.planning, &who, id, cmd).await?,
+        instances::command(
+            &state.pool,
+            &state.planning,
+            state.engine.events_notifier.as_ref(),
+            &who,
+            id,
+            cmd,
+        )
+        .await?,
     ))
 }
 
@@ -320,7 +352,15 @@ async fn retry(
         token: token_of(&token)?,
     };
     Ok(Json(
-        instances::command(&state.pool, &state.planning, &who, id, cmd).await?,
+        instances::command(
+            &state.pool,
+            &state.planning,
+            state.engine.events_notifier.as_ref(),
+            &who,
+            id,
+            cmd,
+        )
+        .await?,
     ))
 }
 
@@ -365,7 +405,15 @@ async fn set_variables(
         variables: req.variables,
     };
     Ok(Json(
-        instances::command(&state.pool, &state.planning, &who, id, cmd).await?,
+        instances::command(
+            &state.pool,
+            &state.planning,
+            state.engine.events_notifier.as_ref(),
+            &who,
+            id,
+            cmd,
+        )
+        .await?,
     ))
 }
 
@@ -394,8 +442,9 @@ pub struct Delivered {
 }
 
 /// Correlates a message to the first instance of the workspace with a token
-/// waiting for it (and, if the token asks, this correlation key). Nobody
-/// waiting: 422 `no_subscriber`.
+/// waiting for it (and, if the token asks, this correlation key); when none
+/// waits, it starts the newest workflow with a message start event for it
+/// (the key becomes the business key). Neither: 422 `no_subscriber`.
 ///
 /// Roles: admin, operator, agent.
 #[utoipa::path(
@@ -422,6 +471,7 @@ async fn message(
     let to = delivery::correlate(
         &state.pool,
         &state.planning,
+        state.engine.events_notifier.as_ref(),
         &who,
         &req.name,
         req.correlation_key.as_deref(),
@@ -485,7 +535,14 @@ async fn signal(
     Json(req): Json<Signal>,
 ) -> ApiResult<Json<Broadcast>> {
     who.require(RUNNERS)?;
-    let delivered =
-        delivery::broadcast(&state.pool, &state.planning, &who, &req.name, req.payload).await?;
+    let delivered = delivery::broadcast(
+        &state.pool,
+        &state.planning,
+        state.engine.events_notifier.as_ref(),
+        &who,
+        &req.name,
+        req.payload,
+    )
+    .await?;
     Ok(Json(Broadcast { delivered }))
 }

@@ -384,9 +384,14 @@ impl Engine {
         // Running workflows: due timers, finished tasks and calls, thrown
         // messages and signals.
         let actor = format!("engine:{}", self.cfg.replica_id);
-        if let Err(e) = crate::workflows::pump::run(&self.pool, &self.planning, &actor)
-            .instrument(phase("tick.workflows"))
-            .await
+        if let Err(e) = crate::workflows::pump::run(
+            &self.pool,
+            &self.planning,
+            self.cfg.events_notifier.as_ref(),
+            &actor,
+        )
+        .instrument(phase("tick.workflows"))
+        .await
         {
             tracing::warn!(error = %e, "moving workflows failed");
         }

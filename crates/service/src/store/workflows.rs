@@ -273,3 +273,26 @@ pub async fn find_process(
     .await?;
     Ok(row.map(|r| (r.id, r.version, r.model)))
 }
+
+/// The workspace's workflows whose latest version declares a message named
+/// `name`, newest first (at most 20): (workflow, model).
+pub async fn with_message(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    name: &str,
+) -> sqlx::Result<Vec<(Uuid, Value)>> {
+    let rows = sqlx::query!(
+        "SELECT w.id, v.model
+         FROM workflows w
+         JOIN workflow_versions v ON v.workflow_id = w.id AND v.version = w.latest_version
+         WHERE w.workspace_id = $1
+           AND v.model->'messages' @> jsonb_build_array(jsonb_build_object('name', $2::text))
+         ORDER BY w.id DESC
+         LIMIT 20",
+        workspace_id,
+        name
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.model)).collect())
+}

@@ -14,14 +14,21 @@ use super::{
     WorkflowError,
     instances::{RunContext, command_in},
 };
-use crate::{auth::Principal, missions::PlanningConfig, store::workflow_instances as store};
+use crate::{
+    auth::Principal,
+    missions::PlanningConfig,
+    store::{event_notify::Notifier, workflow_instances as store},
+};
 
 /// Delivers a message to the first instance of the workspace whose token
-/// waits for it with this correlation key (a token with no key takes any);
-/// the instance's id, or `None` when nobody waits.
+/// waits for it with this correlation key (a token with no key takes any),
+/// else starts an instance of the newest workflow with a message start
+/// event for it (the correlation key becomes its business key); the
+/// instance's id, or `None` when nothing takes it.
 pub async fn correlate(
     pool: &PgPool,
     planning: &PlanningConfig,
+    notifier: Option<&Notifier>,
     who: &Principal,
     name: &str,
     correlation: Option<&str>,
@@ -30,8 +37,77 @@ pub async fn correlate(
     if name.trim().is_empty() {
         return Err(Invalid::new("name", "name must not be blank").into());
     }
-    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor()).await?;
-    deliver_message(pool, &cx, who.workspace_id, name, correlation, payload).await
+    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor(), notifier).await?;
+    let delivered = deliver_message(
+        pool,
+        &cx,
+        who.workspace_id,
+        name,
+        correlation,
+        payload.clone(),
+    )
+    .await?;
+    if delivered.is_some() {
+        return Ok(delivered);
+    }
+    // Nobody waits: a process that a message of this name starts takes it.
+    let Some((workflow_id, process_id, start_event)) =
+        message_start(pool, who.workspace_id, name).await?
+    else {
+        return Ok(None);
+    };
+    let variables = match payload {
+        Value::Object(map) => Some(map),
+        Value::Null => None,
+        other => Some(serde_json::Map::from_iter([("message".to_owned(), other)])),
+    };
+    let req = super::instances::StartInstance {
+        variables,
+        process_id: Some(process_id),
+        start_event: Some(start_event),
+        business_key: correlation.map(str::to_owned),
+        version: None,
+    };
+    let view = super::instances::start(pool, planning, notifier, who, workflow_id, req).await?;
+    Ok(Some(view.id))
+}
+
+/// The workspace's newest workflow whose latest version has a message start
+/// event for message `name` (a top-level start of one of its processes):
+/// (workflow, process, start event).
+async fn message_start(
+    pool: &PgPool,
+    workspace_id: Uuid,
+    name: &str,
+) -> Result<Option<(Uuid, String, String)>, WorkflowError> {
+    let mut conn = pool.acquire().await?;
+    let candidates = crate::store::workflows::with_message(&mut conn, workspace_id, name).await?;
+    for (workflow_id, model) in candidates {
+        let defs: coordinator_bpmn::Definitions = serde_json::from_value(model)?;
+        let ids: Vec<&str> = defs
+            .messages
+            .iter()
+            .filter(|m| m.name.as_deref() == Some(name))
+            .map(|m| m.id.as_str())
+            .collect();
+        for p in &defs.processes {
+            for n in &p.nodes {
+                if let coordinator_bpmn::NodeKind::StartEvent {
+                    trigger:
+                        coordinator_bpmn::Trigger::Message {
+                            message_ref: Some(r),
+                            ..
+                        },
+                    ..
+                } = &n.kind
+                    && ids.contains(&r.as_str())
+                {
+                    return Ok(Some((workflow_id, p.id.clone(), n.id.clone())));
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 pub(crate) async fn deliver_message(
@@ -49,7 +125,7 @@ pub(crate) async fn deliver_message(
         if key.is_some() && key.as_deref() != correlation {
             continue;
         }
-        let mut tx = pool.begin().await?;
+        let mut tx = cx.begin(pool).await?;
         let cmd = Command::Message {
             name: name.to_owned(),
             correlation: correlation.map(str::to_owned),
@@ -58,6 +134,7 @@ pub(crate) async fn deliver_message(
         match command_in(&mut tx, cx, Some(workspace_id), instance, cmd, false).await {
             Ok(_) => {
                 tx.commit().await?;
+                cx.committed();
                 return Ok(Some(instance));
             }
             // Taken meanwhile by another delivery: try the next.
@@ -73,6 +150,7 @@ pub(crate) async fn deliver_message(
 pub async fn broadcast(
     pool: &PgPool,
     planning: &PlanningConfig,
+    notifier: Option<&Notifier>,
     who: &Principal,
     name: &str,
     payload: Value,
@@ -80,7 +158,7 @@ pub async fn broadcast(
     if name.trim().is_empty() {
         return Err(Invalid::new("name", "name must not be blank").into());
     }
-    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor()).await?;
+    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor(), notifier).await?;
     deliver_signal(pool, &cx, who.workspace_id, name, payload, None).await
 }
 
@@ -97,7 +175,7 @@ pub(crate) async fn deliver_signal(
     drop(conn);
     let mut n = 0;
     for instance in waiters.into_iter().filter(|i| Some(*i) != except) {
-        let mut tx = pool.begin().await?;
+        let mut tx = cx.begin(pool).await?;
         let cmd = Command::Signal {
             name: name.to_owned(),
             payload: payload.clone(),
@@ -105,6 +183,7 @@ pub(crate) async fn deliver_signal(
         match command_in(&mut tx, cx, Some(workspace_id), instance, cmd, false).await {
             Ok(_) => {
                 tx.commit().await?;
+                cx.committed();
                 n += 1;
             }
             Err(WorkflowError::Refused(_)) => continue,

@@ -34,6 +34,7 @@ use crate::{
     },
     planning::{AgentCapability, PlanSpec, TaskSpec},
     store::{
+        event_notify::{self, Notifier},
         events::{self, WorkspaceEvent},
         workflow_instances::{self as store, InstanceRow, NewInstance, TokenRow},
         workflows,
@@ -135,6 +136,8 @@ pub struct RunContext<'a> {
     pub actor: String,
     /// Now.
     pub now: OffsetDateTime,
+    /// Announces the commits' events afterwards (off NOTIFY's commit lock).
+    pub notifier: Option<Notifier>,
 }
 
 impl<'a> RunContext<'a> {
@@ -144,6 +147,7 @@ impl<'a> RunContext<'a> {
         planning: &'a PlanningConfig,
         workspace_id: Uuid,
         actor: String,
+        notifier: Option<&Notifier>,
     ) -> Result<RunContext<'a>, WorkflowError> {
         let agents = planner::capabilities(pool, planning, workspace_id)
             .await
@@ -153,7 +157,27 @@ impl<'a> RunContext<'a> {
             agents,
             actor,
             now: OffsetDateTime::now_utc(),
+            notifier: notifier.cloned(),
         })
+    }
+
+    /// Begins one of the workflow's transactions: its event writes are
+    /// announced by [`RunContext::committed`] after the commit, so workflow
+    /// commits do not queue on NOTIFY's database-wide lock.
+    pub async fn begin(
+        &self,
+        pool: &PgPool,
+    ) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        event_notify::begin(pool, self.notifier.as_ref()).await
+    }
+
+    /// After the commit of a transaction from [`RunContext::begin`]: its
+    /// events are announced, and the dispatcher looks for tasks it made ready.
+    pub fn committed(&self) {
+        if let Some(n) = &self.notifier {
+            n.committed();
+            n.work_ready();
+        }
     }
 }
 
@@ -163,6 +187,7 @@ impl<'a> RunContext<'a> {
 pub async fn start(
     pool: &PgPool,
     planning: &PlanningConfig,
+    notifier: Option<&Notifier>,
     who: &Principal,
     workflow_id: Uuid,
     req: StartInstance,
@@ -170,8 +195,8 @@ pub async fn start(
     if let Some(k) = &req.business_key {
         coordinator_core::text::Text::required(200).check("business_key", k)?;
     }
-    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor()).await?;
-    let mut tx = pool.begin().await?;
+    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor(), notifier).await?;
+    let mut tx = cx.begin(pool).await?;
     let workflow = workflows::lock(&mut tx, who.workspace_id, workflow_id)
         .await?
         .ok_or_else(|| WorkflowError::NotFound(format!("no workflow {workflow_id}")))?;
@@ -208,6 +233,7 @@ pub async fn start(
     };
     create(&mut tx, &cx, &defs, id, &started, inst, effects, 0).await?;
     tx.commit().await?;
+    cx.committed();
     show(pool, who.workspace_id, id).await
 }
 
@@ -390,14 +416,16 @@ pub(crate) async fn command_in(
 pub async fn command(
     pool: &PgPool,
     planning: &PlanningConfig,
+    notifier: Option<&Notifier>,
     who: &Principal,
     id: Uuid,
     cmd: Command,
 ) -> Result<InstanceView, WorkflowError> {
-    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor()).await?;
-    let mut tx = pool.begin().await?;
+    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor(), notifier).await?;
+    let mut tx = cx.begin(pool).await?;
     command_in(&mut tx, &cx, Some(who.workspace_id), id, cmd, false).await?;
     tx.commit().await?;
+    cx.committed();
     show(pool, who.workspace_id, id).await
 }
 

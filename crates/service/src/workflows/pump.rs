@@ -21,159 +21,190 @@ use super::{
     delivery::{deliver_message, deliver_signal},
     instances::{RunContext, command_in},
 };
-use crate::{missions::PlanningConfig, store::workflow_instances as store};
+use crate::{
+    missions::PlanningConfig,
+    store::{event_notify::Notifier, workflow_instances as store},
+};
 
-/// Items of each kind looked at per tick.
+/// Items of each kind looked at per pass.
 const BATCH: i64 = 64;
 
-/// One pass: how many commands were applied.
+/// Passes per tick while a pass finds a full batch (a backlog drains in one
+/// tick, not one batch a second).
+const MAX_PASSES: usize = 16;
+
+/// What a pass works with: the database, the settings, who acts, and each
+/// workspace's run context, loaded once.
+struct Pump<'p> {
+    pool: &'p PgPool,
+    planning: &'p PlanningConfig,
+    notifier: Option<&'p Notifier>,
+    actor: &'p str,
+    contexts: HashMap<Uuid, RunContext<'p>>,
+}
+
+/// Moves what is due; how many commands were applied.
 pub async fn run(
     pool: &PgPool,
     planning: &PlanningConfig,
+    notifier: Option<&Notifier>,
     actor: &str,
 ) -> Result<usize, WorkflowError> {
-    let mut contexts: HashMap<Uuid, RunContext<'_>> = HashMap::new();
+    let mut pump = Pump {
+        pool,
+        planning,
+        notifier,
+        actor,
+        contexts: HashMap::new(),
+    };
     let mut applied = 0;
-    let mut conn = pool.acquire().await?;
-    let now = time::OffsetDateTime::now_utc();
-    let timers = store::due_timers(&mut conn, now, BATCH).await?;
-    let work = store::finished_work(&mut conn, BATCH).await?;
-    let children = store::finished_children(&mut conn, BATCH).await?;
-    drop(conn);
-    for (ws, instance, token) in timers {
-        let cmd = Command::TimerDue {
-            token: token as u64,
-        };
-        applied += apply(pool, planning, &mut contexts, actor, ws, instance, cmd).await?;
+    for _ in 0..MAX_PASSES {
+        let (n, full) = pump.pass().await?;
+        applied += n;
+        if !full {
+            break;
+        }
     }
-    for w in work {
-        let cmd = if w.status == "completed" {
-            Command::Complete {
-                token: w.token as u64,
-                output: w.output.unwrap_or(Value::Null),
-            }
-        } else {
-            Command::Fail {
-                token: w.token as u64,
-                error_code: None,
-                message: w
-                    .failure_reason
-                    .unwrap_or_else(|| format!("the task's mission was {}", w.status)),
-            }
-        };
-        applied += apply(
-            pool,
-            planning,
-            &mut contexts,
-            actor,
-            w.workspace_id,
-            w.instance_id,
-            cmd,
-        )
-        .await?;
-    }
-    for (ws, parent, token, status, state) in children {
-        let cmd = if status == "completed" {
-            let child: Instance = serde_json::from_value(state)?;
-            Command::Complete {
-                token: token as u64,
-                output: Value::Object(child.variables),
-            }
-        } else {
-            Command::Fail {
-                token: token as u64,
-                error_code: None,
-                message: format!("the called process was {status}"),
-            }
-        };
-        applied += apply(pool, planning, &mut contexts, actor, ws, parent, cmd).await?;
-    }
-    applied += outbox(pool, planning, &mut contexts, actor).await?;
     Ok(applied)
 }
 
-/// The context of `ws`'s instances, loaded once per pass.
-async fn context<'c, 'p>(
-    pool: &PgPool,
-    planning: &'p PlanningConfig,
-    contexts: &'c mut HashMap<Uuid, RunContext<'p>>,
-    actor: &str,
-    ws: Uuid,
-) -> Result<&'c RunContext<'p>, WorkflowError> {
-    if let std::collections::hash_map::Entry::Vacant(slot) = contexts.entry(ws) {
-        slot.insert(RunContext::load(pool, planning, ws, actor.to_owned()).await?);
+impl<'p> Pump<'p> {
+    /// One pass: (commands applied, whether some kind filled its batch).
+    async fn pass(&mut self) -> Result<(usize, bool), WorkflowError> {
+        let mut applied = 0;
+        let mut conn = self.pool.acquire().await?;
+        let now = time::OffsetDateTime::now_utc();
+        let timers = store::due_timers(&mut conn, now, BATCH).await?;
+        let work = store::finished_work(&mut conn, BATCH).await?;
+        let children = store::finished_children(&mut conn, BATCH).await?;
+        drop(conn);
+        let full = [timers.len(), work.len(), children.len()]
+            .iter()
+            .any(|n| *n as i64 >= BATCH);
+        for (ws, instance, token) in timers {
+            let cmd = Command::TimerDue {
+                token: token as u64,
+            };
+            applied += self.apply(ws, instance, cmd).await?;
+        }
+        for w in work {
+            let cmd = if w.status == "completed" {
+                Command::Complete {
+                    token: w.token as u64,
+                    output: w.output.unwrap_or(Value::Null),
+                }
+            } else {
+                Command::Fail {
+                    token: w.token as u64,
+                    error_code: None,
+                    message: w
+                        .failure_reason
+                        .unwrap_or_else(|| format!("the task's mission was {}", w.status)),
+                }
+            };
+            applied += self.apply(w.workspace_id, w.instance_id, cmd).await?;
+        }
+        for (ws, parent, token, status, state) in children {
+            let cmd = if status == "completed" {
+                let child: Instance = serde_json::from_value(state)?;
+                Command::Complete {
+                    token: token as u64,
+                    output: Value::Object(child.variables),
+                }
+            } else {
+                Command::Fail {
+                    token: token as u64,
+                    error_code: None,
+                    message: format!("the called process was {status}"),
+                }
+            };
+            applied += self.apply(ws, parent, cmd).await?;
+        }
+        let (sent, more) = self.outbox().await?;
+        Ok((applied + sent, full || more))
     }
-    contexts
-        .get(&ws)
-        .ok_or_else(|| WorkflowError::Run("context vanished".into()))
-}
 
-/// Applies one command in its own transaction; 1 if it applied, 0 if the
-/// instance was busy or the command no longer fits.
-async fn apply<'p>(
-    pool: &PgPool,
-    planning: &'p PlanningConfig,
-    contexts: &mut HashMap<Uuid, RunContext<'p>>,
-    actor: &str,
-    ws: Uuid,
-    instance: Uuid,
-    cmd: Command,
-) -> Result<usize, WorkflowError> {
-    let cx = context(pool, planning, contexts, actor, ws).await?;
-    let mut tx = pool.begin().await?;
-    match command_in(&mut tx, cx, Some(ws), instance, cmd, true).await {
-        Ok(Some(())) => {
+    /// The context of `ws`'s instances, loaded once per tick.
+    async fn context(&mut self, ws: Uuid) -> Result<&RunContext<'p>, WorkflowError> {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.contexts.entry(ws) {
+            let cx = RunContext::load(
+                self.pool,
+                self.planning,
+                ws,
+                self.actor.to_owned(),
+                self.notifier,
+            )
+            .await?;
+            slot.insert(cx);
+        }
+        self.contexts
+            .get(&ws)
+            .ok_or_else(|| WorkflowError::Run("context vanished".into()))
+    }
+
+    /// Applies one command in its own transaction; 1 if it applied, 0 if the
+    /// instance was busy or the command no longer fits.
+    async fn apply(
+        &mut self,
+        ws: Uuid,
+        instance: Uuid,
+        cmd: Command,
+    ) -> Result<usize, WorkflowError> {
+        let pool = self.pool;
+        let cx = self.context(ws).await?;
+        let mut tx = cx.begin(pool).await?;
+        match command_in(&mut tx, cx, Some(ws), instance, cmd, true).await {
+            Ok(Some(())) => {
+                tx.commit().await?;
+                cx.committed();
+                Ok(1)
+            }
+            Ok(None) | Err(WorkflowError::Refused(_)) => Ok(0),
+            Err(e) => {
+                tracing::warn!(instance = %instance, error = %e, "a workflow command failed; retried next tick");
+                Ok(0)
+            }
+        }
+    }
+
+    /// Delivers thrown messages and signals, each taken from the outbox by
+    /// the transaction that delivers it: (delivered, whether more wait).
+    async fn outbox(&mut self) -> Result<(usize, bool), WorkflowError> {
+        let pool = self.pool;
+        let mut n = 0;
+        for _ in 0..BATCH {
+            let mut tx = pool.begin().await?;
+            let Some(item) = store::take_outbox(&mut tx).await? else {
+                return Ok((n, false));
+            };
+            let cx = self.context(item.workspace_id).await?;
+            // Delivered in transactions of their own: a message or signal
+            // thrown is delivered at least once to instances waiting when it
+            // is taken.
+            if item.kind == "message" {
+                deliver_message(
+                    pool,
+                    cx,
+                    item.workspace_id,
+                    &item.name,
+                    item.correlation.as_deref(),
+                    item.payload.clone(),
+                )
+                .await?;
+            } else {
+                deliver_signal(
+                    pool,
+                    cx,
+                    item.workspace_id,
+                    &item.name,
+                    item.payload.clone(),
+                    item.from_instance,
+                )
+                .await?;
+            }
             tx.commit().await?;
-            Ok(1)
+            n += 1;
         }
-        Ok(None) | Err(WorkflowError::Refused(_)) => Ok(0),
-        Err(e) => {
-            tracing::warn!(instance = %instance, error = %e, "a workflow command failed; retried next tick");
-            Ok(0)
-        }
+        Ok((n, true))
     }
-}
-
-/// Delivers thrown messages and signals, each taken from the outbox by the
-/// transaction that delivers it.
-async fn outbox<'p>(
-    pool: &PgPool,
-    planning: &'p PlanningConfig,
-    contexts: &mut HashMap<Uuid, RunContext<'p>>,
-    actor: &str,
-) -> Result<usize, WorkflowError> {
-    let mut n = 0;
-    for _ in 0..BATCH {
-        let mut tx = pool.begin().await?;
-        let Some(item) = store::take_outbox(&mut tx).await? else {
-            break;
-        };
-        let cx = context(pool, planning, contexts, actor, item.workspace_id).await?;
-        // Delivered in transactions of their own: a message or signal thrown
-        // is delivered at least once to instances waiting when it is taken.
-        if item.kind == "message" {
-            deliver_message(
-                pool,
-                cx,
-                item.workspace_id,
-                &item.name,
-                item.correlation.as_deref(),
-                item.payload.clone(),
-            )
-            .await?;
-        } else {
-            deliver_signal(
-                pool,
-                cx,
-                item.workspace_id,
-                &item.name,
-                item.payload.clone(),
-                item.from_instance,
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        n += 1;
-    }
-    Ok(n)
 }

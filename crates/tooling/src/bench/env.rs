@@ -8,6 +8,7 @@ use std::{
 };
 
 use anyhow::Context;
+use futures::{StreamExt, stream};
 use serde_json::json;
 use sqlx::PgPool;
 use tokio::{sync::oneshot, task::JoinHandle};
@@ -304,6 +305,29 @@ pub(crate) async fn wait_completed(
         }
         tokio::time::sleep(Completion::POLL).await;
     }
+}
+
+/// Opens the replicas' pool connections with cheap reads, as the creating
+/// of missions used to, so the measured part does not pay for connecting.
+pub(super) async fn warm_up(env: &BenchEnv, replicas: &[Replica]) -> anyhow::Result<()> {
+    let per = env.replica_pool(replicas.len()) as usize;
+    let reads: Vec<anyhow::Result<()>> = stream::iter(0..per * replicas.len())
+        .map(|i| {
+            let api = env.api(replicas[i % replicas.len()].base.clone());
+            async move {
+                api.http
+                    .get(format!("{}/v1/agents", api.base))
+                    .bearer_auth(&api.token)
+                    .send()
+                    .await?
+                    .error_for_status()?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(per * replicas.len())
+        .collect()
+        .await;
+    reads.into_iter().collect()
 }
 
 #[cfg(test)]

@@ -22,7 +22,10 @@
 //! - the job-queue baseline: graphile-worker 0.18 on the same server in the
 //!   same run, as ratios ours ÷ theirs ([`jobqueue`], `--job-queue auto|off`;
 //!   skipped with one line when node or `scripts/jobqueue-install.sh`'s
-//!   install is missing).
+//!   install is missing);
+//! - workflows: token transitions per second of `--workflow-instances`
+//!   BPMN instances of a 20-node process, beside the plain engine's tasks
+//!   per second of the same run ([`workflows`], last, in the main database).
 //!
 //! The idle, memory, long and job-queue phases run in databases of their own
 //! on the same server, so no phase sees another's rows.
@@ -41,8 +44,9 @@
 //! Layout: `env` holds the shared set-up (database, token, instant worker,
 //! in-process replicas and their pool sizes), `observe` the database counts,
 //! `throughput` the throughput, dispatch and chain sections, `jobqueue` the
-//! baseline queue and our single-task latency, `output` the printed report
-//! and the JSON figures.
+//! baseline queue and our single-task latency, `workflows` the BPMN
+//! instances' token transitions, `output` the printed report and the JSON
+//! figures.
 
 use std::{
     path::PathBuf,
@@ -66,6 +70,7 @@ mod output;
 pub mod report;
 pub mod streams;
 mod throughput;
+pub mod workflows;
 
 use env::BenchEnv;
 
@@ -128,6 +133,17 @@ pub struct BenchArgs {
     /// the engine phases: `auto` skips it when node or the package is missing.
     #[arg(long, value_enum, default_value_t = jobqueue::JobQueueMode::Auto)]
     pub job_queue: jobqueue::JobQueueMode,
+    /// Instances of the 20-node user-task process driven to their end in the
+    /// workflow phase (token transitions per second); 0 skips the phase.
+    #[arg(long, default_value_t = 1_000)]
+    pub workflow_instances: usize,
+    /// Concurrent clients completing the workflow instances' tasks.
+    #[arg(long, default_value_t = 64)]
+    pub workflow_clients: usize,
+    /// Instances of the same process made of service tasks (each task a
+    /// mission); 0 skips that variant.
+    #[arg(long, default_value_t = 100)]
+    pub workflow_service_instances: usize,
 }
 
 /// `coordinator bench` subcommands.
@@ -272,6 +288,7 @@ pub(crate) struct Measured {
     long: Option<long::LongReport>,
     single: Option<jobqueue::SingleLatency>,
     job_queue: Option<jobqueue::JobQueueReport>,
+    workflows: Option<workflows::WorkflowReport>,
 }
 
 /// Runs the benchmark and prints its report (or, with `report`, renders the page).
@@ -305,12 +322,18 @@ fn check(args: &BenchArgs) -> anyhow::Result<()> {
         !args.replicas.is_empty() && args.replicas.iter().all(|r| (1..=8).contains(r)),
         "--replicas must be 1–8 each"
     );
+    anyhow::ensure!(
+        args.workflow_instances == 0 || args.workflow_clients > 0,
+        "--workflow-clients must be at least 1"
+    );
     Ok(())
 }
 
 /// Runs every section in order: the engine ones in the main database, then
 /// the streams over the log they wrote, then idle, memory and the long run,
-/// each in a fresh database (so no section sees another's rows).
+/// each in a fresh database (so no section sees another's rows), the job
+/// queue, and last the workflows in the main database (so they change no
+/// other section's figures).
 async fn measure(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<Measured> {
     eprintln!("measuring the baseline…");
     let baseline = env.baseline().await?;
@@ -322,6 +345,19 @@ async fn measure(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<Measured> {
     let memory = measure_memory(&env.server_url, args).await?;
     let long = measure_long(&env.server_url, args).await?;
     let job_queue = jobqueue::measure(&env.server_url, args).await?;
+    let workflows = match args.workflow_instances {
+        0 => None,
+        _ => {
+            // The plain engine's tasks/s of this run, beside which the
+            // transitions are read: the 1-replica phase's, else the first's.
+            let engine = throughput
+                .iter()
+                .find(|t| t.replicas == 1)
+                .or_else(|| throughput.first())
+                .map_or((0, f64::NAN), |t| (t.replicas, t.tasks_per_s));
+            Some(workflows::measure(env, args, engine).await?)
+        }
+    };
     Ok(Measured {
         baseline,
         throughput,
@@ -333,6 +369,7 @@ async fn measure(env: &BenchEnv, args: &BenchArgs) -> anyhow::Result<Measured> {
         long,
         single,
         job_queue,
+        workflows,
     })
 }
 

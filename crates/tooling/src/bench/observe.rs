@@ -609,6 +609,29 @@ impl Completion {
     }
 }
 
+/// What the database has done so far, in counters that read-only queries
+/// (the bench's own polling) do not move.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DbCost {
+    /// The next transaction id: one is assigned per transaction that writes.
+    pub(super) next_xid: i64,
+    /// The WAL insert position, in bytes.
+    pub(super) wal_lsn: i64,
+}
+
+/// Reads [`DbCost`] without assigning a transaction id itself, over `pool`
+/// (on another database: the counters are the server's, and reading them
+/// there keeps the read out of the bench database's commits).
+pub(super) async fn db_cost(pool: &PgPool) -> sqlx::Result<DbCost> {
+    let (next_xid, wal_lsn): (i64, i64) = sqlx::query_as(
+        "SELECT txid_snapshot_xmax(txid_current_snapshot())::int8,
+                pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(DbCost { next_xid, wal_lsn })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,9 @@ pub(crate) fn print(args: &BenchArgs, m: &Measured) -> String {
         print_long(long, &mut line);
     }
     print_job_queue(m, &mut line);
+    if let Some(w) = &m.workflows {
+        super::workflows::print(w, m.baseline.total_ms, &mut line);
+    }
     let last_line = line.join(" ");
     println!("{last_line}");
     last_line
@@ -399,6 +402,7 @@ pub(crate) fn write_json(
         long: m.long,
         single: m.single,
         job_queue: m.job_queue,
+        workflows: m.workflows,
         last_line,
     };
     std::fs::write(path, serde_json::to_vec_pretty(&figures)?)

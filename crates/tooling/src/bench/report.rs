@@ -20,6 +20,7 @@ pub use super::observe::TopStatement;
 mod agent_tools;
 mod counts;
 mod jobqueue;
+mod workflows;
 
 use super::{
     idle::IdleReport,
@@ -27,6 +28,7 @@ use super::{
     long::LongReport,
     memory::MemoryReport,
     streams::StreamReport,
+    workflows::WorkflowReport,
 };
 
 /// `coordinator bench report` options.
@@ -172,6 +174,9 @@ pub struct EngineFigures {
     /// The job-queue baseline of the same run, if measured.
     #[serde(default)]
     pub job_queue: Option<JobQueueReport>,
+    /// The workflow phase (token transitions), if run.
+    #[serde(default)]
+    pub workflows: Option<WorkflowReport>,
     /// The bench's last `key=value` line, verbatim.
     pub last_line: String,
 }
@@ -642,6 +647,9 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
     }
     if let Some(st) = &e.streams {
         render_streams(w, st);
+    }
+    if let Some(wf) = &e.workflows {
+        workflows::render(w, wf, b);
     }
 }
 

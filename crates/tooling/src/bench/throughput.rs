@@ -14,9 +14,9 @@ use uuid::Uuid;
 
 use super::{
     Api, BenchArgs, chain_plan,
-    env::{BenchEnv, Replica, mission_id, wait_completed},
+    env::{BenchEnv, Replica, mission_id, wait_completed, warm_up},
     fanout_plan,
-    observe::PhaseCounts,
+    observe::{DbCost, PhaseCounts, db_cost},
     percentile, report,
 };
 
@@ -67,29 +67,6 @@ async fn start_replicas(env: &BenchEnv, count: usize) -> anyhow::Result<Vec<Repl
         up.push(Replica::start(&env.url, size).await?);
     }
     Ok(up)
-}
-
-/// Opens the replicas' pool connections with cheap reads, as the creating
-/// of missions used to, so the measured part does not pay for connecting.
-async fn warm_up(env: &BenchEnv, replicas: &[Replica]) -> anyhow::Result<()> {
-    let per = env.replica_pool(replicas.len()) as usize;
-    let reads: Vec<anyhow::Result<()>> = stream::iter(0..per * replicas.len())
-        .map(|i| {
-            let api = env.api(replicas[i % replicas.len()].base.clone());
-            async move {
-                api.http
-                    .get(format!("{}/v1/agents", api.base))
-                    .bearer_auth(&api.token)
-                    .send()
-                    .await?
-                    .error_for_status()?;
-                Ok(())
-            }
-        })
-        .buffer_unordered(per * replicas.len())
-        .collect()
-        .await;
-    reads.into_iter().collect()
 }
 
 /// One throughput point: the created missions approved at once over
@@ -150,29 +127,6 @@ async fn at_replicas(
         lock_wait_share: counts.lock_wait_share,
         top_statements: counts.top,
     })
-}
-
-/// What the database has done so far, in counters that read-only queries
-/// (the bench's own polling) do not move.
-#[derive(Debug, Clone, Copy)]
-struct DbCost {
-    /// The next transaction id: one is assigned per transaction that writes.
-    next_xid: i64,
-    /// The WAL insert position, in bytes.
-    wal_lsn: i64,
-}
-
-/// Reads [`DbCost`] without assigning a transaction id itself, over `pool`
-/// (on another database: the counters are the server's, and reading them
-/// there keeps the read out of the bench database's commits).
-async fn db_cost(pool: &PgPool) -> sqlx::Result<DbCost> {
-    let (next_xid, wal_lsn): (i64, i64) = sqlx::query_as(
-        "SELECT txid_snapshot_xmax(txid_current_snapshot())::int8,
-                pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8",
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(DbCost { next_xid, wal_lsn })
 }
 
 /// Creates `--missions` fan-out missions (awaiting approval) through `api`.

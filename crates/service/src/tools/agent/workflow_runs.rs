@@ -148,7 +148,8 @@ fn start<'a>(cx: &'a ToolContext<'a>, who: &'a Principal, args: Map<String, Valu
             business_key: a.business_key,
             version: None,
         };
-        let view = instances::start(cx.pool, cx.planning, who, a.workflow_id, req).await?;
+        let view =
+            instances::start(cx.pool, cx.planning, cx.notifier, who, a.workflow_id, req).await?;
         Ok(brief(&view))
     })
 }
@@ -187,7 +188,8 @@ fn complete<'a>(
             token: a.token,
             output: a.output,
         };
-        let view = instances::command(cx.pool, cx.planning, who, a.instance_id, cmd).await?;
+        let view =
+            instances::command(cx.pool, cx.planning, cx.notifier, who, a.instance_id, cmd).await?;
         Ok(brief(&view))
     })
 }
@@ -212,6 +214,7 @@ fn message<'a>(
         let to = delivery::correlate(
             cx.pool,
             cx.planning,
+            cx.notifier,
             who,
             &m.name,
             m.correlation_key.as_deref(),
@@ -243,7 +246,8 @@ struct Signal {
 fn signal<'a>(cx: &'a ToolContext<'a>, who: &'a Principal, args: Map<String, Value>) -> Answer<'a> {
     Box::pin(async move {
         let s: Signal = body(args)?;
-        let delivered = delivery::broadcast(cx.pool, cx.planning, who, &s.name, s.payload).await?;
+        let delivered =
+            delivery::broadcast(cx.pool, cx.planning, cx.notifier, who, &s.name, s.payload).await?;
         Ok(json!({ "delivered": delivered }))
     })
 }

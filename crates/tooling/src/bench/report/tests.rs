@@ -170,6 +170,7 @@ fn engine() -> EngineFigures {
         }),
         single: None,
         job_queue: None,
+        workflows: None,
         last_line: "tasks_per_s=400 tasks_per_s_1r=400".into(),
     }
 }
@@ -239,7 +240,7 @@ fn counts_and_the_job_queue_render_with_hand_computed_ratios() {
 #[test]
 fn figures_without_the_new_fields_still_parse_and_render() {
     let mut json = serde_json::to_value(engine_with_counts()).unwrap();
-    for key in ["single", "job_queue"] {
+    for key in ["single", "job_queue", "workflows"] {
         json.as_object_mut().unwrap().remove(key);
     }
     for t in json["throughput"].as_array_mut().unwrap() {
@@ -260,7 +261,78 @@ fn figures_without_the_new_fields_still_parse_and_render() {
     let page = render_one(&old);
     assert!(!page.contains("statements/task"));
     assert!(!page.contains("Job-queue baseline"));
+    assert!(!page.contains("### Workflows"));
     assert!(page.contains("### Throughput and latency"));
+}
+
+fn workflow_figures() -> crate::bench::workflows::WorkflowReport {
+    crate::bench::workflows::WorkflowReport {
+        instances: 1000,
+        nodes: 20,
+        clients: 64,
+        starts_per_s: 250.0,
+        transitions: 18000,
+        secs: 60.0,
+        transitions_per_s: 300.0,
+        complete_p50_ms: 200.0,
+        complete_p95_ms: 400.0,
+        complete_p99_ms: 500.0,
+        solo_p50_ms: 3.0,
+        tasks_per_s: 400.0,
+        tasks_replicas: 1,
+        write_txns_per_transition: Some(1.5),
+        wal_bytes_per_transition: Some(12000.0),
+        stmts_per_transition: Some(11.0),
+        commits_per_transition: Some(5.0),
+        lock_waiters_mean: Some(0.0),
+        lock_wait_share: Some(0.0),
+        top_statements: vec![TopStatement {
+            query: "SELECT a | b".into(),
+            calls_per_task: 1.0,
+            mean_ms: 0.25,
+            time_share: 0.3,
+        }],
+        service: Some(crate::bench::workflows::ServiceReport {
+            instances: 100,
+            transitions: 1900,
+            secs: 30.0,
+            transitions_per_s: 63.3,
+            step_ms: 1500.0,
+        }),
+    }
+}
+
+#[test]
+fn workflows_render_beside_the_engine_with_hand_computed_ratios() {
+    let mut e = engine();
+    e.workflows = Some(workflow_figures());
+    let page = render_one(&e);
+    assert!(page.contains("\n### Workflows\n"), "{page}");
+    // 300 / 400 = 0.75; 3 ms / 0.75 ms baseline = 4.
+    assert!(
+        page.contains("| token transitions/s (18,000 in 60.00 s) | **300** |"),
+        "{page}"
+    );
+    assert!(page.contains("| plain engine, tasks/s (same run) | 400 |"));
+    assert!(page.contains("| transitions/s ÷ tasks/s | 0.75× |"));
+    assert!(page.contains("| complete request under 64 clients, p50 / p95 ms | 200.00 / 400.00 |"));
+    assert!(page.contains("| complete request alone, p50 ms (× baseline) | 3.00 (4.00×) |"));
+    assert!(page.contains("| 11.0 / 5.0 / 1.50 / 12,000 |"));
+    assert!(page.contains(
+        "| the same: one agent step (mission + the tick that applies it), p50 ms | 1,500 |"
+    ));
+    assert!(page.contains("11.0 statements and 5.0 commits per transition in this run"));
+    // 1500 / 3 = 500.
+    assert!(
+        page.contains("took 1,500 ms at p50, 500.00× a complete request alone"),
+        "{page}"
+    );
+    assert!(
+        page.contains("| `SELECT a \\| b` | 1.00 | 0.250 | 30.0 % |"),
+        "{page}"
+    );
+    let back: EngineFigures = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+    assert_eq!(back.workflows, e.workflows);
 }
 
 fn suite() -> Suite {
