@@ -816,7 +816,8 @@ pub async fn show(
 }
 
 fn view(row: InstanceRow, tokens: Vec<TokenRow>) -> Result<InstanceView, WorkflowError> {
-    let inst: Instance = serde_json::from_value(row.state)?;
+    let inst: Instance = serde_json::from_value(row.state.clone())?;
+    let where_ = snapshot(&row, &inst);
     let human_tasks = row
         .work
         .as_object()
@@ -841,13 +842,9 @@ fn view(row: InstanceRow, tokens: Vec<TokenRow>) -> Result<InstanceView, Workflo
         business_key: row.business_key,
         parent_id: row.parent_id,
         variables: Value::Object(inst.variables.clone()),
-        active: inst.active_nodes().into_iter().map(str::to_owned).collect(),
-        completed: inst.completed_nodes().into_iter().map(str::to_owned).collect(),
-        incidents: inst
-            .incidents()
-            .into_iter()
-            .map(|(token, node, message)| json!({ "token": token, "node": node, "message": message }))
-            .collect(),
+        active: where_.active,
+        completed: where_.completed,
+        incidents: where_.incidents,
         human_tasks,
         history: serde_json::to_value(&inst.history)?,
         tokens,
