@@ -581,3 +581,48 @@ async fn a_message_starts_a_process_with_a_message_start_event() {
     assert_eq!(inst["active"], json!(["pack"]), "{inst}");
     app.stop().await;
 }
+
+/// An agent task cut short by an interrupting boundary timer has its
+/// mission cancelled with it: the agent's attempt ends and its slot is free.
+#[tokio::test]
+async fn a_task_the_workflow_withdraws_has_its_mission_cancelled() {
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    register_solo(&app, &worker.url, 1).await;
+    let w = import_workflow(
+        &app,
+        doc(r#"<process id="p" isExecutable="true"><startEvent id="s"/>
+        <serviceTask id="slow" name="Slow work"/>
+        <boundaryEvent id="late" attachedToRef="slow"><timerEventDefinition><timeDuration>PT1S</timeDuration></timerEventDefinition></boundaryEvent>
+        <endEvent id="done"/><endEvent id="timedout"/>
+        <sequenceFlow id="f1" sourceRef="s" targetRef="slow"/>
+        <sequenceFlow id="f2" sourceRef="slow" targetRef="done"/>
+        <sequenceFlow id="f3" sourceRef="late" targetRef="timedout"/></process>"#),
+    )
+    .await;
+    let inst = start(&app, w["id"].as_str().expect("id"), json!({})).await;
+    let id = inst["id"].as_str().expect("id").to_owned();
+    // The agent gets the task and never answers.
+    worker.dispatch(1).await;
+    let done = drive(&app, &id, json!({})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        done["completed"]
+            .as_array()
+            .expect("completed")
+            .iter()
+            .any(|n| n == "timedout"),
+        "{done}"
+    );
+    let (status,): (String,) = sqlx::query_as(
+        "SELECT r.status FROM orchestration_runs r
+         JOIN orchestration_tasks t ON t.run_id = r.id WHERE t.title = 'Slow work'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("the task's mission");
+    assert_eq!(status, "cancelled");
+    let (running, pending) = solo_row_and_pending(&app).await;
+    assert_eq!(running - pending, 0, "the agent's slot is free again");
+    app.stop().await;
+}

@@ -77,3 +77,42 @@ pub async fn create_in(
     plan_ready(tx, &mut run, task.actor).await?;
     Ok(id)
 }
+
+/// Cancels a workflow task's mission inside the instance's transaction,
+/// when the workflow no longer waits for it (an interrupting boundary, a
+/// terminate end, the instance cancelled): its open task is cancelled, its
+/// live attempt ended (a later report is refused as stale) and the agent's
+/// slot given back. A mission that has already ended is left as it is.
+pub async fn cancel_in(
+    tx: &mut sqlx::PgConnection,
+    workspace_id: Uuid,
+    mission_id: Uuid,
+    actor: &str,
+) -> Result<(), MissionError> {
+    use crate::{
+        domain::MissionEvent,
+        store::{agents, attempts, tasks},
+    };
+    let Some(mut run) = missions::lock(tx, workspace_id, mission_id).await? else {
+        return Ok(());
+    };
+    if missions::transition(tx, &mut run, MissionEvent::Cancel, actor, None)
+        .await
+        .is_err()
+    {
+        // Already completed, failed or cancelled: nothing to stop.
+        return Ok(());
+    }
+    tasks::cancel_all_open(
+        tx,
+        workspace_id,
+        mission_id,
+        actor,
+        "the workflow withdrew the task",
+    )
+    .await?;
+    for a in attempts::cancel_live(tx, mission_id, None).await? {
+        agents::release_slot(tx, workspace_id, &a.agent_id).await?;
+    }
+    Ok(())
+}

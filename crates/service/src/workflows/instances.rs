@@ -495,9 +495,18 @@ async fn carry_out(
                 work.insert(token.to_string(), entry);
             }
             Effect::CancelWork { token } => {
-                // The mission (if any) finishes on its own; its outcome is
-                // then ignored, since no token waits for it any more.
-                work.remove(&token.to_string());
+                // An agent task's mission is cancelled with it, in this
+                // transaction; a person's task simply stops waiting.
+                let mission = work.remove(&token.to_string()).and_then(|w| {
+                    w["mission_id"]
+                        .as_str()
+                        .and_then(|m| m.parse::<Uuid>().ok())
+                });
+                if let Some(mission) = mission {
+                    for_workflow::cancel_in(tx, row.workspace_id, mission, &cx.actor)
+                        .await
+                        .map_err(|e| WorkflowError::Run(e.to_string()))?;
+                }
             }
             Effect::SendMessage {
                 message,
