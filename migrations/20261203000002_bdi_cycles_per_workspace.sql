@@ -8,4 +8,4 @@
 -- migration keep neither and are no longer shown.
 ALTER TABLE bdi_cycles DROP CONSTRAINT bdi_cycles_agent_scope;
 ALTER TABLE bdi_cycles ADD CONSTRAINT bdi_cycles_scope CHECK (agent_id IS NULL OR workspace_id IS NOT NULL);
-CREATE INDEX IF NOT EXISTS bdi_cycles_workspace ON bdi_cycles (workspace_id, id DESC) WHERE agent_id IS NULL;
+CREATE INDEX bdi_cycles_workspace ON bdi_cycles (workspace_id, id DESC) WHERE agent_id IS NULL;

@@ -19,7 +19,7 @@ CREATE TABLE workflows (
 );
 -- Listing is newest first within a workspace, keyset-paged by id (UUIDv7,
 -- so id order is creation order).
-CREATE INDEX workflows_workspace ON workflows (workspace_id, id DESC);
+CREATE INDEX IF NOT EXISTS workflows_workspace ON workflows (workspace_id, id DESC);
 
 CREATE TABLE workflow_versions (
     workflow_id     uuid NOT NULL REFERENCES workflows (id) ON DELETE CASCADE,

@@ -28,11 +28,11 @@ CREATE TABLE workflow_instances (
     -- A workflow with instances cannot be deleted from under them.
     FOREIGN KEY (workflow_id, version) REFERENCES workflow_versions (workflow_id, version)
 );
-CREATE INDEX workflow_instances_workspace ON workflow_instances (workspace_id, id DESC);
-CREATE INDEX workflow_instances_version ON workflow_instances (workflow_id, version);
-CREATE INDEX workflow_instances_parent ON workflow_instances (parent_id);
+CREATE INDEX IF NOT EXISTS workflow_instances_workspace ON workflow_instances (workspace_id, id DESC);
+CREATE INDEX IF NOT EXISTS workflow_instances_version ON workflow_instances (workflow_id, version);
+CREATE INDEX IF NOT EXISTS workflow_instances_parent ON workflow_instances (parent_id);
 -- Finished children whose parent still waits: the pump completes the call.
-CREATE INDEX workflow_instances_finished_children ON workflow_instances (parent_id)
+CREATE INDEX IF NOT EXISTS workflow_instances_finished_children ON workflow_instances (parent_id)
     WHERE parent_id IS NOT NULL AND status <> 'running';
 
 -- Where each token of a running instance waits, projected from its state at
@@ -51,14 +51,14 @@ CREATE TABLE workflow_tokens (
     mission_id      uuid,
     PRIMARY KEY (instance_id, token)
 );
-CREATE INDEX workflow_tokens_due ON workflow_tokens (due_at) WHERE due_at IS NOT NULL;
-CREATE INDEX workflow_tokens_messages ON workflow_tokens (workspace_id, message_name)
+CREATE INDEX IF NOT EXISTS workflow_tokens_due ON workflow_tokens (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS workflow_tokens_messages ON workflow_tokens (workspace_id, message_name)
     WHERE message_name IS NOT NULL;
-CREATE INDEX workflow_tokens_signals ON workflow_tokens (workspace_id, signal_name)
+CREATE INDEX IF NOT EXISTS workflow_tokens_signals ON workflow_tokens (workspace_id, signal_name)
     WHERE signal_name IS NOT NULL;
-CREATE INDEX workflow_tokens_missions ON workflow_tokens (mission_id) WHERE mission_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS workflow_tokens_missions ON workflow_tokens (mission_id) WHERE mission_id IS NOT NULL;
 -- Calls waiting for a child: the pump finds those whose child ended.
-CREATE INDEX workflow_tokens_called ON workflow_tokens (instance_id, token) WHERE wait = 'called';
+CREATE INDEX IF NOT EXISTS workflow_tokens_called ON workflow_tokens (instance_id, token) WHERE wait = 'called';
 
 -- Messages and signals thrown by instances, delivered by the pump in a
 -- transaction of their own (never while the thrower's row is locked, so
@@ -73,4 +73,4 @@ CREATE TABLE workflow_outbox (
     from_instance   uuid,
     created_at      timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX workflow_outbox_workspace ON workflow_outbox (workspace_id);
+CREATE INDEX IF NOT EXISTS workflow_outbox_workspace ON workflow_outbox (workspace_id);
