@@ -31,9 +31,6 @@ CREATE TABLE workflow_instances (
 CREATE INDEX IF NOT EXISTS workflow_instances_workspace ON workflow_instances (workspace_id, id DESC);
 CREATE INDEX IF NOT EXISTS workflow_instances_version ON workflow_instances (workflow_id, version);
 CREATE INDEX IF NOT EXISTS workflow_instances_parent ON workflow_instances (parent_id);
--- Finished children whose parent still waits: the pump completes the call.
-CREATE INDEX IF NOT EXISTS workflow_instances_finished_children ON workflow_instances (parent_id)
-    WHERE parent_id IS NOT NULL AND status <> 'running';
 
 -- Where each token of a running instance waits, projected from its state at
 -- every change: the durable side of timers, message and signal

@@ -322,11 +322,7 @@ pub fn lane_role(lane: &crate::model::Lane) -> Option<String> {
     lane.extras
         .attribute(Some(COORDINATOR_NS), "role")
         .map(str::to_owned)
-        .or_else(|| {
-            lane.name
-                .as_ref()
-                .map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "))
-        })
+        .or_else(|| lane.name.as_ref().map(|n| crate::model::one_line(n)))
         .filter(|r| !r.is_empty())
 }
 

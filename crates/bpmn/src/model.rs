@@ -15,6 +15,12 @@ mod query;
 
 pub use query::{NodeAt, Scope, ScopeMut};
 
+/// A name as one line: its words joined by single spaces (names in
+/// diagrams often hold line breaks).
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Serde helper: skip `false`.
 fn is_false(b: &bool) -> bool {
     !*b

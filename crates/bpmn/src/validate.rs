@@ -114,11 +114,7 @@ fn finding(code: &'static str, message: impl Into<String>, element: Option<&str>
 
 /// A node's label in messages: its name on one line, else its id.
 fn label(n: &Node) -> String {
-    match n
-        .name
-        .as_deref()
-        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-    {
+    match n.name.as_deref().map(crate::model::one_line) {
         Some(name) if !name.is_empty() => format!("'{name}' ({})", n.id),
         _ => format!("'{}'", n.id),
     }

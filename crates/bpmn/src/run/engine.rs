@@ -862,10 +862,7 @@ impl Route {
     /// Whether the route names the flow, by id or by name (its words joined
     /// by single spaces, as names in diagrams break lines).
     fn names(&self, f: &SequenceFlow) -> bool {
-        let name = f
-            .name
-            .as_deref()
-            .map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "));
+        let name = f.name.as_deref().map(crate::model::one_line);
         self.0
             .iter()
             .any(|r| *r == f.id || name.as_deref() == Some(r.as_str()))

@@ -770,7 +770,7 @@ impl Run<'_, '_> {
 fn implied_name(node: &Node) -> String {
     node.name
         .as_deref()
-        .map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(crate::model::one_line)
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| node.id.clone())
 }

@@ -14,21 +14,16 @@ use coordinator_bpmn::run::Command;
 use super::{
     AppState, doc,
     extract::{Json, Path, Query},
-    page::Limit,
+    workflows::ListParams,
 };
 use crate::{
-    auth::{Principal, Role},
+    auth::Principal,
     error::ApiResult,
     workflows::{
-        delivery,
+        ANSWERERS, AUTHORS, delivery,
         instances::{self, InstanceList, InstanceView, StartInstance},
     },
 };
-
-/// Who starts, cancels and steers instances.
-const RUNNERS: &[Role] = &[Role::Admin, Role::Operator, Role::Agent];
-/// Who answers a person's task.
-const ANSWERERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Agent];
 
 /// Routes of this resource.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -73,7 +68,7 @@ async fn start(
     Path(id): Path<Uuid>,
     Json(req): Json<StartInstance>,
 ) -> ApiResult<(StatusCode, Json<InstanceView>)> {
-    who.require(RUNNERS)?;
+    who.require(AUTHORS)?;
     if req.version.is_some_and(|v| v < 1) {
         return Err(crate::error::ApiError::invalid(
             "version",
@@ -90,18 +85,6 @@ async fn start(
     )
     .await?;
     Ok((StatusCode::CREATED, Json(view)))
-}
-
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-struct ListParams {
-    /// Page size, 1–200 (default 50).
-    #[serde(default)]
-    #[param(inline)]
-    limit: Limit<50, 200>,
-    /// The `next_cursor` of the previous page.
-    cursor: Option<Uuid>,
 }
 
 /// Lists a workflow's instances, newest first.
@@ -186,7 +169,7 @@ async fn cancel(
     who: Principal,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Json<InstanceView>> {
-    who.require(RUNNERS)?;
+    who.require(AUTHORS)?;
     let view = instances::command(
         &state.pool,
         &state.planning,
@@ -347,7 +330,7 @@ async fn retry(
     who: Principal,
     Path((id, token)): Path<(Uuid, String)>,
 ) -> ApiResult<Json<InstanceView>> {
-    who.require(RUNNERS)?;
+    who.require(AUTHORS)?;
     let cmd = Command::Retry {
         token: token_of(&token)?,
     };
@@ -400,7 +383,7 @@ async fn set_variables(
     Path(id): Path<Uuid>,
     Json(req): Json<SetVariables>,
 ) -> ApiResult<Json<InstanceView>> {
-    who.require(RUNNERS)?;
+    who.require(AUTHORS)?;
     let cmd = Command::SetVariables {
         variables: req.variables,
     };
@@ -467,7 +450,7 @@ async fn message(
     who: Principal,
     Json(req): Json<Message>,
 ) -> ApiResult<Json<Delivered>> {
-    who.require(RUNNERS)?;
+    who.require(AUTHORS)?;
     let to = delivery::correlate(
         &state.pool,
         &state.planning,
@@ -534,7 +517,7 @@ async fn signal(
     who: Principal,
     Json(req): Json<Signal>,
 ) -> ApiResult<Json<Broadcast>> {
-    who.require(RUNNERS)?;
+    who.require(AUTHORS)?;
     let delivered = delivery::broadcast(
         &state.pool,
         &state.planning,

@@ -20,16 +20,13 @@ use super::{
     page::Limit,
 };
 use crate::{
-    auth::{Principal, Role},
+    auth::Principal,
     error::{ApiError, ApiResult},
     workflows::{
-        self, CreateWorkflow, MAX_DOCUMENT_BYTES, WorkflowError, WorkflowList, WorkflowView,
+        self, AUTHORS, CreateWorkflow, MAX_DOCUMENT_BYTES, WorkflowError, WorkflowList,
+        WorkflowView,
     },
 };
-
-/// Who may change workflows: people who run missions, and agents (seed 000
-/// §20 gives agents the authoring tools).
-const AUTHORS: &[Role] = &[Role::Admin, Role::Operator, Role::Agent];
 
 /// Routes of this resource.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -148,16 +145,17 @@ async fn create(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+/// A page of workflows or of their instances.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-struct ListParams {
+pub(super) struct ListParams {
     /// Page size, 1–200 (default 50).
     #[serde(default)]
     #[param(inline)]
-    limit: Limit<50, 200>,
+    pub(super) limit: Limit<50, 200>,
     /// The `next_cursor` of the previous page.
-    cursor: Option<Uuid>,
+    pub(super) cursor: Option<Uuid>,
 }
 
 /// Lists the workspace's workflows, newest first, a page at a time.

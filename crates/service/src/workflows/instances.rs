@@ -667,7 +667,7 @@ async fn agent_mission(
     inputs: Value,
 ) -> Result<Uuid, WorkflowError> {
     let title: String = name
-        .map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(coordinator_bpmn::one_line)
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| node.to_owned());
     let key: String = node

@@ -24,9 +24,17 @@ use coordinator_bpmn::{
 use coordinator_core::{invalid::Invalid, text::Text};
 
 use crate::{
-    auth::Principal,
+    auth::{Principal, Role},
     store::workflows::{self as store, NewWorkflow, VersionRow, WorkflowRow},
 };
+
+/// Who authors, starts and steers workflows: people who run missions, and
+/// agents (seed 000 §20 gives agents the workflow tools). REST and tools
+/// check the same list.
+pub const AUTHORS: &[Role] = &[Role::Admin, Role::Operator, Role::Agent];
+
+/// Who answers a task waiting for a person.
+pub const ANSWERERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Agent];
 
 /// Largest document an import takes (the API's body limit may be lower).
 pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
@@ -329,7 +337,7 @@ fn default_name(defs: &Definitions) -> String {
         .iter()
         .filter_map(|p| p.name.as_deref())
         .chain(defs.name.as_deref())
-        .map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(coordinator_bpmn::one_line)
         .find(|n| !n.is_empty())
         .or_else(|| defs.id.clone())
         .unwrap_or_else(|| "Imported workflow".to_owned());

@@ -12,19 +12,14 @@ use coordinator_bpmn::run::Command;
 
 use super::{answer, body, object, tool_for};
 use crate::{
-    auth::{Principal, Role},
+    auth::Principal,
     error::ApiError,
     tools::{Group, Tool, ToolContext},
     workflows::{
-        delivery,
+        ANSWERERS, AUTHORS, delivery,
         instances::{self, InstanceView, StartInstance},
     },
 };
-
-/// Who starts and steers instances.
-const RUNNERS: &[Role] = &[Role::Admin, Role::Operator, Role::Agent];
-/// Who answers a person's task.
-const ANSWERERS: &[Role] = &[Role::Admin, Role::Operator, Role::Stakeholder, Role::Agent];
 
 type Answer<'a> = BoxFuture<'a, Result<Value, ApiError>>;
 
@@ -36,7 +31,7 @@ fn instance_id() -> Value {
 pub(super) fn tools() -> Vec<Tool> {
     vec![
         tool_for(
-            RUNNERS,
+            AUTHORS,
             Group::Workflow,
             "workflow_start",
             "Start a workflow",
@@ -58,7 +53,7 @@ pub(super) fn tools() -> Vec<Tool> {
             start,
         ),
         tool_for(
-            RUNNERS,
+            AUTHORS,
             Group::Workflow,
             "workflow_instance",
             "Show a workflow instance",
@@ -87,7 +82,7 @@ pub(super) fn tools() -> Vec<Tool> {
             complete,
         ),
         tool_for(
-            RUNNERS,
+            AUTHORS,
             Group::Workflow,
             "workflow_message",
             "Send a workflow message",
@@ -105,7 +100,7 @@ pub(super) fn tools() -> Vec<Tool> {
             message,
         ),
         tool_for(
-            RUNNERS,
+            AUTHORS,
             Group::Workflow,
             "workflow_signal",
             "Broadcast a workflow signal",

@@ -11,14 +11,11 @@ use coordinator_bpmn::edit::{Edit, NodeType};
 
 use super::{answer, body, object, tool_for};
 use crate::{
-    auth::{Principal, Role},
+    auth::Principal,
     error::ApiError,
     tools::{Group, Tool, ToolContext},
-    workflows::{self, CreateWorkflow, WorkflowView},
+    workflows::{self, AUTHORS, CreateWorkflow, WorkflowView},
 };
-
-/// People who run missions and agents both author workflows.
-const AUTHORS: &[Role] = &[Role::Admin, Role::Operator, Role::Agent];
 
 fn workflow_id() -> Value {
     json!({ "type": "string", "format": "uuid", "description": "The workflow (workflow_id from workflow_create)." })
