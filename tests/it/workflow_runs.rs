@@ -626,3 +626,133 @@ async fn a_task_the_workflow_withdraws_has_its_mission_cancelled() {
     assert_eq!(running - pending, 0, "the agent's slot is free again");
     app.stop().await;
 }
+
+/// The ACL messages in `agent`'s inbox that came along a message flow.
+async fn flow_messages(app: &TestApp, agent: &str) -> Vec<Value> {
+    let (status, inbox) = app.get(&format!("/v1/agents/{agent}/inbox")).await;
+    assert_eq!(status, StatusCode::OK, "{inbox}");
+    inbox["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|e| e["message"].clone())
+        .filter(|m| m["content"]["workflow"]["message_flow"].is_string())
+        .collect()
+}
+
+/// Message flows between pools become ACL messages between the lanes'
+/// agents: a send task's message goes from the agent that did it to the
+/// agents of the receiving lane's role and of a black-box pool's role; a
+/// throw event's goes from the workflow. The BPMN message still starts the
+/// receiving process.
+#[tokio::test]
+async fn message_flows_between_pools_become_acl_messages_between_the_lanes_agents() {
+    let app = spawn_app().await;
+    let worker = spawn_worker(0).await;
+    app.register_fleet(&worker.url(), 8).await;
+    let w = import_workflow(
+        &app,
+        doc(r#"<collaboration id="c">
+          <participant id="shop_pool" name="Shop" processRef="shop"/>
+          <participant id="store_pool" name="Store" processRef="store"/>
+          <participant id="customer" name="Customer" c:role="reviewer"/>
+          <messageFlow id="mf_order" name="The order" sourceRef="send" targetRef="order_in" messageRef="m_order"/>
+          <messageFlow id="mf_copy" sourceRef="send" targetRef="customer"/>
+          <messageFlow id="mf_confirm" sourceRef="confirm" targetRef="customer"/>
+        </collaboration>
+        <message id="m_order" name="Order"/><message id="m_confirm" name="Confirmation"/>
+        <process id="shop" isExecutable="true">
+          <laneSet id="ls1"><lane id="sales" name="Sales" c:role="writer">
+            <flowNodeRef>s</flowNodeRef><flowNodeRef>send</flowNodeRef><flowNodeRef>confirm</flowNodeRef>
+          </lane></laneSet>
+          <startEvent id="s"/><sendTask id="send" name="Send the order" messageRef="m_order"/>
+          <intermediateThrowEvent id="confirm"><messageEventDefinition messageRef="m_confirm"/></intermediateThrowEvent>
+          <endEvent id="e"/>
+          <sequenceFlow id="f1" sourceRef="s" targetRef="send"/>
+          <sequenceFlow id="f2" sourceRef="send" targetRef="confirm"/>
+          <sequenceFlow id="f3" sourceRef="confirm" targetRef="e"/>
+        </process>
+        <process id="store" isExecutable="true">
+          <laneSet id="ls2"><lane id="wh" name="Warehouse" c:role="engineer">
+            <flowNodeRef>order_in</flowNodeRef><flowNodeRef>pack</flowNodeRef>
+          </lane></laneSet>
+          <startEvent id="order_in"><messageEventDefinition messageRef="m_order"/></startEvent>
+          <userTask id="pack"/><endEvent id="e2"/>
+          <sequenceFlow id="g1" sourceRef="order_in" targetRef="pack"/>
+          <sequenceFlow id="g2" sourceRef="pack" targetRef="e2"/>
+        </process>"#),
+    )
+    .await;
+    let inst = start(
+        &app,
+        w["id"].as_str().expect("id"),
+        json!({ "process_id": "shop", "business_key": "O-7" }),
+    )
+    .await;
+    let id = inst["id"].as_str().expect("id").to_owned();
+    let done = drive(&app, &id, json!({})).await;
+    assert_eq!(done["status"], "completed", "{done}");
+
+    // The warehouse's agent hears of the order from the sales agent that
+    // sent it, in the instance's thread, linked to the send task's mission.
+    let to_store = flow_messages(&app, "engineer").await;
+    assert_eq!(to_store.len(), 1, "{to_store:?}");
+    let m = &to_store[0];
+    assert_eq!(m["from_agent"], "writer", "{m}");
+    assert_eq!(m["to"], "role:engineer", "{m}");
+    assert_eq!(m["performative"], "INFORM", "{m}");
+    assert_eq!(m["subject"], "The order", "{m}");
+    assert_eq!(m["conversation_id"], id.as_str(), "{m}");
+    assert!(m["mission_id"].is_string(), "{m}");
+    assert_eq!(m["content"]["message"], "Order", "{m}");
+    assert_eq!(m["content"]["correlation_key"], "O-7", "{m}");
+    assert_eq!(
+        m["content"]["workflow"],
+        json!({
+            "instance_id": id, "workflow_id": w["id"], "version": 1,
+            "message_flow": "mf_order", "from_node": "send", "from_role": "writer",
+            "to_node": "order_in", "to_pool": "store_pool", "to_role": "engineer",
+        }),
+        "{m}"
+    );
+    // The black-box customer pool's role hears of both: the copy from the
+    // sales agent, the confirmation from the workflow itself.
+    let to_customer = flow_messages(&app, "reviewer").await;
+    let by_flow = |flow: &str| {
+        to_customer
+            .iter()
+            .find(|m| m["content"]["workflow"]["message_flow"] == flow)
+            .unwrap_or_else(|| panic!("no message along {flow}: {to_customer:?}"))
+            .clone()
+    };
+    assert_eq!(to_customer.len(), 2, "{to_customer:?}");
+    assert_eq!(by_flow("mf_copy")["from_agent"], "writer");
+    let confirm = by_flow("mf_confirm");
+    assert_eq!(confirm["from_agent"], Value::Null, "{confirm}");
+    assert_eq!(confirm["from"], format!("workflow:{id}"), "{confirm}");
+    assert_eq!(confirm["subject"], "Confirmation", "{confirm}");
+    assert_eq!(confirm["content"]["workflow"]["to_node"], Value::Null);
+    // Nobody else was told.
+    for other in ["planner", "researcher", "writer"] {
+        assert_eq!(
+            flow_messages(&app, other).await,
+            Vec::<Value>::new(),
+            "{other}"
+        );
+    }
+    // The BPMN message itself still started the store's process.
+    let started = wait_until_within("the store's instance", Duration::from_secs(30), || async {
+        let (_, list) = app
+            .get(&format!(
+                "/v1/workflows/{}/instances",
+                w["id"].as_str().expect("id")
+            ))
+            .await;
+        list["instances"]
+            .as_array()
+            .and_then(|a| a.iter().find(|i| i["process_id"] == "store").cloned())
+    })
+    .await;
+    assert_eq!(started["business_key"], "O-7", "{started}");
+    app.stop().await;
+}

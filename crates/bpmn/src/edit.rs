@@ -15,8 +15,7 @@ use crate::{
     },
 };
 
-/// The namespace of this service's own BPMN attributes.
-pub const COORDINATOR_NS: &str = "https://coordinator.dev/schema/bpmn/1.0";
+pub use crate::model::COORDINATOR_NS;
 /// The prefix export gives [`COORDINATOR_NS`].
 pub const COORDINATOR_PREFIX: &str = "coordinator";
 
@@ -315,15 +314,6 @@ pub fn lane_id(name: &str) -> String {
         .take(MAX_ID - 5)
         .collect();
     format!("Lane_{body}")
-}
-
-/// The role a lane maps to: its `coordinator:role` attribute, else its name.
-pub fn lane_role(lane: &crate::model::Lane) -> Option<String> {
-    lane.extras
-        .attribute(Some(COORDINATOR_NS), "role")
-        .map(str::to_owned)
-        .or_else(|| lane.name.as_ref().map(|n| crate::model::one_line(n)))
-        .filter(|r| !r.is_empty())
 }
 
 /// Applies `edit`, or changes nothing and says why.

@@ -12,8 +12,13 @@ use serde::{Deserialize, Serialize};
 pub use crate::xml::tree::{Attribute, Content, Element, NsStr};
 
 mod query;
+mod routes;
 
 pub use query::{NodeAt, Scope, ScopeMut};
+pub use routes::MessageRoute;
+
+/// The namespace of this service's own BPMN attributes.
+pub const COORDINATOR_NS: &str = "https://coordinator.dev/schema/bpmn/1.0";
 
 /// A name as one line: its words joined by single spaces (names in
 /// diagrams often hold line breaks).

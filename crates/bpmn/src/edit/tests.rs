@@ -153,7 +153,10 @@ fn removing_a_node_takes_its_flows_boundaries_and_lane_entries() {
         p.lane_of("audit").map(|l| l.id.as_str()),
         Some("Lane_Finance")
     );
-    assert_eq!(p.lane_of("audit").and_then(lane_role), Some("cfo".into()));
+    assert_eq!(
+        p.lane_of("audit").and_then(crate::model::Lane::role),
+        Some("cfo".into())
+    );
     apply(&mut d, Edit::RemoveNode { id: "g".into() }).expect("remove");
     apply(&mut d, Edit::RemoveNode { id: "audit".into() }).expect("remove");
     let p = &d.processes[0];
@@ -183,7 +186,7 @@ fn lanes_keep_their_role_through_export_and_import() {
     assert!(xml.contains("coordinator:role=\"legal\""), "{xml}");
     let again = import(xml.as_bytes()).expect("import");
     let lane = again.processes[0].lanes()[0].clone();
-    assert_eq!(lane_role(&lane), Some("legal".into()));
+    assert_eq!(lane.role(), Some("legal".into()));
 }
 
 #[test]

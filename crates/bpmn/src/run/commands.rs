@@ -111,6 +111,7 @@ impl Run<'_, '_> {
             } = &node.kind
         {
             self.effects.push(Effect::SendMessage {
+                token: id,
                 from_node: node.id.clone(),
                 message_ref: message_ref.clone(),
                 message: message_ref.as_deref().map(|m| self.g.message_name(m)),

@@ -437,6 +437,7 @@ impl Run<'_, '_> {
 
     fn send_message(&mut self, id: u64, node: &Node, message_ref: Option<&str>) {
         self.effects.push(Effect::SendMessage {
+            token: id,
             from_node: node.id.clone(),
             message_ref: message_ref.map(str::to_owned),
             message: message_ref.map(|m| self.g.message_name(m)),

@@ -449,6 +449,8 @@ pub enum Effect {
     },
     /// Send a message (message end and throw events, send tasks).
     SendMessage {
+        /// The token sending it (a send task's answers to its work).
+        token: u64,
         /// The node sending it.
         from_node: String,
         /// The message's id in the definitions.

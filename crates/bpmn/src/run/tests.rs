@@ -450,9 +450,12 @@ fn tasks_go_to_agents_and_people_by_lane() {
         child_lane_set: None,
         extras: Preserved::default(),
     };
-    lane.extras
-        .attributes
-        .push(Attribute::qualified("urn:x", "x", "role", "reviewer"));
+    lane.extras.attributes.push(Attribute::qualified(
+        crate::model::COORDINATOR_NS,
+        "coordinator",
+        "role",
+        "reviewer",
+    ));
     let mut d = defs(vec![start_ev("s"), user("u"), task("t")], &["s->u", "u->t"]);
     d.processes[0].lane_sets.push(LaneSet {
         id: None,
@@ -549,14 +552,22 @@ fn a_send_task_is_worked_then_sends() {
         &["s->snd"],
     );
     let (mut inst, eff) = begin(&d, json!({}));
-    assert!(
-        matches!(&eff[0], Effect::StartWork { work: Work::Agent { task_kind, .. }, .. } if task_kind == "send")
-    );
+    let Effect::StartWork {
+        token,
+        work: Work::Agent { task_kind, .. },
+        ..
+    } = &eff[0]
+    else {
+        panic!("{eff:?}")
+    };
+    assert_eq!(task_kind, "send");
+    let token = *token;
     let eff = complete(&d, &mut inst, "snd", json!({ "text": "hi" }));
     assert_eq!(
         eff,
         vec![
             Effect::SendMessage {
+                token,
                 from_node: "snd".into(),
                 message_ref: Some("M".into()),
                 message: Some("M".into()),

@@ -384,6 +384,7 @@ fn a_message_end_sends() {
         eff,
         vec![
             Effect::SendMessage {
+                token: 2,
                 from_node: "e".into(),
                 message_ref: Some("M".into()),
                 message: Some("order-paid".into()),

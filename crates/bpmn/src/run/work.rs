@@ -4,10 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::engine::{Item, Run};
-use super::events::vendor_attr;
 use super::{Effect, FormField, Resume, Scope, ScopeKind, Wait, Work};
 use crate::expr;
-use crate::model::{Node, NodeKind, TaskKind};
+use crate::model::{Lane, Node, NodeKind, TaskKind};
 
 /// Runs a script made of assignments `name = expression`, one a line (a
 /// trailing `;` and blank or `#`/`//` comment lines allowed), each
@@ -77,13 +76,12 @@ fn form_fields(node: &Node) -> Vec<FormField> {
 }
 
 impl Run<'_, '_> {
-    /// Who works a task: its lane (name, else id) and the lane's `role`.
+    /// Who works a task: its lane (name, else id) and the lane's role
+    /// (its `coordinator:role`, else its name).
     fn work_for(&self, node: &Node, task: &TaskKind) -> Work {
         let lane = self.g.lane_of(&node.id);
         let lane_name = lane.map(|l| l.name.clone().unwrap_or_else(|| l.id.clone()));
-        let role = lane
-            .and_then(|l| vendor_attr(&l.extras, "role"))
-            .map(str::to_owned);
+        let role = lane.and_then(Lane::role);
         let human = |kind: &str| Work::Human {
             lane: lane_name.clone(),
             role: role.clone(),

@@ -398,6 +398,22 @@ pub async fn child_of(
     .await
 }
 
+/// The task of a workflow task's mission and the agent it went to: what a
+/// send task's message is sent from.
+pub async fn mission_task_agent(
+    conn: &mut PgConnection,
+    mission_id: Uuid,
+) -> sqlx::Result<Option<(Uuid, Option<String>)>> {
+    let row = sqlx::query!(
+        "SELECT id, assigned_agent_id FROM orchestration_tasks
+         WHERE run_id = $1 ORDER BY task_order LIMIT 1",
+        mission_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.id, r.assigned_agent_id)))
+}
+
 /// Instances of the workspace with a token waiting for message `name`
 /// (with its correlation key), oldest first.
 pub async fn message_waiters(
@@ -454,21 +470,24 @@ pub struct OutboxRow {
     pub from_instance: Option<Uuid>,
 }
 
-/// Queues a thrown message or signal.
+/// Queues a thrown message (with its correlation key) or signal.
+#[allow(clippy::too_many_arguments)]
 pub async fn push_outbox(
     conn: &mut PgConnection,
     workspace_id: Uuid,
     kind: &str,
     name: &str,
+    correlation: Option<&str>,
     payload: &Value,
     from_instance: Uuid,
 ) -> sqlx::Result<()> {
     sqlx::query!(
-        "INSERT INTO workflow_outbox (workspace_id, kind, name, payload, from_instance)
-         VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO workflow_outbox (workspace_id, kind, name, correlation, payload, from_instance)
+         VALUES ($1, $2, $3, $4, $5, $6)",
         workspace_id,
         kind,
         name,
+        correlation,
         payload,
         from_instance
     )

@@ -12,7 +12,7 @@ use coordinator_core::invalid::Invalid;
 
 use super::{
     WorkflowError,
-    instances::{RunContext, command_in},
+    instances::{RunContext, command_in, start_in},
 };
 use crate::{
     auth::Principal,
@@ -51,8 +51,37 @@ pub async fn correlate(
         return Ok(delivered);
     }
     // Nobody waits: a process that a message of this name starts takes it.
+    let mut tx = cx.begin(pool).await?;
+    let started = start_by_message(
+        &mut tx,
+        &cx,
+        who.workspace_id,
+        name,
+        correlation,
+        payload,
+        Some(who.token_id),
+    )
+    .await?;
+    tx.commit().await?;
+    cx.committed();
+    Ok(started)
+}
+
+/// Starts, inside `tx`, an instance of the newest workflow of the workspace
+/// with a message start event for message `name`: the correlation key
+/// becomes its business key, an object payload its variables (another
+/// payload the variable `message`); `None` when no process starts so.
+pub(crate) async fn start_by_message(
+    tx: &mut sqlx::PgConnection,
+    cx: &RunContext<'_>,
+    workspace_id: Uuid,
+    name: &str,
+    correlation: Option<&str>,
+    payload: Value,
+    created_token: Option<Uuid>,
+) -> Result<Option<Uuid>, WorkflowError> {
     let Some((workflow_id, process_id, start_event)) =
-        message_start(pool, who.workspace_id, name).await?
+        message_start(&mut *tx, workspace_id, name).await?
     else {
         return Ok(None);
     };
@@ -68,20 +97,19 @@ pub async fn correlate(
         business_key: correlation.map(str::to_owned),
         version: None,
     };
-    let view = super::instances::start(pool, planning, notifier, who, workflow_id, req).await?;
-    Ok(Some(view.id))
+    let id = start_in(tx, cx, workspace_id, workflow_id, req, created_token).await?;
+    Ok(Some(id))
 }
 
 /// The workspace's newest workflow whose latest version has a message start
 /// event for message `name` (a top-level start of one of its processes):
 /// (workflow, process, start event).
 async fn message_start(
-    pool: &PgPool,
+    conn: &mut sqlx::PgConnection,
     workspace_id: Uuid,
     name: &str,
 ) -> Result<Option<(Uuid, String, String)>, WorkflowError> {
-    let mut conn = pool.acquire().await?;
-    let candidates = crate::store::workflows::with_message(&mut conn, workspace_id, name).await?;
+    let candidates = crate::store::workflows::with_message(conn, workspace_id, name).await?;
     for (workflow_id, model) in candidates {
         let defs: coordinator_bpmn::Definitions = serde_json::from_value(model)?;
         let ids: Vec<&str> = defs

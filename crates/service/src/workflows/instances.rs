@@ -24,7 +24,10 @@ use coordinator_bpmn::{
 };
 use coordinator_protocol::event_payloads as payloads;
 
-use super::WorkflowError;
+use super::{
+    WorkflowError,
+    message_flows::{Sending, send_along_flows},
+};
 use crate::{
     auth::Principal,
     missions::{
@@ -192,16 +195,41 @@ pub async fn start(
     workflow_id: Uuid,
     req: StartInstance,
 ) -> Result<InstanceView, WorkflowError> {
+    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor(), notifier).await?;
+    let mut tx = cx.begin(pool).await?;
+    let id = start_in(
+        &mut tx,
+        &cx,
+        who.workspace_id,
+        workflow_id,
+        req,
+        Some(who.token_id),
+    )
+    .await?;
+    tx.commit().await?;
+    cx.committed();
+    show(pool, who.workspace_id, id).await
+}
+
+/// [`start`] inside the caller's transaction, for `cx.actor` (a person's
+/// request, a message that starts a process, a timer start event); the
+/// instance's id.
+pub async fn start_in(
+    tx: &mut PgConnection,
+    cx: &RunContext<'_>,
+    workspace_id: Uuid,
+    workflow_id: Uuid,
+    req: StartInstance,
+    created_token: Option<Uuid>,
+) -> Result<Uuid, WorkflowError> {
     if let Some(k) = &req.business_key {
         coordinator_core::text::Text::required(200).check("business_key", k)?;
     }
-    let cx = RunContext::load(pool, planning, who.workspace_id, who.actor(), notifier).await?;
-    let mut tx = cx.begin(pool).await?;
-    let workflow = workflows::lock(&mut tx, who.workspace_id, workflow_id)
+    let workflow = workflows::lock(tx, workspace_id, workflow_id)
         .await?
         .ok_or_else(|| WorkflowError::NotFound(format!("no workflow {workflow_id}")))?;
     let version = req.version.unwrap_or(workflow.latest_version);
-    let row = workflows::version(&mut tx, workflow_id, version)
+    let row = workflows::version(tx, workflow_id, version)
         .await?
         .ok_or_else(|| {
             WorkflowError::NotFound(format!("workflow {workflow_id} has no version {version}"))
@@ -220,21 +248,19 @@ pub async fn start(
         cx.now,
     )
     .map_err(|e| WorkflowError::Refused(e.to_string()))?;
-    store::freeze_version(&mut tx, workflow_id, version).await?;
+    store::freeze_version(tx, workflow_id, version).await?;
     let id = Uuid::now_v7();
     let started = Started {
-        workspace_id: who.workspace_id,
+        workspace_id,
         workflow_id,
         version,
         business_key: req.business_key.as_deref(),
         parent: None,
         created_by: &cx.actor,
-        created_token: Some(who.token_id),
+        created_token,
     };
-    create(&mut tx, &cx, &defs, id, &started, inst, effects, 0).await?;
-    tx.commit().await?;
-    cx.committed();
-    show(pool, who.workspace_id, id).await
+    create(tx, cx, &defs, id, &started, inst, effects, 0).await?;
+    Ok(id)
 }
 
 /// The process a start without `process_id` runs: the executable one, else
@@ -509,17 +535,45 @@ async fn carry_out(
                 }
             }
             Effect::SendMessage {
+                token,
+                from_node,
                 message,
                 message_ref,
                 payload,
-                ..
             } => {
                 let name = message.or(message_ref).unwrap_or_default();
-                store::push_outbox(tx, row.workspace_id, "message", &name, &payload, row.id)
-                    .await?;
+                let sending = Sending {
+                    token,
+                    from_node: &from_node,
+                    message: &name,
+                    payload: &payload,
+                };
+                send_along_flows(tx, defs, row, work, sending).await?;
+                // A thrown message correlates by the sending instance's
+                // business key (an instance it starts inherits the key).
+                let key = row.business_key.as_deref();
+                store::push_outbox(
+                    tx,
+                    row.workspace_id,
+                    "message",
+                    &name,
+                    key,
+                    &payload,
+                    row.id,
+                )
+                .await?;
             }
             Effect::BroadcastSignal { name, payload, .. } => {
-                store::push_outbox(tx, row.workspace_id, "signal", &name, &payload, row.id).await?;
+                store::push_outbox(
+                    tx,
+                    row.workspace_id,
+                    "signal",
+                    &name,
+                    None,
+                    &payload,
+                    row.id,
+                )
+                .await?;
             }
             Effect::CallProcess {
                 token,

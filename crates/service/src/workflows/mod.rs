@@ -9,6 +9,7 @@
 
 pub mod delivery;
 pub mod instances;
+pub mod message_flows;
 pub mod pump;
 
 use serde::{Deserialize, Serialize};

@@ -18,7 +18,7 @@ use coordinator_bpmn::run::{Command, Instance};
 
 use super::{
     WorkflowError,
-    delivery::{deliver_message, deliver_signal},
+    delivery::{deliver_message, deliver_signal, start_by_message},
     instances::{RunContext, command_in},
 };
 use crate::{
@@ -182,7 +182,7 @@ impl<'p> Pump<'p> {
             // thrown is delivered at least once to instances waiting when it
             // is taken.
             if item.kind == "message" {
-                deliver_message(
+                let delivered = deliver_message(
                     pool,
                     cx,
                     item.workspace_id,
@@ -191,6 +191,31 @@ impl<'p> Pump<'p> {
                     item.payload.clone(),
                 )
                 .await?;
+                // Nobody waits: a process a message of this name starts is
+                // started in the transaction that takes the item, so once.
+                // One that cannot start (an invalid version) drops the
+                // message, in a savepoint, rather than block the outbox.
+                if delivered.is_none() {
+                    let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+                    let started = start_by_message(
+                        &mut sp,
+                        cx,
+                        item.workspace_id,
+                        &item.name,
+                        item.correlation.as_deref(),
+                        item.payload.clone(),
+                        None,
+                    )
+                    .await;
+                    match started {
+                        Ok(_) => sp.commit().await?,
+                        Err(WorkflowError::Db(e)) => return Err(e.into()),
+                        Err(e) => {
+                            sp.rollback().await?;
+                            tracing::warn!(message = %item.name, error = %e, "a thrown message could not start its process; dropped");
+                        }
+                    }
+                }
             } else {
                 deliver_signal(
                     pool,
