@@ -67,5 +67,6 @@ mod tool_policy;
 mod tools;
 mod workflow_page;
 mod workflow_runs;
+mod workflow_timer_starts;
 mod workflows;
 mod workforce;

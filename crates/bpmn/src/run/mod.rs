@@ -96,6 +96,7 @@ mod engine;
 mod events;
 mod graph;
 mod multi;
+pub mod schedule;
 pub mod timer;
 mod work;
 

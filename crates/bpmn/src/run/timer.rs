@@ -346,6 +346,20 @@ impl TimerSpec {
     }
 }
 
+impl std::str::FromStr for TimerKind {
+    type Err = String;
+
+    /// Reads the element name [`fmt::Display`] writes.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "timeDuration" => Ok(Self::Duration),
+            "timeDate" => Ok(Self::Date),
+            "timeCycle" => Ok(Self::Cycle),
+            other => Err(format!("'{other}' is not a BPMN timer element")),
+        }
+    }
+}
+
 impl fmt::Display for TimerKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

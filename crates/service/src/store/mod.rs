@@ -30,5 +30,6 @@ pub mod tool_approvals;
 pub mod transitions;
 pub mod webhooks;
 pub mod workflow_instances;
+pub mod workflow_timer_starts;
 pub mod workflows;
 pub mod workforce;

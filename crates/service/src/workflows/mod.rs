@@ -11,6 +11,7 @@ pub mod delivery;
 pub mod instances;
 pub mod message_flows;
 pub mod pump;
+pub mod timer_starts;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,7 +27,10 @@ use coordinator_core::{invalid::Invalid, text::Text};
 
 use crate::{
     auth::{Principal, Role},
-    store::workflows::{self as store, NewWorkflow, VersionRow, WorkflowRow},
+    store::{
+        workflow_timer_starts::TimerStartRow,
+        workflows::{self as store, NewWorkflow, VersionRow, WorkflowRow},
+    },
 };
 
 /// Who authors, starts and steers workflows: people who run missions, and
@@ -115,6 +119,9 @@ pub struct WorkflowView {
     /// What validation says of this version.
     #[schema(value_type = Object)]
     pub validation: Value,
+    /// When the workflow's timer start events next start an instance (of
+    /// the latest version).
+    pub timer_starts: Vec<TimerStartRow>,
 }
 
 /// A page of workflows.
@@ -198,6 +205,7 @@ pub async fn import_version(
         .ok_or_else(|| not_found(id))?;
     let source = String::from_utf8_lossy(xml);
     let version = store::add_version(&mut tx, id, &model, Some(&source), &who.actor()).await?;
+    timer_starts::schedule(&mut tx, who.workspace_id, id, version, &defs, now()).await?;
     tx.commit().await?;
     show(pool, who.workspace_id, id, Some(version)).await
 }
@@ -210,7 +218,9 @@ pub async fn show(
     version: Option<i32>,
 ) -> Result<WorkflowView, WorkflowError> {
     let (workflow, row, defs) = load(pool, workspace_id, id, version).await?;
-    Ok(view(workflow, &row, &defs)?)
+    let mut conn = pool.acquire().await?;
+    let timer_starts = crate::store::workflow_timer_starts::of_workflow(&mut conn, id).await?;
+    Ok(view(workflow, &row, &defs, timer_starts)?)
 }
 
 /// The version's model, exported as BPMN 2.0 XML.
@@ -274,6 +284,7 @@ pub async fn apply_edit(
     } else {
         row.version
     };
+    timer_starts::schedule(&mut tx, who.workspace_id, id, version, &defs, now()).await?;
     tx.commit().await?;
     show(pool, who.workspace_id, id, Some(version)).await
 }
@@ -373,8 +384,13 @@ async fn store_new(
         },
     )
     .await?;
+    timer_starts::schedule(&mut tx, who.workspace_id, id, 1, defs, now()).await?;
     tx.commit().await?;
     show(pool, who.workspace_id, id, None).await
+}
+
+fn now() -> time::OffsetDateTime {
+    time::OffsetDateTime::now_utc()
 }
 
 async fn load(
@@ -404,6 +420,7 @@ fn view(
     workflow: WorkflowRow,
     row: &VersionRow,
     defs: &Definitions,
+    timer_starts: Vec<TimerStartRow>,
 ) -> Result<WorkflowView, serde_json::Error> {
     Ok(WorkflowView {
         version: row.version,
@@ -411,6 +428,7 @@ fn view(
         imported: row.source_xml.is_some(),
         model: row.model.clone(),
         validation: serde_json::to_value(validate::validate(defs))?,
+        timer_starts,
         workflow,
     })
 }

@@ -1,6 +1,7 @@
 //! What moves running workflows between requests, on every replica's tick:
 //! due timers, agent tasks whose missions ended, called processes that
-//! ended, and thrown messages and signals waiting in the outbox.
+//! ended, thrown messages and signals waiting in the outbox, and timer
+//! start events due to start an instance.
 //!
 //! Each item is one transaction that takes its instance with SKIP LOCKED
 //! (another replica moving it is left alone; the item is seen again next
@@ -20,10 +21,13 @@ use super::{
     WorkflowError,
     delivery::{deliver_message, deliver_signal, start_by_message},
     instances::{RunContext, command_in},
+    timer_starts,
 };
 use crate::{
     missions::PlanningConfig,
-    store::{event_notify::Notifier, workflow_instances as store},
+    store::{
+        event_notify::Notifier, workflow_instances as store, workflow_timer_starts as timer_store,
+    },
 };
 
 /// Items of each kind looked at per pass.
@@ -121,7 +125,29 @@ impl<'p> Pump<'p> {
             applied += self.apply(ws, parent, cmd).await?;
         }
         let (sent, more) = self.outbox().await?;
-        Ok((applied + sent, full || more))
+        let (started, more_starts) = self.timer_starts().await?;
+        Ok((applied + sent + started, full || more || more_starts))
+    }
+
+    /// Starts the instances timer start events owe: (started, whether more
+    /// are due). Each occurrence is taken with SKIP LOCKED by the
+    /// transaction that starts its instance and schedules the next one.
+    async fn timer_starts(&mut self) -> Result<(usize, bool), WorkflowError> {
+        let pool = self.pool;
+        let mut n = 0;
+        for _ in 0..BATCH {
+            let now = time::OffsetDateTime::now_utc();
+            let mut tx = pool.begin().await?;
+            let Some(row) = timer_store::take_due(&mut tx, now).await? else {
+                return Ok((n, false));
+            };
+            let cx = self.context(row.workspace_id).await?;
+            let started = timer_starts::fire(&mut tx, cx, &row, now).await?;
+            tx.commit().await?;
+            cx.committed();
+            n += usize::from(started);
+        }
+        Ok((n, true))
     }
 
     /// The context of `ws`'s instances, loaded once per tick.
