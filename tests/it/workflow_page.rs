@@ -167,6 +167,15 @@ async fn a_workflow_instance_is_drawn_marked_and_followed_in_headless_chromium()
     assert_eq!(s["completeStatus"], 200, "{s}");
     assert_eq!(s["sameDocument"], true, "{s}");
     assert!(s["updatedWithinMs"].as_u64().unwrap() < 6_000, "{s}");
+    // It heard of the move on the event stream (the page does not poll).
+    assert_eq!(s["liveBefore"], true, "{s}");
+    assert!(
+        s["lastEvent"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("workflow.advanced"),
+        "{s}"
+    );
     let after = instance_when(&app, &id, |i| {
         i["human_tasks"].as_array().is_some_and(|t| !t.is_empty())
     })

@@ -2,8 +2,8 @@
 // headless Chromium: opens it with a token in the URL fragment, waits for
 // bpmn-js to draw the diagram, reads the markers on its elements and checks
 // the bpmn.io watermark is visible, then completes the person's task through
-// the API, waits for the open page to move its markers (it polls the
-// instance) and saves a screenshot. Prints a JSON summary for the Rust test.
+// the API, waits for the open page to move its markers (it follows the
+// workspace's event stream) and saves a screenshot. Prints a JSON summary for the Rust test.
 //
 //   node workflow-page.mjs BASE_URL TOKEN INSTANCE_ID TASK_TOKEN SCREENSHOT.png CHROMIUM
 import { launch, pageWithErrors } from './browser.mjs';
@@ -53,8 +53,11 @@ try {
 
   // A marker that a reload would erase: the page must update itself.
   await page.evaluate(() => { window.__sameDocument = true; });
+  // It follows the event stream before the person answers.
+  await page.locator('[data-testid=poll-state][data-state=live]').waitFor({ timeout: 10000 });
+  summary.liveBefore = true;
 
-  // The person answers; the open page follows within a few polls.
+  // The person answers; the open page hears of it on the stream.
   const resp = await fetch(`${base}/v1/workflow-instances/${instanceId}/tokens/${taskToken}/complete`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
@@ -73,6 +76,7 @@ try {
   summary.peopleAfter = await page.$$eval('[data-testid=wf-person-task]', (ls) => ls.map((l) => l.dataset.node));
   summary.sameDocument = await page.evaluate(() => window.__sameDocument === true);
   summary.pollState = await page.getAttribute('[data-testid=poll-state]', 'data-state');
+  summary.lastEvent = await page.evaluate(() => document.body.dataset.lastEvent ?? null);
   summary.backLink = await page.getAttribute('[data-testid=back-to-board]', 'href');
   step('updated');
   await page.screenshot({ path: shot });

@@ -5,18 +5,22 @@
 // incident marked on the elements; beside it the status, people's tasks,
 // waiting tokens and incidents.
 //
-// Live updates poll: the event log has no workflow events yet, so while the
-// instance runs the page asks for it again every POLL_MS (and only redraws the
-// markers; the diagram is imported again only if the version changes). Once
-// workflow events are in the log this can follow the workspace stream as the
-// board does.
+// Live: the page follows the workspace's event stream for `workflow.*`
+// events (read with fetch, as the board does, to send the token) and
+// fetches the instance again when one names it, coalesced; only the markers
+// are redrawn (the diagram is imported again only if the version changes).
+// Each time the stream is (re)connected the instance is fetched too, so
+// nothing between the first fetch and the connection is missed.
 
 import { $, badge, showError, timeOf } from './dom.js';
-import { ApiError, api } from './api.js';
+import { ApiError, api, coalesce } from './api.js';
 import { hooks, state } from './state.js';
+import { follow } from './stream.js';
 
 const TOKEN_KEY = 'coordinator.token';
-const POLL_MS = 2000;
+/// Events of one burst (a command writes one; a tick may write several)
+/// are taken in one fetch.
+const REFRESH_MS = 100;
 const MARKERS = ['wf-completed', 'wf-active', 'wf-waiting', 'wf-incident'];
 /// Token waits that are someone else's move: a person, a timer, a message...
 const WAITING = new Set(['timer', 'message', 'signal', 'event_gateway']);
@@ -28,7 +32,8 @@ const view = {
   drawn: null,
   /// element id → marker classes currently set.
   marked: new Map(),
-  timer: null,
+  /// Aborts the event stream.
+  stream: null,
 };
 
 function takeTokenFromUrl() {
@@ -42,7 +47,7 @@ function takeTokenFromUrl() {
 }
 
 function needToken(message) {
-  stopPolling();
+  stopFollowing();
   state.token = null;
   $('token-form').hidden = false;
   $('token-forget').hidden = true;
@@ -50,15 +55,15 @@ function needToken(message) {
   if (message) showError(message);
 }
 
-function setPollState(s) {
+function setLiveState(s) {
   const el = $('poll-state');
-  el.dataset.state = s === 'polling' ? 'live' : s;
+  el.dataset.state = s;
   el.textContent = s;
 }
 
-function stopPolling() {
-  clearTimeout(view.timer);
-  view.timer = null;
+function stopFollowing() {
+  if (view.stream) view.stream.abort();
+  view.stream = null;
 }
 
 /// The workflow's BPMN document, as the instance runs it.
@@ -174,8 +179,8 @@ function renderSide(inst) {
   }));
 }
 
+/// Fetches the instance and redraws; `true` while it still runs.
 async function refresh() {
-  view.timer = null;
   try {
     const inst = await api('GET', `/v1/workflow-instances/${encodeURIComponent(view.instanceId)}`);
     await draw(inst);
@@ -184,16 +189,48 @@ async function refresh() {
     showError('');
     document.body.dataset.loaded = 'true';
     if (inst.status !== 'running') {
-      setPollState(inst.status);
-      return;
+      // It will not move again: the stream is no longer needed.
+      stopFollowing();
+      setLiveState(inst.status);
+      return false;
     }
-    setPollState('polling');
+    return true;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401) return;
+    if (e instanceof ApiError && e.status === 401) return false;
     showError(e.message);
-    setPollState('retrying');
+    return true;
   }
-  if (state.token) view.timer = setTimeout(refresh, POLL_MS);
+}
+
+const refreshSoon = coalesce(refresh, REFRESH_MS);
+
+/// Follows `workflow.*` events; those naming this instance (or an instance
+/// it called) bring a fresh copy of it.
+function followInstance() {
+  stopFollowing();
+  const ctl = new AbortController();
+  view.stream = ctl;
+  follow('/v1/events?kind=workflow.*', {
+    signal: ctl.signal,
+    onEvent: (e) => {
+      let data;
+      try {
+        data = JSON.parse(e.data);
+      } catch {
+        return;
+      }
+      const p = data.payload ?? {};
+      if (p.instance_id !== view.instanceId && p.parent_id !== view.instanceId) return;
+      document.body.dataset.lastEvent = `${e.event} ${p.command ?? ''}`.trim();
+      refreshSoon();
+    },
+    onState: (s) => {
+      if (ctl.signal.aborted) return;
+      setLiveState(s);
+      // (Re)connected: whatever happened before the stream began is fetched.
+      if (s === 'live') refreshSoon();
+    },
+  });
 }
 
 function start() {
@@ -208,8 +245,9 @@ function start() {
   }
   $('token-form').hidden = true;
   $('token-forget').hidden = false;
-  stopPolling();
-  refresh();
+  refresh().then((running) => {
+    if (running && state.token) followInstance();
+  });
 }
 
 function wire() {
