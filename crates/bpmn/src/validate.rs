@@ -128,6 +128,17 @@ fn process(defs: &Definitions, p: &Process, v: &mut Findings) {
             format!("process '{}' has no nodes: nothing of it runs", p.id),
             Some(&p.id),
         );
+        // Flows left in it lead nowhere; nothing runs them, so a warning.
+        for f in &p.flows {
+            v.warn(
+                "unknown_flow_node",
+                format!(
+                    "flow '{}' ({} -> {}) is in process '{}', which has no nodes",
+                    f.id, f.source, f.target, p.id
+                ),
+                Some(&f.id),
+            );
+        }
         return;
     }
     if p.is_executable == Some(false) {
@@ -387,7 +398,7 @@ fn node(defs: &Definitions, p: &Process, s: Scope<'_>, n: &Node, v: &mut Finding
             loop_,
         } => {
             loop_node(loop_.as_ref(), n, v);
-            match called_element {
+            match called_element.as_deref().filter(|c| !c.trim().is_empty()) {
                 None => v.error(
                     "missing_called_element",
                     format!("call activity {} names nothing to call", label(n)),

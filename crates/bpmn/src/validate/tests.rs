@@ -193,3 +193,23 @@ fn the_miwg_models_are_told_what_is_unclear_and_all_but_none_run() {
     );
     assert!(w.iter().any(|(c, _)| *c == "empty_timer"), "{w:?}");
 }
+
+#[test]
+fn flows_of_a_process_without_nodes_are_named_and_a_blank_call_names_nothing() {
+    let d = doc(r#"<process id="black_box">
+        <sequenceFlow id="junk" sourceRef="a" targetRef="b"/></process>
+        <process id="p"><startEvent id="s"/><callActivity id="c" calledElement=" "/><endEvent id="e"/>
+        <sequenceFlow id="f1" sourceRef="s" targetRef="c"/>
+        <sequenceFlow id="f2" sourceRef="c" targetRef="e"/></process>"#);
+    let r = validate(&d);
+    let warnings = codes(&r.warnings);
+    assert!(
+        warnings.contains(&("unknown_flow_node", Some("junk"))),
+        "{warnings:?}"
+    );
+    let errors = codes(&r.errors);
+    assert!(
+        errors.contains(&("missing_called_element", Some("c"))),
+        "{errors:?}"
+    );
+}
