@@ -279,6 +279,21 @@ impl Node {
         }
     }
 
+    /// The root event definitions the node names with kept
+    /// `eventDefinitionRef` children (a QName's prefix dropped).
+    pub fn event_definition_refs(&self) -> Vec<String> {
+        self.extras
+            .elements()
+            .filter(|e| e.bpmn_name() == Some("eventDefinitionRef"))
+            .filter_map(|e| e.text_only())
+            .map(|t| {
+                let t = t.trim();
+                t.rsplit_once(':').map_or(t, |(_, local)| local).to_owned()
+            })
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+
     /// Whether the node is an event.
     pub fn is_event(&self) -> bool {
         self.kind.trigger().is_some()
@@ -335,6 +350,17 @@ impl NodeKind {
 
     /// What an event catches or throws; `None` for other nodes.
     pub fn trigger(&self) -> Option<&Trigger> {
+        match self {
+            Self::StartEvent { trigger, .. }
+            | Self::IntermediateCatch { trigger }
+            | Self::Boundary { trigger, .. } => Some(trigger),
+            Self::EndEvent { result } | Self::IntermediateThrow { result } => Some(result),
+            _ => None,
+        }
+    }
+
+    /// What an event catches or throws, for editing; `None` for other nodes.
+    pub fn trigger_mut(&mut self) -> Option<&mut Trigger> {
         match self {
             Self::StartEvent { trigger, .. }
             | Self::IntermediateCatch { trigger }

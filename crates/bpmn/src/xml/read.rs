@@ -106,6 +106,7 @@ pub(crate) fn definitions(doc: Document) -> Result<Definitions, ImportError> {
         }
     }
     defs.extras = kept.extras;
+    super::read_node::resolve_definition_refs(&mut defs)?;
     Ok(defs)
 }
 

@@ -139,6 +139,46 @@ fn keep_all(attrs: Attrs, children: Vec<Content>) -> Result<Preserved, ImportErr
     Ok(kept.extras)
 }
 
+/// Events whose definitions are written once at the root and named with
+/// `eventDefinitionRef` (MID Innovator does) get those definitions as their
+/// trigger. The references stay kept as they were, and export writes them
+/// instead of inline definitions, so the document round-trips.
+pub(super) fn resolve_definition_refs(defs: &mut Definitions) -> Result<(), ImportError> {
+    let mut resolved: Vec<(usize, String, Trigger)> = Vec::new();
+    for (pi, p) in defs.processes.iter().enumerate() {
+        for at in p.all_nodes() {
+            let refs = at.node.event_definition_refs();
+            if refs.is_empty() || at.node.kind.trigger() != Some(&Trigger::None) {
+                continue;
+            }
+            let mut found = Vec::new();
+            for r in &refs {
+                let Some(el) = defs.root_element(r) else {
+                    continue;
+                };
+                if let Ok(t) = event_definition(el.clone())? {
+                    found.push(t);
+                }
+            }
+            let trigger = match found.len() {
+                0 => continue,
+                1 => found.remove(0),
+                _ => Trigger::Multiple { definitions: found },
+            };
+            resolved.push((pi, at.node.id.clone(), trigger));
+        }
+    }
+    for (pi, id, trigger) in resolved {
+        if let Some(t) = defs.processes[pi]
+            .node_mut(&id)
+            .and_then(|n| n.kind.trigger_mut())
+        {
+            *t = trigger;
+        }
+    }
+    Ok(())
+}
+
 /// An event definition, or the element back if it is none the model types.
 fn event_definition(el: Element) -> Result<Result<Trigger, Element>, ImportError> {
     let local = match el.bpmn_name() {

@@ -260,6 +260,16 @@ fn artifact(a: &Artifact) -> Element {
 fn node(n: &Node, refs: Vec<Element>) -> Element {
     let mut el = named(n.kind.element_name(), Some(&n.id), n.name.as_deref());
     let mut content = Vec::new();
+    // An event that names root definitions (kept `eventDefinitionRef`s)
+    // writes the references back, not copies of the definitions.
+    let by_reference = !n.event_definition_refs().is_empty();
+    let trigger_elements = |t: &Trigger| {
+        if by_reference {
+            Vec::new()
+        } else {
+            trigger_elements(t)
+        }
+    };
     match &n.kind {
         NodeKind::StartEvent {
             trigger,
