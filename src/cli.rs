@@ -1,5 +1,5 @@
 //! The `coordinator` command line: `serve`, `migrate`, `worker`, `demo`, `bench`,
-//! `chaos`, `audit`, `token`, `config print`, and the client commands `mission` and `agent` (in
+//! `chaos`, `audit`, `token`, `config print`, and the client commands `mission`, `agent` and `workflow` (in
 //! [`crate::cli_client`]). `serve` may also read a TOML file ([`crate::config`]).
 
 use std::{
@@ -74,6 +74,9 @@ pub enum Command {
     /// heartbeat; messages (send, inbox, read, ack, thread); reservations
     /// (reserve, release, reservations); status.
     Agent(AgentArgs),
+    /// BPMN workflows: import, version, validate, list, show, export, delete;
+    /// instances: start, show, complete, fail, retry, set, cancel; messages and signals.
+    Workflow(cli_client::WorkflowArgs),
     /// The operator's inbox and settling of tasks, tool approvals and decisions.
     #[command(flatten)]
     Operator(cli_client::OperatorCommand),
@@ -616,9 +619,11 @@ pub async fn main() -> ExitCode {
         // (The soak's per-window figures are one slow query by design.)
         Command::Chaos(_) | Command::Soak(_) => "warn,coordinator_workers=error,sqlx::query=error",
         // Client commands print their own output; a failure is one error line.
-        Command::Mission(_) | Command::Agent(_) | Command::Operator(_) | Command::Workspace(_) => {
-            "warn"
-        }
+        Command::Mission(_)
+        | Command::Agent(_)
+        | Command::Workflow(_)
+        | Command::Operator(_)
+        | Command::Workspace(_) => "warn",
         _ => "info",
     };
     let _ = LOG_FORMAT.set(cli.log_format);
@@ -757,6 +762,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Audit(args) => audit(args).await,
         Command::Mission(args) => Ok(cli_client::mission(args).await),
         Command::Agent(args) => Ok(cli_client::agent(args).await),
+        Command::Workflow(args) => Ok(cli_client::workflow(args).await),
         Command::Operator(command) => Ok(cli_client::operator(command).await),
         Command::Workspace(command) => Ok(cli_client::workspace(command).await),
         Command::Token { command } => token(command).await,

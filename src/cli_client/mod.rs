@@ -15,6 +15,7 @@ mod operator;
 pub mod routes;
 pub mod table;
 mod watch;
+mod workflows;
 mod workspace;
 
 use std::{
@@ -33,6 +34,7 @@ pub use self::{
     mission_actions::ActionCommand,
     missions::{MissionArgs, MissionCommand},
     operator::{OperatorCommand, run as operator},
+    workflows::{WorkflowArgs, WorkflowCommand, run as workflow},
     workspace::{Call, WorkspaceCommand, run as workspace},
 };
 use crate::client::{Client, ClientError, CreateToken, DEFAULT_URL};

@@ -514,7 +514,7 @@ pub(super) fn print_answer(json: bool, what: &str, answer: &Value) -> CliResult 
 }
 
 /// Prints the array `key` of `list` as a table of `columns` (or all as JSON).
-fn print_list(json: bool, list: &Value, key: &str, columns: &[&str]) -> CliResult {
+pub(super) fn print_list(json: bool, list: &Value, key: &str, columns: &[&str]) -> CliResult {
     if json {
         out_json(list)?;
         return Ok(ExitCode::SUCCESS);

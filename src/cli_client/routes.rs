@@ -295,6 +295,67 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
         "coordinator token create --role operator --url http://127.0.0.1:8080",
     ),
     ("DELETE", "/v1/tokens/{id}", "coordinator token revoke X"),
+    // Workflows.
+    (
+        "POST",
+        "/v1/workflows/import",
+        "coordinator workflow import invoice.bpmn --name Invoices",
+    ),
+    (
+        "POST",
+        "/v1/workflows/{id}/versions",
+        "coordinator workflow version W invoice.bpmn",
+    ),
+    (
+        "POST",
+        "/v1/workflows/validate",
+        "coordinator workflow validate invoice.bpmn",
+    ),
+    (
+        "DELETE",
+        "/v1/workflows/{id}",
+        "coordinator workflow delete W",
+    ),
+    (
+        "POST",
+        "/v1/workflows/{id}/instances",
+        "coordinator workflow start W --var amount=1200 --business-key INV-7",
+    ),
+    (
+        "POST",
+        "/v1/workflow-instances/{id}/cancel",
+        "coordinator workflow cancel I",
+    ),
+    (
+        "POST",
+        "/v1/workflow-instances/{id}/tokens/{token}/complete",
+        "coordinator workflow complete I 3 --output '{\"approved\": true}'",
+    ),
+    (
+        "POST",
+        "/v1/workflow-instances/{id}/tokens/{token}/fail",
+        "coordinator workflow fail I 3 --code REJECTED --message 'not ours'",
+    ),
+    (
+        "POST",
+        "/v1/workflow-instances/{id}/tokens/{token}/retry",
+        "coordinator workflow retry I 3",
+    ),
+    (
+        "POST",
+        "/v1/workflow-instances/{id}/variables",
+        "coordinator workflow set I --var approved=true",
+    ),
+    (
+        "POST",
+        "/v1/workflow-messages",
+        "coordinator workflow message 'Payment received' --key INV-7",
+    ),
+    (
+        "POST",
+        "/v1/workflow-signals",
+        "coordinator workflow signal 'Quarter closed'",
+    ),
 ];
 
 /// Splits an example command line into arguments (single quotes group words).

@@ -18,87 +18,27 @@ const NOT_CLI: &[(&str, &str, &str)] = &[
     (
         "POST",
         "/v1/workflows",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflows/import",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflows/validate",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "DELETE",
-        "/v1/workflows/{id}",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflows/{id}/versions",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
+        "authoring element by element (and an empty workflow to author in) is for the agents' tools; people draw in a modeler and import (`coordinator workflow import`)",
     ),
     (
         "POST",
         "/v1/workflows/{id}/nodes",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
+        "authoring element by element (and an empty workflow to author in) is for the agents' tools; people draw in a modeler and import (`coordinator workflow import`)",
     ),
     (
         "DELETE",
         "/v1/workflows/{id}/nodes/{node_id}",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
+        "authoring element by element (and an empty workflow to author in) is for the agents' tools; people draw in a modeler and import (`coordinator workflow import`)",
     ),
     (
         "POST",
         "/v1/workflows/{id}/flows",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
+        "authoring element by element (and an empty workflow to author in) is for the agents' tools; people draw in a modeler and import (`coordinator workflow import`)",
     ),
     (
         "POST",
         "/v1/workflows/{id}/lanes",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflows/{id}/instances",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflow-instances/{id}/cancel",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflow-instances/{id}/tokens/{token}/complete",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflow-instances/{id}/tokens/{token}/fail",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflow-instances/{id}/tokens/{token}/retry",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflow-instances/{id}/variables",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflow-messages",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
-    ),
-    (
-        "POST",
-        "/v1/workflow-signals",
-        "workflows are new (issue 20): REST, the agent tools and the board's diagram for now; CLI commands are listed as left out in docs/workflows.md",
+        "authoring element by element (and an empty workflow to author in) is for the agents' tools; people draw in a modeler and import (`coordinator workflow import`)",
     ),
     // The generic tool gateway: each tool mirrors a route that has its own command.
     (

@@ -19,6 +19,7 @@ mod chaos;
 mod cli;
 mod cli_coverage;
 mod cli_operator;
+mod cli_workflows;
 mod config;
 mod connections;
 mod contract_net;

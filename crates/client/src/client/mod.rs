@@ -6,6 +6,7 @@
 //! Response types keep the fields they do not name (`extra`), so printing
 //! one as JSON shows everything the service sent.
 
+mod documents;
 mod operator;
 pub mod sse;
 mod types;
