@@ -223,6 +223,9 @@ impl Engine {
         // made each replica's housekeeping grow with the report rate, and
         // each added replica slowed the others.
         let mut housekeeping_due = true;
+        // Workflow tokens wait for agent tasks' missions: the workflows are
+        // moved on wake-ups too (a report ending one wakes every replica).
+        let mut workflow_work_out = false;
         // LLM planning runs beside the tick (a model may take seconds), one mission at a time.
         let mut planner: Option<tokio::task::JoinHandle<()>> = None;
         tracing::info!(replica = %self.cfg.replica_id, "engine started");
@@ -257,8 +260,11 @@ impl Engine {
             self.cfg.metrics.tick_phase(Phase::Dispatch, started);
             in_flight.reap();
             if housekeeping_due {
-                self.housekeeping(&tick, &mut last_sweep, &mut sweep_cursor)
+                workflow_work_out = self
+                    .housekeeping(&tick, &mut last_sweep, &mut sweep_cursor)
                     .await;
+            } else if workflow_work_out {
+                workflow_work_out = self.move_workflows(&tick).await;
             }
             drop(tick);
             tokio::select! {
@@ -350,12 +356,36 @@ impl Engine {
 
     /// The interval's phases: expired leases, progress checks, tender
     /// solicitation, and the sweeps when `sweep_interval` has passed.
+    /// Moves running workflows (due timers, finished tasks and calls,
+    /// thrown messages and signals, timer starts); whether tokens still wait
+    /// for agent tasks' missions.
+    async fn move_workflows(&self, tick: &tracing::Span) -> bool {
+        let actor = format!("engine:{}", self.cfg.replica_id);
+        let span = tracing::info_span!(parent: tick, "engine.phase", otel.name = "tick.workflows", phase = "tick.workflows");
+        match crate::workflows::pump::run(
+            &self.pool,
+            &self.planning,
+            self.cfg.events_notifier.as_ref(),
+            &actor,
+        )
+        .instrument(span)
+        .await
+        {
+            Ok(p) => p.agent_work_out,
+            Err(e) => {
+                tracing::warn!(error = %e, "moving workflows failed");
+                false
+            }
+        }
+    }
+
+    /// The interval's phases; whether workflow tokens wait for agent tasks.
     async fn housekeeping(
         &self,
         tick: &tracing::Span,
         last_sweep: &mut Option<Instant>,
         sweep_cursor: &mut reconcile::SweepCursor,
-    ) {
+    ) -> bool {
         let phase = |name: &'static str| tracing::info_span!(parent: tick, "engine.phase", otel.name = name, phase = name);
         let started = Instant::now();
         if let Err(e) = reconcile::reclaim_expired_leases(&self.pool, &self.cfg)
@@ -381,20 +411,7 @@ impl Engine {
             tracing::warn!(error = %e, "progress checks failed");
         }
         self.cfg.metrics.tick_phase(Phase::ProgressChecks, started);
-        // Running workflows: due timers, finished tasks and calls, thrown
-        // messages and signals.
-        let actor = format!("engine:{}", self.cfg.replica_id);
-        if let Err(e) = crate::workflows::pump::run(
-            &self.pool,
-            &self.planning,
-            self.cfg.events_notifier.as_ref(),
-            &actor,
-        )
-        .instrument(phase("tick.workflows"))
-        .await
-        {
-            tracing::warn!(error = %e, "moving workflows failed");
-        }
+        let workflow_work_out = self.move_workflows(tick).await;
         let started = Instant::now();
         // Contract net: ask the workers of newly opened tenders for proposals.
         if let Err(e) = crate::coordination::contract_net::solicit(
@@ -416,6 +433,7 @@ impl Engine {
                 .await;
             self.cfg.metrics.tick_phase(Phase::Sweep, started);
         }
+        workflow_work_out
     }
 
     /// Claims batches until one comes back short, sending each dispatch concurrently.

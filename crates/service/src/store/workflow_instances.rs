@@ -351,6 +351,15 @@ pub async fn finished_work(conn: &mut PgConnection, limit: i64) -> sqlx::Result<
     .await
 }
 
+/// Whether any token waits for an agent task's mission.
+pub async fn agent_work_out(conn: &mut PgConnection) -> sqlx::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM workflow_tokens WHERE mission_id IS NOT NULL) AS "out!""#
+    )
+    .fetch_one(conn)
+    .await
+}
+
 /// Called instances that ended while their caller still waits: (workspace,
 /// parent, parent token, child status, child state).
 pub async fn finished_children(

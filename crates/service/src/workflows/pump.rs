@@ -47,13 +47,24 @@ struct Pump<'p> {
     contexts: HashMap<Uuid, RunContext<'p>>,
 }
 
-/// Moves what is due; how many commands were applied.
+/// What a run of the pump did and left.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pumped {
+    /// Commands applied (and messages, signals and timer starts handled).
+    pub applied: usize,
+    /// Some token still waits for an agent task's mission: the engine runs
+    /// the pump on its wake-ups too (a report that ends such a mission wakes
+    /// it), not only on the interval, so the instance moves on at once.
+    pub agent_work_out: bool,
+}
+
+/// Moves what is due.
 pub async fn run(
     pool: &PgPool,
     planning: &PlanningConfig,
     notifier: Option<&Notifier>,
     actor: &str,
-) -> Result<usize, WorkflowError> {
+) -> Result<Pumped, WorkflowError> {
     let mut pump = Pump {
         pool,
         planning,
@@ -69,7 +80,12 @@ pub async fn run(
             break;
         }
     }
-    Ok(applied)
+    let mut conn = pool.acquire().await?;
+    let agent_work_out = store::agent_work_out(&mut conn).await?;
+    Ok(Pumped {
+        applied,
+        agent_work_out,
+    })
 }
 
 impl<'p> Pump<'p> {

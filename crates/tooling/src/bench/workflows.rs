@@ -28,8 +28,8 @@
 //!
 //! A second variant (`--workflow-service-instances`, smaller) runs the same
 //! line of service tasks: each is then a one-task mission dispatched to an
-//! agent (the instant worker), and the engine's tick applies finished
-//! missions to their instances (`workflows::pump`), timed from the first
+//! agent (the instant worker), and the engine, woken by the report, applies
+//! finished missions to their instances (`workflows::pump`), timed from the first
 //! start to the last instance's end.
 //!
 //! The section runs last, in the bench's main database, so it changes no
@@ -674,7 +674,7 @@ pub(crate) fn print(w: &WorkflowReport, baseline_ms: f64, line: &mut Vec<String>
     }
     if let Some(s) = &w.service {
         println!(
-            "workflows, service tasks (each task a one-task mission dispatched to an agent, its outcome applied by the engine's tick): {} instances, {} transitions in {:.2} s = {:.0} transitions/s; one agent step p50 {:.0} ms",
+            "workflows, service tasks (each task a one-task mission dispatched to an agent, its outcome applied when the report wakes the engine): {} instances, {} transitions in {:.2} s = {:.0} transitions/s; one agent step p50 {:.0} ms",
             s.instances, s.transitions, s.secs, s.transitions_per_s, s.step_ms
         );
         line.push(format!(

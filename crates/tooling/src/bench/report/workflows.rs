@@ -84,8 +84,8 @@ pub fn render(w: &mut String, wf: &WorkflowReport, baseline_ms: f64) {
         let _ = writeln!(
             w,
             "With service tasks, an agent step (the mission's dispatch and report, then the \
-             engine's tick applying its outcome to the instance) took {} ms at p50, {} a \
-             complete request alone.\n",
+             engine, woken by the report, applying its outcome to the instance) took {} ms at \
+             p50, {} a complete request alone.\n",
             num(s.step_ms, 0),
             x(s.step_ms / wf.solo_p50_ms)
         );
