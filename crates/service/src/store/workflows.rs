@@ -140,6 +140,28 @@ pub async fn lock(
     .await
 }
 
+/// The workflow, locked against edits (`FOR SHARE`) but not against other
+/// readers: what starting an instance needs, so concurrent starts of one
+/// workflow do not queue on its row while an edit cannot slip between
+/// reading the latest version and freezing it.
+pub async fn lock_shared(
+    conn: &mut PgConnection,
+    workspace_id: Uuid,
+    id: Uuid,
+) -> sqlx::Result<Option<WorkflowRow>> {
+    sqlx::query_as!(
+        WorkflowRow,
+        "SELECT id, name, description, business_id, latest_version, created_by,
+                created_at, updated_at
+         FROM workflows WHERE id = $1 AND workspace_id = $2
+         FOR SHARE",
+        id,
+        workspace_id
+    )
+    .fetch_optional(conn)
+    .await
+}
+
 /// One version of a workflow (the caller has checked the workspace).
 pub async fn version(
     conn: &mut PgConnection,

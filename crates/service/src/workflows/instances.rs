@@ -225,7 +225,7 @@ pub async fn start_in(
     if let Some(k) = &req.business_key {
         coordinator_core::text::Text::required(200).check("business_key", k)?;
     }
-    let workflow = workflows::lock(tx, workspace_id, workflow_id)
+    let workflow = workflows::lock_shared(tx, workspace_id, workflow_id)
         .await?
         .ok_or_else(|| WorkflowError::NotFound(format!("no workflow {workflow_id}")))?;
     let version = req.version.unwrap_or(workflow.latest_version);
@@ -234,6 +234,7 @@ pub async fn start_in(
         .ok_or_else(|| {
             WorkflowError::NotFound(format!("workflow {workflow_id} has no version {version}"))
         })?;
+    let row_frozen = row.frozen;
     let defs: Definitions = serde_json::from_value(row.model)?;
     let report = validate::validate(&defs);
     if !report.valid {
@@ -248,7 +249,10 @@ pub async fn start_in(
         cx.now,
     )
     .map_err(|e| WorkflowError::Refused(e.to_string()))?;
-    store::freeze_version(tx, workflow_id, version).await?;
+    // Only the first start writes the version row (others would queue on it).
+    if !row_frozen {
+        store::freeze_version(tx, workflow_id, version).await?;
+    }
     let id = Uuid::now_v7();
     let started = Started {
         workspace_id,
