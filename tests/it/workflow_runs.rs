@@ -756,3 +756,37 @@ async fn message_flows_between_pools_become_acl_messages_between_the_lanes_agent
     assert_eq!(started["business_key"], "O-7", "{started}");
     app.stop().await;
 }
+
+/// Many starts of one workflow at once all start (they share its row
+/// rather than queue on it) on the version they read, which their
+/// instances freeze; an edit afterwards makes the next version.
+#[tokio::test]
+async fn concurrent_starts_of_one_workflow_all_start_on_one_frozen_version() {
+    let app = spawn_app().await;
+    let w = import_workflow(&app, timer_model("PT1H")).await;
+    let id = w["id"].as_str().expect("id").to_owned();
+    let starts = (0..24).map(|_| {
+        let (app, id) = (&app, id.clone());
+        async move {
+            app.post(&format!("/v1/workflows/{id}/instances"), json!({}))
+                .await
+        }
+    });
+    let answers = futures::future::join_all(starts).await;
+    for (status, inst) in &answers {
+        assert_eq!(*status, StatusCode::CREATED, "{inst}");
+        assert_eq!(inst["version"], 1, "{inst}");
+    }
+    // Frozen by its instances: no start wrote the version's row.
+    let (_, shown) = app.get(&format!("/v1/workflows/{id}")).await;
+    assert_eq!(shown["frozen"], true, "{shown}");
+    let (status, edited) = app
+        .post(
+            &format!("/v1/workflows/{id}/nodes"),
+            json!({ "id": "note", "type": "userTask", "name": "A note" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{edited}");
+    assert_eq!(edited["version"], 2, "{edited}");
+    app.stop().await;
+}

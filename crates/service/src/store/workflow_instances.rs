@@ -246,23 +246,6 @@ pub async fn tokens(conn: &mut PgConnection, instance_id: Uuid) -> sqlx::Result<
     .await
 }
 
-/// Freezes a version: an instance started from it.
-pub async fn freeze_version(
-    conn: &mut PgConnection,
-    workflow_id: Uuid,
-    version: i32,
-) -> sqlx::Result<()> {
-    sqlx::query!(
-        "UPDATE workflow_versions SET frozen = true
-         WHERE workflow_id = $1 AND version = $2 AND NOT frozen",
-        workflow_id,
-        version
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// A page of a workflow's instances (all workflows with `None`), newest first.
 pub async fn list(
     conn: &mut PgConnection,

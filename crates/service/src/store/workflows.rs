@@ -141,9 +141,9 @@ pub async fn lock(
 }
 
 /// The workflow, locked against edits (`FOR SHARE`) but not against other
-/// readers: what starting an instance needs, so concurrent starts of one
-/// workflow do not queue on its row while an edit cannot slip between
-/// reading the latest version and freezing it.
+/// starts: an instance of a version freezes it by existing, so a start
+/// writes nothing shared, and an edit (which takes the row `FOR NO KEY
+/// UPDATE`) waits for starts in flight and then sees their instances.
 pub async fn lock_shared(
     conn: &mut PgConnection,
     workspace_id: Uuid,
@@ -170,8 +170,12 @@ pub async fn version(
 ) -> sqlx::Result<Option<VersionRow>> {
     sqlx::query_as!(
         VersionRow,
-        "SELECT version, model, source_xml, frozen, created_by, created_at
-         FROM workflow_versions WHERE workflow_id = $1 AND version = $2",
+        r#"SELECT v.version, v.model, v.source_xml,
+                  (v.frozen OR EXISTS (SELECT 1 FROM workflow_instances i
+                                       WHERE i.workflow_id = v.workflow_id
+                                         AND i.version = v.version)) AS "frozen!",
+                  v.created_by, v.created_at
+           FROM workflow_versions v WHERE v.workflow_id = $1 AND v.version = $2"#,
         workflow_id,
         version
     )
@@ -209,7 +213,9 @@ pub async fn add_version(
 }
 
 /// Rewrites an unfrozen version's model (an edit of a locked workflow's
-/// latest version); false when the version is frozen after all.
+/// latest version); false when the version is frozen after all: marked so,
+/// or an instance runs it (starts hold the workflow's row `FOR SHARE` until
+/// they commit, and the edit's lock waits for them, so none slips past).
 pub async fn replace_model(
     conn: &mut PgConnection,
     workflow_id: Uuid,
@@ -217,8 +223,10 @@ pub async fn replace_model(
     model: &Value,
 ) -> sqlx::Result<bool> {
     let changed = sqlx::query!(
-        "UPDATE workflow_versions SET model = $3, source_xml = NULL
-         WHERE workflow_id = $1 AND version = $2 AND NOT frozen",
+        "UPDATE workflow_versions v SET model = $3, source_xml = NULL
+         WHERE v.workflow_id = $1 AND v.version = $2 AND NOT v.frozen
+           AND NOT EXISTS (SELECT 1 FROM workflow_instances i
+                           WHERE i.workflow_id = v.workflow_id AND i.version = v.version)",
         workflow_id,
         version,
         model

@@ -234,7 +234,6 @@ pub async fn start_in(
         .ok_or_else(|| {
             WorkflowError::NotFound(format!("workflow {workflow_id} has no version {version}"))
         })?;
-    let row_frozen = row.frozen;
     let defs: Definitions = serde_json::from_value(row.model)?;
     let report = validate::validate(&defs);
     if !report.valid {
@@ -249,10 +248,6 @@ pub async fn start_in(
         cx.now,
     )
     .map_err(|e| WorkflowError::Refused(e.to_string()))?;
-    // Only the first start writes the version row (others would queue on it).
-    if !row_frozen {
-        store::freeze_version(tx, workflow_id, version).await?;
-    }
     let id = Uuid::now_v7();
     let started = Started {
         workspace_id,
@@ -669,8 +664,10 @@ async fn call(
     });
     match started {
         Ok((workflow_id, version, child_defs, child, effects)) => {
+            // The called workflow is held against edits as a start holds
+            // its own; the child instance then freezes its version.
             if workflow_id != row.workflow_id {
-                store::freeze_version(tx, workflow_id, version).await?;
+                workflows::lock_shared(tx, row.workspace_id, workflow_id).await?;
             }
             let id = Uuid::now_v7();
             let s = Started {
