@@ -84,8 +84,26 @@ async fn open_at_end(api: &Api, after: i64) -> anyhow::Result<reqwest::Response>
     Ok(resp)
 }
 
-/// Runs the phase on `pool`'s database with an API-only replica.
-pub async fn measure(pool: &PgPool, token: &str, clients: usize) -> anyhow::Result<StreamReport> {
+/// Runs the phase on `pool`'s database with an API-only replica, on a
+/// pool of its own, closed afterwards: the replica's background tasks
+/// (health probe, event hub) must not hold the bench's own connections
+/// after the phase, as they did when they shared them (the workflow phase,
+/// the next to write to this database, then timed out on the bench's pool).
+pub async fn measure(
+    bench_pool: &PgPool,
+    token: &str,
+    clients: usize,
+) -> anyhow::Result<StreamReport> {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(8)
+        .connect_with((*bench_pool.connect_options()).clone())
+        .await?;
+    let report = measure_on(&pool, token, clients).await;
+    pool.close().await;
+    report
+}
+
+async fn measure_on(pool: &PgPool, token: &str, clients: usize) -> anyhow::Result<StreamReport> {
     let mut settings = Settings::new(SocketAddr::from(([127, 0, 0, 1], 0)));
     settings.run_engine = false;
     // Every client is on loopback: the per-IP cap would measure itself, not the streams.
