@@ -319,7 +319,7 @@ fn workflows_render_beside_the_engine_with_hand_computed_ratios() {
     assert!(page.contains("| complete request alone, p50 ms (× baseline) | 3.00 (4.00×) |"));
     assert!(page.contains("| 11.0 / 5.0 / 1.50 / 12,000 |"));
     assert!(page.contains(
-        "| the same: one agent step (mission + the tick that applies it), p50 ms | 1,500 |"
+        "| the same: one agent step (mission, then its outcome applied on the report's wake-up), p50 ms | 1,500 |"
     ));
     assert!(page.contains("11.0 statements and 5.0 commits per transition in this run"));
     // 1500 / 3 = 500.

@@ -58,7 +58,7 @@ pub fn render(w: &mut String, wf: &WorkflowReport, baseline_ms: f64) {
         let _ = writeln!(
             w,
             "| service tasks instead (each a one-task mission), {} instances: transitions/s | {} |\n\
-             | the same: one agent step (mission + the tick that applies it), p50 ms | {} |",
+             | the same: one agent step (mission, then its outcome applied on the report's wake-up), p50 ms | {} |",
             num(s.instances as f64, 0),
             num(s.transitions_per_s, 0),
             num(s.step_ms, 0)
