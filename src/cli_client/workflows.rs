@@ -370,11 +370,22 @@ pub async fn run(args: WorkflowArgs) -> ExitCode {
 }
 
 async fn dispatch(client: &ClientArgs, command: WorkflowCommand) -> CliResult {
-    use WorkflowCommand as W;
     let api = client.client()?;
-    let json = client.json;
+    match definitions(&api, client.json, command).await? {
+        Ok(code) => Ok(code),
+        Err(command) => instances(&api, client.json, command).await,
+    }
+}
+
+/// The commands on workflows themselves; any other command is given back.
+async fn definitions(
+    api: &crate::client::Client,
+    json: bool,
+    command: WorkflowCommand,
+) -> Result<Result<ExitCode, WorkflowCommand>, CliError> {
+    use WorkflowCommand as W;
     const XML: &str = "application/xml";
-    match command {
+    let done = match command {
         W::Import { file, name } => {
             let body = read_file(&file)?;
             let q: Vec<(&str, String)> = name.map(|n| vec![("name", n)]).unwrap_or_default();
@@ -443,6 +454,15 @@ async fn dispatch(client: &ClientArgs, command: WorkflowCommand) -> CliResult {
             let answer = api.call("DELETE", &path, &[], None).await?;
             print_answer(json, &format!("workflow {workflow} deleted"), &answer)
         }
+        other => return Ok(Err(other)),
+    };
+    done.map(Ok)
+}
+
+/// The commands on instances, messages and signals.
+async fn instances(api: &crate::client::Client, json: bool, command: WorkflowCommand) -> CliResult {
+    use WorkflowCommand as W;
+    match command {
         W::Start {
             workflow,
             variables: v,
@@ -485,7 +505,7 @@ async fn dispatch(client: &ClientArgs, command: WorkflowCommand) -> CliResult {
             output,
         } => {
             let body = json!({ "output": json_flag("--output", output.as_deref())? });
-            token_command(&api, json, &instance, token, "complete", body).await
+            token_command(api, json, &instance, token, "complete", body).await
         }
         W::Fail {
             instance,
@@ -494,12 +514,12 @@ async fn dispatch(client: &ClientArgs, command: WorkflowCommand) -> CliResult {
             code,
         } => {
             let body = json!({ "message": message, "error_code": code });
-            token_command(&api, json, &instance, token, "fail", body).await
+            token_command(api, json, &instance, token, "fail", body).await
         }
         W::Retry {
             instance,
             token_no: token,
-        } => token_command(&api, json, &instance, token, "retry", Value::Null).await,
+        } => token_command(api, json, &instance, token, "retry", Value::Null).await,
         W::Set {
             instance,
             variables: v,
@@ -545,6 +565,8 @@ async fn dispatch(client: &ClientArgs, command: WorkflowCommand) -> CliResult {
                 &answer,
             )
         }
+        // Taken by `definitions` before this is called.
+        other => Err(CliError::Failed(format!("no handler for {other:?}"))),
     }
 }
 
