@@ -208,7 +208,7 @@ fn read_file(file: &str) -> Result<Vec<u8>, CliError> {
 }
 
 /// The variables of `--variables` and `--var`, as one JSON object.
-pub(crate) fn variables(v: &Variables) -> Result<Map<String, Value>, CliError> {
+fn variables(v: &Variables) -> Result<Map<String, Value>, CliError> {
     let mut map = match &v.variables {
         None => Map::new(),
         Some(text) => match parse_json_flag("--variables", text)? {

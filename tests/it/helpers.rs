@@ -640,9 +640,18 @@ pub async fn other_workspace_token(app: &TestApp) -> String {
 
 /// Imports a BPMN document as a new workflow; panics unless 201.
 pub async fn import_workflow(app: &TestApp, xml: Vec<u8>) -> Value {
+    post_workflow_document(app, "/v1/workflows/import", xml).await
+}
+
+/// Imports a BPMN document as the next version of `workflow`; panics unless 201.
+pub async fn import_workflow_version(app: &TestApp, workflow: &str, xml: Vec<u8>) -> Value {
+    post_workflow_document(app, &format!("/v1/workflows/{workflow}/versions"), xml).await
+}
+
+async fn post_workflow_document(app: &TestApp, path: &str, xml: Vec<u8>) -> Value {
     let resp = app
         .http
-        .post(format!("{}/v1/workflows/import", app.url))
+        .post(format!("{}{path}", app.url))
         .bearer_auth(&app.token)
         .header("content-type", "application/xml")
         .body(xml)

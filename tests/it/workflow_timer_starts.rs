@@ -97,23 +97,7 @@ async fn a_new_version_replaces_the_schedule_and_an_unchanged_timer_keeps_its_du
     assert_eq!(status, StatusCode::OK, "{edited}");
     assert_eq!(edited["timer_starts"][0]["due_at"], due, "{edited}");
 
-    let import = |xml: Vec<u8>| {
-        let app = &app;
-        let id = id.clone();
-        async move {
-            let resp = app
-                .http
-                .post(format!("{}/v1/workflows/{id}/versions", app.url))
-                .bearer_auth(&app.token)
-                .header("content-type", "application/xml")
-                .body(xml)
-                .send()
-                .await
-                .expect("import");
-            assert_eq!(resp.status().as_u16(), 201);
-            resp.json::<Value>().await.expect("json")
-        }
-    };
+    let import = |xml: Vec<u8>| import_workflow_version(&app, &id, xml);
     let v = import(timed("<timeCycle>R/PT2H</timeCycle>")).await;
     assert_eq!(v["timer_starts"][0]["definition"], "R/PT2H", "{v}");
     assert_ne!(v["timer_starts"][0]["due_at"], due, "{v}");

@@ -1,7 +1,7 @@
 //! Requests whose body or answer is a document rather than JSON: a BPMN
 //! file sent to import, a BPMN export read back.
 
-use reqwest::{Method, header};
+use reqwest::header;
 use serde_json::Value;
 
 use super::{Client, ClientError};
@@ -17,16 +17,8 @@ impl Client {
         content_type: &str,
         body: Vec<u8>,
     ) -> Result<Value, ClientError> {
-        let method = Method::from_bytes(method.as_bytes())
-            .map_err(|e| ClientError::Config(format!("'{method}' is not an HTTP method: {e}")))?;
-        let mut url = self.url(segments);
-        if !query.is_empty() {
-            url.query_pairs_mut().extend_pairs(query);
-        }
-        let req = self
-            .request(method, &url)
-            .header(header::CONTENT_TYPE, content_type)
-            .body(body);
+        let (req, url) = self.request_to(method, segments, query)?;
+        let req = req.header(header::CONTENT_TYPE, content_type).body(body);
         self.send(req, &url).await
     }
 
@@ -37,13 +29,8 @@ impl Client {
         query: &[(&str, String)],
         accept: &str,
     ) -> Result<Vec<u8>, ClientError> {
-        let mut url = self.url(segments);
-        if !query.is_empty() {
-            url.query_pairs_mut().extend_pairs(query);
-        }
-        let req = self
-            .request(Method::GET, &url)
-            .header(header::ACCEPT, accept);
+        let (req, url) = self.request_to("GET", segments, query)?;
+        let req = req.header(header::ACCEPT, accept);
         self.send_raw(req, &url).await
     }
 }

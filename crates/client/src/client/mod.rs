@@ -224,6 +224,29 @@ impl Client {
         url
     }
 
+    /// [`Client::url`] with `query` appended.
+    fn url_query(&self, segments: &[&str], query: &[(&str, String)]) -> Url {
+        let mut url = self.url(segments);
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        url
+    }
+
+    /// A request with `method` named as text (`"POST"`) to a path and query,
+    /// with its URL (for errors).
+    fn request_to(
+        &self,
+        method: &str,
+        segments: &[&str],
+        query: &[(&str, String)],
+    ) -> Result<(RequestBuilder, Url), ClientError> {
+        let method = Method::from_bytes(method.as_bytes())
+            .map_err(|e| ClientError::Config(format!("'{method}' is not an HTTP method: {e}")))?;
+        let url = self.url_query(segments, query);
+        Ok((self.request(method, &url), url))
+    }
+
     fn request(&self, method: Method, url: &Url) -> RequestBuilder {
         let req = self.http.request(method, url.clone()).timeout(self.timeout);
         match &self.token {
@@ -271,10 +294,7 @@ impl Client {
         segments: &[&str],
         query: &[(&str, String)],
     ) -> Result<T, ClientError> {
-        let mut url = self.url(segments);
-        if !query.is_empty() {
-            url.query_pairs_mut().extend_pairs(query);
-        }
+        let url = self.url_query(segments, query);
         self.send(self.request(Method::GET, &url), &url).await
     }
 

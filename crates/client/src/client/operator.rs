@@ -2,7 +2,6 @@
 //! reject a plan, instruct, settle one task) and the workspace's list of
 //! what waits for a person (`GET /v1/attention`).
 
-use reqwest::Method;
 use serde_json::Value;
 
 use super::{Attention, Client, ClientError, ContinueMission, Mission, ResolveTask};
@@ -18,13 +17,7 @@ impl Client {
         query: &[(&str, String)],
         body: Option<&Value>,
     ) -> Result<Value, ClientError> {
-        let method = Method::from_bytes(method.as_bytes())
-            .map_err(|e| ClientError::Config(format!("'{method}' is not an HTTP method: {e}")))?;
-        let mut url = self.url(segments);
-        if !query.is_empty() {
-            url.query_pairs_mut().extend_pairs(query);
-        }
-        let mut req = self.request(method, &url);
+        let (mut req, url) = self.request_to(method, segments, query)?;
         if let Some(b) = body {
             req = req.json(b);
         }
