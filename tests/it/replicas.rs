@@ -315,6 +315,66 @@ async fn a_claim_racing_another_for_slots_gets_only_what_is_left() {
     app.stop().await;
 }
 
+/// A claim never waits for another replica's claim on an agent's row: it
+/// leaves that agent's tasks queued, says it was contended (so its
+/// dispatcher claims again shortly), and takes them once the row is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_skips_an_agent_another_claim_holds_and_says_so() {
+    use coordinator::engine::{EngineConfig, dispatch};
+    let mut settings = test_settings();
+    settings.run_engine = false;
+    let app = spawn_app_on(&fresh_database().await, settings).await;
+    register_solo(&app, "http://127.0.0.1:9/", 4).await;
+    let m = app
+        .create_mission(json!({"goal": "skip", "autonomy": "autonomous", "plan": parallel_plan(3)}))
+        .await;
+    let mission = m["id"].as_str().unwrap().to_owned();
+    let cfg = EngineConfig::new(app.url.clone());
+    wait_until("the mission's tasks to be queued", || async {
+        let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM task_queue")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        (queued == 3).then_some(())
+    })
+    .await;
+    // Another replica's claim holds the agent's row.
+    let mut other = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM agents WHERE agent_id = 'solo' FOR NO KEY UPDATE")
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    let claimed = tokio::time::timeout(Duration::from_secs(10), dispatch::claim(&app.pool, &cfg))
+        .await
+        .expect("the claim waited on the agent another claim holds")
+        .unwrap();
+    assert!(claimed.dispatches.is_empty(), "{claimed:?}");
+    assert!(
+        claimed.contended,
+        "a claim that lost its tasks to another must say so"
+    );
+    let (queued, running): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM task_queue),
+                (SELECT count(*) FROM orchestration_tasks WHERE status = 'running')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((queued, running), (3, 0), "the skipped tasks stay queued");
+    other.rollback().await.unwrap();
+    // Free again: the next claim takes them all, uncontended.
+    let claimed = dispatch::claim(&app.pool, &cfg).await.unwrap();
+    assert_eq!(claimed.dispatches.len(), 3, "{claimed:?}");
+    assert!(!claimed.contended);
+    assert!(
+        claimed
+            .dispatches
+            .iter()
+            .all(|d| d.request.mission_id.to_string() == mission)
+    );
+    app.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_folding_returned_slots_at_once_count_each_return_once() {
     use coordinator::store::{

@@ -2,7 +2,7 @@
 //! to its worker concurrently, outside the claim's transaction ([`super::claim`]
 //! creates them); a failed send fails the attempt as `infrastructure`.
 
-pub use super::claim::claim_batch;
+pub use super::claim::{Claimed, claim, claim_batch};
 
 use sqlx::PgPool;
 use tracing::Instrument;

@@ -436,18 +436,21 @@ impl Engine {
         workflow_work_out
     }
 
-    /// Claims batches until one comes back short, sending each dispatch concurrently.
+    /// Claims batches until one comes back short, sending each dispatch
+    /// concurrently; a short claim that lost tasks to another replica's
+    /// claim (agents it held) is tried again after a moment, a few times.
     async fn dispatch_all(&self, in_flight: &mut InFlight, phase: &tracing::Span) {
+        let mut retries = 0;
         loop {
-            let batch = match dispatch::claim_batch(&self.pool, &self.cfg).await {
-                Ok(b) => b,
+            let claimed = match dispatch::claim(&self.pool, &self.cfg).await {
+                Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(error = %e, "claim failed");
                     return;
                 }
             };
-            let full = batch.len() >= self.cfg.batch_size;
-            for d in batch {
+            let full = claimed.dispatches.len() >= self.cfg.batch_size;
+            for d in claimed.dispatches {
                 let (pool, cfg, http) = (self.pool.clone(), self.cfg.clone(), self.http.clone());
                 // Each attempt is a trace of its own (dispatch, worker call,
                 // callbacks), linked to the tick that claimed it.
@@ -459,12 +462,23 @@ impl Engine {
                     async move { dispatch::send(&pool, &cfg, &http, d).await }.instrument(span),
                 );
             }
-            if !full {
+            if full {
+                continue;
+            }
+            if !claimed.contended || retries == CONTENDED_RETRIES {
                 return;
             }
+            retries += 1;
+            tokio::time::sleep(CONTENDED_PAUSE).await;
         }
     }
 }
+
+/// How long a dispatcher waits before claiming again after its claim left
+/// tasks to another replica's claim: about that claim's commit.
+const CONTENDED_PAUSE: Duration = Duration::from_millis(2);
+/// Claims tried again that way per wake-up.
+const CONTENDED_RETRIES: u32 = 8;
 
 /// Dispatches being sent, by attempt.
 #[derive(Default)]

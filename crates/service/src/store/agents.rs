@@ -749,6 +749,34 @@ pub async fn take_slots(
     .await
 }
 
+/// Locks those of the given agents that no other transaction holds, in key
+/// order, and returns them; the others are skipped, not waited for. A
+/// claim takes slots only of the agents it could lock this way, so claims
+/// on different replicas never queue on each other's agent rows (holding
+/// their missions meanwhile, which reports then queue on).
+pub async fn lock_unheld(
+    conn: &mut PgConnection,
+    workspaces: &[Uuid],
+    ids: &[String],
+) -> sqlx::Result<Vec<(Uuid, String)>> {
+    let rows = sqlx::query!(
+        r#"SELECT a.workspace_id, a.agent_id
+           FROM agents a
+           JOIN UNNEST($1::uuid[], $2::text[]) AS i(workspace_id, agent_id)
+             ON a.workspace_id = i.workspace_id AND a.agent_id = i.agent_id
+           ORDER BY a.workspace_id, a.agent_id
+           FOR NO KEY UPDATE OF a SKIP LOCKED"#,
+        workspaces,
+        ids
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.workspace_id, r.agent_id))
+        .collect())
+}
+
 /// Folds the pending returns of every agent that has some (see
 /// [`take_slots`]), for agents no claim has locked lately; the count folded.
 pub async fn fold_returns(pool: &PgPool) -> sqlx::Result<usize> {

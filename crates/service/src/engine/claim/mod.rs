@@ -8,9 +8,11 @@
 //! without locks. The concurrency cap is enforced at the end, just before
 //! the writes, by one guarded increment per agent ([`agents::take_slots`]):
 //! a task whose agent has no slot left by then stays queued for the next
-//! claim. The agent rows are thus locked only from that statement to the
-//! commit, so reports releasing slots and other replicas' claims wait for
-//! a few writes at most.
+//! claim. Agent rows another claim holds are skipped, not waited for
+//! ([`agents::lock_unheld`]): their tasks stay queued too, and the claim
+//! says it was contended so its dispatcher claims again shortly. Claims on
+//! different replicas thus never queue on each other, nor hold missions
+//! (which reports need) while waiting.
 
 use std::collections::BTreeMap;
 
@@ -102,16 +104,33 @@ struct Coordination {
 /// A task and the candidate (index into `Locked::candidates`) chosen for it.
 type Chosen<'a> = (&'a tasks::TaskRow, usize, assignment::Score);
 
+/// What one claim produced.
+#[derive(Debug, Default)]
+pub struct Claimed {
+    /// The attempts created, ready to be sent.
+    pub dispatches: Vec<Dispatch>,
+    /// Whether tasks were left queued because another claim held or took
+    /// their agents' slots at the same moment: claiming again shortly may
+    /// take them.
+    pub contended: bool,
+}
+
+/// Claims up to `cfg.batch_size` ready tasks (see [`claim`]) and returns
+/// their dispatches.
+pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Vec<Dispatch>> {
+    Ok(claim(pool, cfg).await?.dispatches)
+}
+
 /// Claims up to `cfg.batch_size` ready tasks and creates their attempts, in
 /// one transaction: lock, choose, take slots, write; then, committed, reads
 /// what the requests carry (parents' outputs, blackboards) and builds them.
-pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Vec<Dispatch>> {
+pub async fn claim(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Claimed> {
     let claimed_at = std::time::Instant::now();
     // One connection for the claim and the reads after its commit.
     let mut conn = pool.acquire().await?;
     let mut tx = cfg.begin_on(&mut conn).await?;
     let Some(mut locked) = lock_ready(&mut tx, cfg).await? else {
-        return Ok(Vec::new());
+        return Ok(Claimed::default());
     };
     let actor = format!("engine:{}", cfg.replica_id);
     let ready: Vec<&tasks::TaskRow> = locked
@@ -130,7 +149,11 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
         &locked.coordination,
     )
     .await?;
-    let (chosen, dropped) = take_slots(&mut tx, chosen, &locked.candidates).await?;
+    let slots::Taken {
+        kept: chosen,
+        dropped,
+        contended,
+    } = take_slots(&mut tx, chosen, &locked.candidates).await?;
     for task in refused {
         // A mission whose chosen task lost its slot counted that task's
         // estimate as in flight: its refusals are decided again next claim.
@@ -152,7 +175,10 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
     if chosen.is_empty() {
         tx.commit().await?;
         cfg.committed();
-        return Ok(Vec::new());
+        return Ok(Claimed {
+            dispatches: Vec::new(),
+            contended,
+        });
     }
     let (attempt_ids, tokens) =
         write_attempts(&mut tx, cfg, &actor, &chosen, &locked.candidates).await?;
@@ -192,7 +218,10 @@ pub async fn claim_batch(pool: &PgPool, cfg: &EngineConfig) -> anyhow::Result<Ve
             ),
         })
         .collect();
-    Ok(dispatches)
+    Ok(Claimed {
+        dispatches,
+        contended,
+    })
 }
 
 /// Locks the ready part of the queue and its missions (skipping whatever

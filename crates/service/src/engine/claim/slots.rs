@@ -9,27 +9,58 @@ use uuid::Uuid;
 use super::Chosen;
 use crate::store::agents;
 
+/// What [`take_slots`] kept.
+pub(super) struct Taken<'a> {
+    /// The chosen tasks whose agents granted a slot, in queue order.
+    pub kept: Vec<Chosen<'a>>,
+    /// The missions that lost a chosen task (it stays queued).
+    pub dropped: Vec<Uuid>,
+    /// Whether a task was lost to another claim: its agent was locked by
+    /// it, or had no slot left after it. Worth claiming again soon.
+    pub contended: bool,
+}
+
 /// Takes the chosen agents' slots and keeps the tasks they were granted
-/// for, in queue order; the rest stay queued (another replica took the
-/// slots since the candidates were read, or the agent went away). Also
-/// returns the missions that lost a chosen task that way.
+/// for, in queue order; the rest stay queued (another replica holds or
+/// took the slots since the candidates were read, or the agent went away).
+/// Agents another transaction has locked are skipped, never waited for.
 pub(super) async fn take_slots<'a>(
     tx: &mut PgConnection,
     chosen: Vec<Chosen<'a>>,
     candidates: &[agents::Candidate],
-) -> anyhow::Result<(Vec<Chosen<'a>>, Vec<Uuid>)> {
+) -> anyhow::Result<Taken<'a>> {
     if chosen.is_empty() {
-        return Ok((chosen, Vec::new()));
+        return Ok(Taken {
+            kept: chosen,
+            dropped: Vec::new(),
+            contended: false,
+        });
     }
     let wanted = slots_wanted(&chosen);
+    let (mut want_ws, mut want_ids) = (Vec::new(), Vec::new());
+    for idx in wanted.keys() {
+        let c = &candidates[*idx];
+        want_ws.push(c.workspace_id);
+        want_ids.push(c.profile.agent_id.clone());
+    }
+    let held = agents::lock_unheld(&mut *tx, &want_ws, &want_ids).await?;
     let (mut slot_ws, mut slot_ids, mut slot_n) = (Vec::new(), Vec::new(), Vec::new());
     for (idx, n) in &wanted {
         let c = &candidates[*idx];
-        slot_ws.push(c.workspace_id);
-        slot_ids.push(c.profile.agent_id.clone());
-        slot_n.push(*n);
+        if held
+            .iter()
+            .any(|(ws, id)| *ws == c.workspace_id && *id == c.profile.agent_id)
+        {
+            slot_ws.push(c.workspace_id);
+            slot_ids.push(c.profile.agent_id.clone());
+            slot_n.push(*n);
+        }
     }
-    let granted = agents::take_slots(&mut *tx, &slot_ws, &slot_ids, &slot_n).await?;
+    let granted = if slot_ids.is_empty() {
+        Vec::new()
+    } else {
+        agents::take_slots(&mut *tx, &slot_ws, &slot_ids, &slot_n).await?
+    };
     let mut left: BTreeMap<usize, i32> = wanted
         .keys()
         .filter_map(|idx| {
@@ -44,7 +75,11 @@ pub(super) async fn take_slots<'a>(
     let mut dropped: Vec<Uuid> = lost.iter().map(|(t, _, _)| t.run_id).collect();
     dropped.sort_unstable();
     dropped.dedup();
-    Ok((kept, dropped))
+    Ok(Taken {
+        kept,
+        dropped,
+        contended: !lost.is_empty(),
+    })
 }
 
 /// Slots wanted per candidate (index into the candidates), in agent key order.
