@@ -60,6 +60,7 @@ use uuid::Uuid;
 
 use crate::db;
 
+mod cpu;
 mod env;
 pub mod idle;
 pub mod jobqueue;
@@ -87,6 +88,11 @@ pub struct BenchArgs {
     /// Missions per throughput phase.
     #[arg(long, default_value_t = 200)]
     pub missions: usize,
+    /// Missions each throughput phase's fresh replicas run first, unmeasured,
+    /// so the measured missions run on warm replicas: pools at size, each
+    /// connection's statements prepared and planned (0: none).
+    #[arg(long, default_value_t = 50)]
+    pub warmup_missions: usize,
     /// Tasks per mission (fan-out: a root, parallel middle tasks, a sink; 3–20).
     #[arg(long, default_value_t = 5)]
     pub tasks: usize,

@@ -41,10 +41,23 @@ use sqlx::{Connection, Executor, PgConnection, PgPool, Row, postgres::PgRow};
 use tokio::{sync::Mutex, task::JoinHandle};
 use uuid::Uuid;
 
+use super::cpu;
+
 /// How often `pg_stat_activity` is sampled for lock waiters.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
-/// Statements kept in a phase's top list.
+/// Statements kept in a phase's top list, unless
+/// `COORDINATOR_BENCH_TOP_STATEMENTS` asks for more (to attribute a change
+/// in statements per task to the statements that changed).
 const TOP_STATEMENTS: i64 = 10;
+
+/// How many statements a phase's top list keeps.
+fn top_statements() -> i64 {
+    std::env::var("COORDINATOR_BENCH_TOP_STATEMENTS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(TOP_STATEMENTS)
+}
 /// How long after a backend leaves `pg_stat_activity` its counters may
 /// still be arriving.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
@@ -107,6 +120,10 @@ pub(crate) struct Observer {
     /// one: it sends them as simple queries, so nothing is prepared behind
     /// its back).
     own: AtomicU64,
+    /// The server's postmaster, when it runs on this machine (for its CPU time).
+    postmaster: Option<u32>,
+    /// Clock ticks per second of `/proc`'s CPU times.
+    ticks_per_sec: u64,
 }
 
 /// What [`Observer::start_phase`] read, to subtract at the end.
@@ -176,6 +193,8 @@ impl Observer {
             role,
             flush,
             own: AtomicU64::new(0),
+            postmaster: u32::try_from(poller_pid).ok().and_then(cpu::postmaster_of),
+            ticks_per_sec: cpu::ticks_per_sec(),
         })
     }
 
@@ -211,6 +230,31 @@ impl Observer {
             sampler: None,
             samples: None,
         })
+    }
+
+    /// The CPU clocks of this process and the server's, now (`None` without `/proc`).
+    pub(crate) fn cpu_sample(&self) -> Option<cpu::Sample> {
+        cpu::sample(self.postmaster)
+    }
+
+    /// CPU milliseconds per task of this process and of the server between
+    /// two [`Observer::cpu_sample`]s.
+    pub(crate) fn cpu_per_task(
+        &self,
+        start: Option<cpu::Sample>,
+        end: Option<cpu::Sample>,
+        tasks: f64,
+    ) -> (Option<f64>, Option<f64>) {
+        match (start, end) {
+            (Some(a), Some(b)) => {
+                let spent = cpu::spent(a, b, self.ticks_per_sec);
+                (
+                    Some(spent.bench_ms / tasks),
+                    spent.server_ms.map(|ms| ms / tasks),
+                )
+            }
+            _ => (None, None),
+        }
     }
 
     /// Starts sampling lock waiters for the measured part of `phase`.
@@ -459,7 +503,7 @@ impl Observer {
         let (calls, total_ms): (f64, f64) = (sums.try_get(0)?, sums.try_get(1)?);
         let top_sql = TOP_SQL
             .replace("{role}", &role.to_string())
-            .replace("{limit}", &TOP_STATEMENTS.to_string());
+            .replace("{limit}", &top_statements().to_string());
         let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(top_sql))
             .fetch_all(&mut *poller)
             .await;

@@ -99,6 +99,12 @@ fn print_engine(args: &BenchArgs, m: &Measured) -> Vec<String> {
             line.push(format!("lock_waiters_{r}r={v:.2}"));
             line.push(format!("lock_wait_share_{r}r={share:.2}"));
         }
+        if let Some(v) = t.bench_cpu_ms_per_task {
+            line.push(format!("cpu_ms_per_task_{r}r={v:.3}"));
+        }
+        if let Some(v) = t.db_cpu_ms_per_task {
+            line.push(format!("db_cpu_ms_per_task_{r}r={v:.3}"));
+        }
     }
     for s in scaling.iter().filter(|s| s.replicas != reference) {
         line.push(format!(
@@ -147,6 +153,12 @@ fn cost_text(t: &report::Throughput) -> String {
             "; lock waiters, mean of samples {mean:.2} ({:.0} % of samples with one)",
             share * 100.0
         ));
+    }
+    if let Some(cpu) = t.bench_cpu_ms_per_task {
+        text.push_str(&format!("; CPU per task {cpu:.3} ms in this process"));
+        if let Some(db) = t.db_cpu_ms_per_task {
+            text.push_str(&format!(", {db:.3} ms in the database"));
+        }
     }
     text
 }
@@ -380,6 +392,7 @@ pub(crate) fn write_json(
     let figures = report::EngineFigures {
         settings: report::RunSettings {
             missions: args.missions,
+            warmup_missions: args.warmup_missions,
             tasks: args.tasks,
             chain: args.chain,
             agents: args.agents,

@@ -62,6 +62,10 @@ pub struct ReportArgs {
 pub struct RunSettings {
     /// Missions per throughput phase.
     pub missions: usize,
+    /// Missions each throughput phase's replicas ran first, unmeasured
+    /// (absent in older figures: none).
+    #[serde(default)]
+    pub warmup_missions: usize,
     /// Tasks per mission.
     pub tasks: usize,
     /// Steps of the sequential mission.
@@ -95,8 +99,9 @@ pub struct Throughput {
     #[serde(default)]
     pub wal_bytes_per_task: Option<f64>,
     /// Top-level statements per task (`pg_stat_statements`) over the measured
-    /// replicas' whole life (start-up, a few dozen warm-up reads, the phase),
-    /// the bench's own polls left out.
+    /// replicas' whole life (start-up, a few dozen warm-up reads, the warm-up
+    /// missions, the phase) divided by every task they ran, the bench's own
+    /// polls left out.
     #[serde(default)]
     pub stmts_per_task: Option<f64>,
     /// Committed transactions per task (`pg_stat_database.xact_commit`) over
@@ -110,6 +115,13 @@ pub struct Throughput {
     /// Share of those samples with at least one lock waiter (0–1).
     #[serde(default)]
     pub lock_wait_share: Option<f64>,
+    /// CPU ms per task of the bench's own process (the replicas, the
+    /// simulated workers and the clients) over the measured missions' span.
+    #[serde(default)]
+    pub bench_cpu_ms_per_task: Option<f64>,
+    /// CPU ms per task of the database server's processes, same span.
+    #[serde(default)]
+    pub db_cpu_ms_per_task: Option<f64>,
     /// The statements that took the most time, most first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_statements: Vec<TopStatement>,
@@ -540,10 +552,19 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
     let _ = writeln!(
         w,
         "`coordinator bench`, end to end through HTTP with instant simulated workers: \
-         {} missions × {} tasks (fan-out plans) per throughput phase, {} agents × cap {}, \
+         {} missions × {} tasks (fan-out plans) per throughput phase{}, {} agents × cap {}, \
          a {}-step chain. The idle, memory and long phases each run in a database of \
          their own.\n",
         num(st.missions as f64, 0),
+        if st.warmup_missions > 0 {
+            format!(
+                " (each phase's fresh replicas first run {} more, unmeasured, so the \
+                 measured ones meet warm connections and prepared statements)",
+                num(st.warmup_missions as f64, 0)
+            )
+        } else {
+            String::new()
+        },
         st.tasks,
         st.agents,
         st.agent_cap,

@@ -36,15 +36,16 @@ pub(crate) async fn measure(
             env.register_agents(&api, args).await?;
         }
         eprintln!(
-            "[{replicas} replica(s)] creating {} missions…",
-            args.missions
+            "[{replicas} replica(s)] creating {} + {} missions (warm-up + measured)…",
+            args.warmup_missions, args.missions
         );
-        let ids = create_missions(&api, args).await?;
+        let mut warm = create_missions(&api, args, args.warmup_missions + args.missions).await?;
+        let ids = warm.split_off(args.warmup_missions);
         // The measured part runs on fresh replicas: the ones that created the
         // missions report their connections' counters as they close, so none
         // of the creating lands in the phase's commits (see `observe`).
         Replica::stop_all(up).await;
-        let point = at_replicas(env, args, replicas, &ids).await?;
+        let point = at_replicas(env, args, replicas, &warm, &ids).await?;
         throughput.push(point);
         if replicas == args.replicas[0] {
             latencies = dispatch_latencies(&env.pool, &ids, &env.worker.arrivals()).await?;
@@ -69,16 +70,19 @@ async fn start_replicas(env: &BenchEnv, count: usize) -> anyhow::Result<Vec<Repl
     Ok(up)
 }
 
-/// One throughput point: the created missions approved at once over
-/// `count` fresh replicas, timed from the first approval to the last
-/// completion. The database's counts cover the replicas' whole life, from
-/// before they start until they have stopped (their counters arrive as their
-/// connections close): the phase's work plus their start-up and the warm-up
-/// reads, a fixed few dozen transactions, so nothing they did is missed.
+/// One throughput point: `count` fresh replicas run the `warm` missions
+/// first (unmeasured), then the measured missions `ids` approved at once,
+/// timed from the first approval to the last completion; CPU time, writing
+/// transactions and WAL bytes cover that measured span. The statement and
+/// commit counts cover the replicas' whole life, from before they start
+/// until they have stopped (their counters arrive as their connections
+/// close), so nothing they did is missed: they are divided by all the
+/// tasks the replicas ran, warm-up included.
 async fn at_replicas(
     env: &BenchEnv,
     args: &BenchArgs,
     count: usize,
+    warm: &[Uuid],
     ids: &[Uuid],
 ) -> anyhow::Result<report::Throughput> {
     let mut phase = match &env.observer {
@@ -87,12 +91,25 @@ async fn at_replicas(
     };
     let replicas = start_replicas(env, count).await?;
     warm_up(env, &replicas).await?;
+    if !warm.is_empty() {
+        eprintln!(
+            "[{count} replica(s)] warming up on {} missions…",
+            warm.len()
+        );
+        approve_all(env, &replicas, warm, args.client_concurrency).await?;
+        // The observer's polls are its own, left out of the counts.
+        match &env.observer {
+            Some(o) => o.wait_completed(warm, Duration::from_secs(600)).await?,
+            None => wait_completed(&env.pool, warm, Duration::from_secs(600)).await?,
+        }
+    }
     eprintln!("[{count} replica(s)] approving and running them…");
     // Lock waiters are sampled over the measured part only.
     if let (Some(o), Some(p)) = (&env.observer, &mut phase) {
         o.start_sampling(p).await?;
     }
     let before = db_cost(&env.server_pool).await.ok();
+    let cpu_before = env.observer.as_ref().and_then(|o| o.cpu_sample());
     let started = Instant::now();
     approve_all(env, &replicas, ids, args.client_concurrency).await?;
     match &env.observer {
@@ -100,16 +117,21 @@ async fn at_replicas(
         None => wait_completed(&env.pool, ids, Duration::from_secs(600)).await?,
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu_after = env.observer.as_ref().and_then(|o| o.cpu_sample());
     let after = db_cost(&env.server_pool).await.ok();
     if let Some(p) = &mut phase {
         p.stop_sampling().await;
     }
     Replica::stop_all(replicas).await;
     let tasks = (ids.len() * args.tasks) as f64;
+    let all_tasks = ((warm.len() + ids.len()) * args.tasks) as f64;
     let counts = match (&env.observer, phase) {
-        (Some(o), Some(p)) => o.finish_phase(p, tasks).await?,
+        (Some(o), Some(p)) => o.finish_phase(p, all_tasks).await?,
         _ => PhaseCounts::default(),
     };
+    let (bench_cpu, db_cpu) = env.observer.as_ref().map_or((None, None), |o| {
+        o.cpu_per_task(cpu_before, cpu_after, tasks)
+    });
     let per_task = |pick: fn(&DbCost) -> i64| {
         before
             .zip(after)
@@ -125,14 +147,16 @@ async fn at_replicas(
         commits_per_task: counts.commits_per_task,
         lock_waiters_mean: counts.lock_waiters_mean,
         lock_wait_share: counts.lock_wait_share,
+        bench_cpu_ms_per_task: bench_cpu,
+        db_cpu_ms_per_task: db_cpu,
         top_statements: counts.top,
     })
 }
 
-/// Creates `--missions` fan-out missions (awaiting approval) through `api`.
-async fn create_missions(api: &Api, args: &BenchArgs) -> anyhow::Result<Vec<Uuid>> {
+/// Creates `count` fan-out missions (awaiting approval) through `api`.
+async fn create_missions(api: &Api, args: &BenchArgs, count: usize) -> anyhow::Result<Vec<Uuid>> {
     let plan = fanout_plan(args.tasks);
-    stream::iter(0..args.missions)
+    stream::iter(0..count)
         .map(|i| {
             let plan = plan.clone();
             async move {

@@ -110,6 +110,7 @@ fn engine() -> EngineFigures {
     EngineFigures {
         settings: RunSettings {
             missions: 200,
+            warmup_missions: 0,
             tasks: 5,
             chain: 20,
             agents: 8,
@@ -185,6 +186,11 @@ fn engine_with_counts() -> EngineFigures {
     e.throughput[0].wal_bytes_per_task = Some(9531.0);
     e.throughput[0].lock_waiters_mean = Some(0.5);
     e.throughput[0].lock_wait_share = Some(0.25);
+    e.throughput[0].bench_cpu_ms_per_task = Some(1.5);
+    e.throughput[0].db_cpu_ms_per_task = Some(0.5);
+    e.throughput[1].bench_cpu_ms_per_task = Some(2.25);
+    e.throughput[1].db_cpu_ms_per_task = Some(0.75);
+    e.throughput[2].bench_cpu_ms_per_task = Some(2.0);
     e.throughput[0].top_statements = vec![TopStatement {
         query: "UPDATE a | b SET x = $1".into(),
         calls_per_task: 1.0,
@@ -221,6 +227,17 @@ fn counts_and_the_job_queue_render_with_hand_computed_ratios() {
     );
     // Phases without counts show dashes.
     assert!(page.contains("| 2 | – | – | – | – | – | – |"), "{page}");
+    // CPU: 1.5 + 0.5 = 2; 2.25 + 0.75 = 3, 1.5× the first; no database
+    // figure, no total.
+    assert!(
+        page.contains("| 1 | 1.500 | 0.500 | 2.000 | 1.00× |"),
+        "{page}"
+    );
+    assert!(
+        page.contains("| 2 | 2.250 | 0.750 | 3.000 | 1.50× |"),
+        "{page}"
+    );
+    assert!(page.contains("| 3 | 2.000 | – | – | – |"), "{page}");
     // The `|` in a statement must not break the table.
     assert!(
         page.contains("| `UPDATE a \\| b SET x = $1` | 1.00 | 7.500 | 51.0 % |"),
@@ -252,6 +269,8 @@ fn figures_without_the_new_fields_still_parse_and_render() {
             "top_statements",
             "write_txns_per_task",
             "wal_bytes_per_task",
+            "bench_cpu_ms_per_task",
+            "db_cpu_ms_per_task",
         ] {
             t.as_object_mut().unwrap().remove(key);
         }
@@ -260,6 +279,7 @@ fn figures_without_the_new_fields_still_parse_and_render() {
     assert_eq!(old.throughput[0].stmts_per_task, None);
     let page = render_one(&old);
     assert!(!page.contains("statements/task"));
+    assert!(!page.contains("ms/task"));
     assert!(!page.contains("Job-queue baseline"));
     assert!(!page.contains("### Workflows"));
     assert!(page.contains("### Throughput and latency"));
