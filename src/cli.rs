@@ -325,6 +325,10 @@ pub struct EngineArgs {
     /// that arrive together share one commit); 1 applies each alone.
     #[arg(long, env = "COORDINATOR_REPORT_BATCH", default_value_t = 32)]
     pub report_batch: usize,
+    /// Milliseconds a batch of reports that already has more than one waits
+    /// for more before its commit (a lone report never waits); 0: never.
+    #[arg(long, env = "COORDINATOR_REPORT_LINGER_MS", default_value_t = 3.0)]
+    pub report_linger_ms: f64,
 }
 
 impl EngineArgs {
@@ -393,6 +397,11 @@ impl EngineArgs {
             "--report-batch must be between 1 and 1000"
         );
         cfg.report_batch = self.report_batch;
+        anyhow::ensure!(
+            (0.0..=100.0).contains(&self.report_linger_ms),
+            "--report-linger-ms must be between 0 and 100"
+        );
+        cfg.report_linger = Duration::from_secs_f64(self.report_linger_ms / 1000.0);
         Ok(())
     }
 }

@@ -301,3 +301,31 @@ async fn two_replicas_applying_report_batches_keep_every_invariant() {
 async fn three_replicas_applying_report_batches_keep_every_invariant() {
     replicas_applying_batches_keep_every_invariant(3).await;
 }
+
+/// The group commit's linger only holds a batch that already has company:
+/// a lone report is applied at once even with a long linger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_report_never_waits_for_the_linger() {
+    use coordinator::engine::report_batch::ReportQueue;
+    let app = spawn_app().await;
+    let worker = ManualWorker::spawn().await;
+    register_solo(&app, &worker.url, 8).await;
+    app.create_mission(json!({"goal": "lone", "autonomy": "autonomous", "plan": parallel_plan(3)}))
+        .await;
+    let d = worker.dispatch(1).await;
+    let mut cfg = EngineConfig::new(app.url.clone());
+    cfg.report_linger = std::time::Duration::from_secs(60);
+    let queue = ReportQueue::start(app.pool.clone(), cfg, 32);
+    let token = d.callback.token.clone();
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        queue.submit(d.attempt_id, &succeeded(), Origin::Worker { token: &token }),
+    )
+    .await
+    .expect("a lone report waited for the linger");
+    assert!(
+        matches!(answer, Ok(Applied::Applied(TaskStatus::Succeeded))),
+        "{answer:?}"
+    );
+    app.stop().await;
+}

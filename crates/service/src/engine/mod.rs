@@ -89,6 +89,9 @@ pub struct EngineConfig {
     /// Most reports applied in one transaction by the group commit
     /// ([`report_batch`]); 1 applies each report alone.
     pub report_batch: usize,
+    /// How long the group commit waits for more reports once a batch has
+    /// more than one (a lone report never waits); zero: never.
+    pub report_linger: Duration,
     /// The replica's group commit, when started ([`report_batch::ReportQueue::start`]).
     pub reports: Option<report_batch::ReportQueue>,
     /// Wakes this replica's own engine after a report freed a slot or made
@@ -132,6 +135,7 @@ impl EngineConfig {
             metrics: Arc::default(),
             shutdown_grace: Duration::from_secs(10),
             report_batch: 32,
+            report_linger: report_batch::DEFAULT_LINGER,
             reports: None,
             local_wake: None,
             events_notifier: None,

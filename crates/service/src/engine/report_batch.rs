@@ -4,8 +4,12 @@
 //! a mission stop queueing on its row one commit at a time.
 //!
 //! A few committers per replica take whatever reports are waiting (up to
-//! `report_batch`) when they are free; nothing waits on a timer, so a lone
-//! report is applied at once, in a transaction of its own. A batch locks
+//! `report_batch`) when they are free. A lone report is applied at once, in
+//! a transaction of its own; a batch that already has more than one (the
+//! replica is under load) waits up to `report_linger` for more, so that
+//! with several replicas, each seeing a share of the reports, a batch still
+//! carries many (PostgreSQL's `commit_delay` with `commit_siblings` makes the
+//! same trade). A batch locks
 //! its missions in id order and releases its agents' slots last, in agent
 //! key order (the global lock order), so batches on different replicas
 //! cannot deadlock each other. Each report keeps its own answer and its own
@@ -36,6 +40,14 @@ pub const COMMITTERS: usize = 2;
 
 /// Reports waiting for a committer.
 const QUEUE: usize = 4096;
+
+/// Default of [`super::EngineConfig::report_linger`]. Measured with
+/// `coordinator bench --missions 200 --replicas 1,3` (two runs each,
+/// alternating): at 3 replicas 3 ms raised throughput from 779 and 690 to
+/// 816 and 779 tasks/s and cut the database's CPU per task from 1.90 and
+/// 2.12 to 1.72 and 1.78 ms; 1 replica, whose batches are large anyway,
+/// was unchanged (1,281 and 1,364 against 1,376 and 1,275).
+pub const DEFAULT_LINGER: Duration = Duration::from_millis(3);
 
 /// The way into a replica's committers (cheap to clone).
 #[derive(Clone)]
@@ -138,8 +150,9 @@ impl ReportQueue {
     }
 }
 
-/// Takes what is waiting (the first report, then up to `max_batch` in all
-/// without waiting for more) and applies it, until the queue closes.
+/// Takes what is waiting (the first report, then up to `max_batch` in all,
+/// lingering for more only when it already has several) and applies it,
+/// until the queue closes.
 async fn committer(
     pool: PgPool,
     cfg: Arc<EngineConfig>,
@@ -159,11 +172,26 @@ async fn committer(
                     Err(_) => break,
                 }
             }
+            if let Some(wait) = linger(jobs.len(), max_batch, cfg.report_linger) {
+                let deadline = tokio::time::Instant::now() + wait;
+                while jobs.len() < max_batch {
+                    match tokio::time::timeout_at(deadline, rx.recv()).await {
+                        Ok(Some(job)) => jobs.push(job),
+                        _ => break,
+                    }
+                }
+            }
             jobs
         };
         cfg.metrics.report_batch(jobs.len());
         apply_batch(&pool, &cfg, jobs).await;
     }
+}
+
+/// How long a batch of `taken` reports waits for more: only one that
+/// already has company (a lone report is applied at once) and room left.
+fn linger(taken: usize, max_batch: usize, linger: Duration) -> Option<Duration> {
+    (taken > 1 && taken < max_batch && !linger.is_zero()).then_some(linger)
 }
 
 /// Applies a batch of waiting reports and sends each its answer.
@@ -313,4 +341,19 @@ async fn together(
             None => Err(ReportError::Race("batch order")),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_batch_with_company_and_room_lingers() {
+        let ms = Duration::from_millis(3);
+        assert_eq!(linger(1, 32, ms), None, "a lone report is applied at once");
+        assert_eq!(linger(2, 32, ms), Some(ms));
+        assert_eq!(linger(31, 32, ms), Some(ms));
+        assert_eq!(linger(32, 32, ms), None, "a full batch goes");
+        assert_eq!(linger(5, 32, Duration::ZERO), None, "zero turns it off");
+    }
 }
