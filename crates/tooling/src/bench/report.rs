@@ -556,6 +556,7 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
          a {}-step chain. The idle, memory and long phases each run in a database of \
          their own.\n",
         num(st.missions as f64, 0),
+        st.tasks,
         if st.warmup_missions > 0 {
             format!(
                 " (each phase's fresh replicas first run {} more, unmeasured, so the \
@@ -565,7 +566,6 @@ fn render_engine(w: &mut String, e: &EngineFigures) {
         } else {
             String::new()
         },
-        st.tasks,
         st.agents,
         st.agent_cap,
         st.chain

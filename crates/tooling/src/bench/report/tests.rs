@@ -227,6 +227,21 @@ fn counts_and_the_job_queue_render_with_hand_computed_ratios() {
     );
     // Phases without counts show dashes.
     assert!(page.contains("| 2 | – | – | – | – | – | – |"), "{page}");
+    assert!(
+        page.contains("200 missions × 5 tasks (fan-out plans) per throughput phase, 8 agents"),
+        "{page}"
+    );
+    let mut warm = engine_with_counts();
+    warm.settings.warmup_missions = 50;
+    assert!(
+        render_one(&warm).contains(
+            "200 missions × 5 tasks (fan-out plans) per throughput phase (each phase's fresh \
+             replicas first run 50 more, unmeasured, so the measured ones meet warm connections \
+             and prepared statements), 8 agents × cap 32"
+        ),
+        "{}",
+        render_one(&warm)
+    );
     // CPU: 1.5 + 0.5 = 2; 2.25 + 0.75 = 3, 1.5× the first; no database
     // figure, no total.
     assert!(
