@@ -176,3 +176,35 @@ async fn an_approval_announced_after_its_commit_still_wakes_the_dispatcher_at_on
     worker.dispatch_within(1, Duration::from_secs(10)).await;
     app.stop().await;
 }
+
+/// A stopped service leaves no session of its own behind: its event-log
+/// listener closes once the service's state is gone (before, it listened
+/// for the life of the process, which in-process replicas of the bench and
+/// the tests kept piling up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_service_closes_its_event_listener() {
+    let db = fresh_database().await;
+    let app = spawn_app_on(&db, test_settings()).await;
+    let observer = app.pool.clone();
+    let listening = || {
+        let pool = observer.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND query = 'LISTEN \"coordinator_events\"'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    wait_until("the service to listen for events", || async {
+        (listening().await == 1).then_some(())
+    })
+    .await;
+    app.stop().await;
+    wait_until("the stopped service's listener to close", || async {
+        (listening().await == 0).then_some(())
+    })
+    .await;
+}

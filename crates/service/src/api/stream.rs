@@ -64,7 +64,8 @@ pub const EVENTS_CHANNEL: &str = "coordinator_events";
 
 /// Starts this process's one listener on [`EVENTS_CHANNEL`] and returns the
 /// receiver streams (and the webhook pump) wait on; it ticks on every
-/// notification.
+/// notification, and stops (closing its connection) once every receiver is
+/// gone, that is when the service that started it has stopped.
 pub fn spawn_wake_listener(pool: PgPool) -> watch::Receiver<u64> {
     let (tx, rx) = watch::channel(0u64);
     tokio::spawn(async move {
@@ -77,7 +78,11 @@ pub fn spawn_wake_listener(pool: PgPool) -> watch::Receiver<u64> {
             .await;
             match listener {
                 Ok(mut l) => loop {
-                    match l.recv().await {
+                    let got = tokio::select! {
+                        got = l.recv() => got,
+                        () = tx.closed() => return,
+                    };
+                    match got {
                         Ok(_) => {
                             tx.send_modify(|n| *n = n.wrapping_add(1));
                         }

@@ -39,17 +39,23 @@ impl Health {
     }
 }
 
-/// Starts watching `pool` until it is closed.
+/// Starts watching `pool` until it is closed or nobody holds the returned
+/// [`Health`] any more (the service that asked for it stopped).
 pub fn watch(pool: PgPool) -> Arc<Health> {
     let health = Arc::new(Health {
         up: AtomicBool::new(true),
         outages: AtomicU64::new(0),
     });
-    let state = health.clone();
+    // A weak handle: a stopped service drops its state, and the watcher
+    // with it, instead of pinging its pool for the life of the process.
+    let weak = Arc::downgrade(&health);
     tokio::spawn(async move {
         let mut down_since: Option<Instant> = None;
         loop {
             tokio::time::sleep(PING_EVERY).await;
+            let Some(state) = weak.upgrade() else {
+                return;
+            };
             if pool.is_closed() {
                 return;
             }
