@@ -190,8 +190,8 @@ async fn committer(
 
 /// How long a batch of `taken` reports waits for more: only one that
 /// already has company (a lone report is applied at once) and room left.
-fn linger(taken: usize, max_batch: usize, linger: Duration) -> Option<Duration> {
-    (taken > 1 && taken < max_batch && !linger.is_zero()).then_some(linger)
+fn linger(taken: usize, max_batch: usize, wait: Duration) -> Option<Duration> {
+    (taken > 1 && taken < max_batch && !wait.is_zero()).then_some(wait)
 }
 
 /// Applies a batch of waiting reports and sends each its answer.

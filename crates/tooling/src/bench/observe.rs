@@ -58,6 +58,7 @@ fn top_statements() -> i64 {
         .filter(|n| *n > 0)
         .unwrap_or(TOP_STATEMENTS)
 }
+
 /// How long after a backend leaves `pg_stat_activity` its counters may
 /// still be arriving.
 const EXIT_GRACE: Duration = Duration::from_millis(200);

@@ -85,10 +85,11 @@ async fn open_at_end(api: &Api, after: i64) -> anyhow::Result<reqwest::Response>
 }
 
 /// Runs the phase on `pool`'s database with an API-only replica, on a
-/// pool of its own, closed afterwards: the replica's background tasks
-/// (health probe, event hub) must not hold the bench's own connections
-/// after the phase, as they did when they shared them (the workflow phase,
-/// the next to write to this database, then timed out on the bench's pool).
+/// pool of its own, closed afterwards, so nothing of the replica's can
+/// hold the bench's own connections after the phase. (Its event listener
+/// and health watcher once outlived it on a shared pool and the workflow
+/// phase timed out on the bench's pool; a stopped service now ends them,
+/// and the separate pool keeps the phases apart regardless.)
 pub async fn measure(
     bench_pool: &PgPool,
     token: &str,

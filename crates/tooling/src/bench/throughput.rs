@@ -97,11 +97,7 @@ async fn at_replicas(
             warm.len()
         );
         approve_all(env, &replicas, warm, args.client_concurrency).await?;
-        // The observer's polls are its own, left out of the counts.
-        match &env.observer {
-            Some(o) => o.wait_completed(warm, Duration::from_secs(600)).await?,
-            None => wait_completed(&env.pool, warm, Duration::from_secs(600)).await?,
-        }
+        wait_all(env, warm).await?;
     }
     eprintln!("[{count} replica(s)] approving and running them…");
     // Lock waiters are sampled over the measured part only.
@@ -112,10 +108,7 @@ async fn at_replicas(
     let cpu_before = env.observer.as_ref().and_then(|o| o.cpu_sample());
     let started = Instant::now();
     approve_all(env, &replicas, ids, args.client_concurrency).await?;
-    match &env.observer {
-        Some(o) => o.wait_completed(ids, Duration::from_secs(600)).await?,
-        None => wait_completed(&env.pool, ids, Duration::from_secs(600)).await?,
-    }
+    wait_all(env, ids).await?;
     let elapsed = started.elapsed().as_secs_f64();
     let cpu_after = env.observer.as_ref().and_then(|o| o.cpu_sample());
     let after = db_cost(&env.server_pool).await.ok();
@@ -151,6 +144,16 @@ async fn at_replicas(
         db_cpu_ms_per_task: db_cpu,
         top_statements: counts.top,
     })
+}
+
+/// Waits until the missions `ids` are done, polling through the observer
+/// when there is one (its polls are its own, left out of the counts).
+async fn wait_all(env: &BenchEnv, ids: &[Uuid]) -> anyhow::Result<()> {
+    let limit = Duration::from_secs(600);
+    match &env.observer {
+        Some(o) => o.wait_completed(ids, limit).await,
+        None => wait_completed(&env.pool, ids, limit).await,
+    }
 }
 
 /// Creates `count` fan-out missions (awaiting approval) through `api`.
